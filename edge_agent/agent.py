@@ -1,0 +1,152 @@
+"""The agent: the model being served (swapped atomically under a lock) and its predictions.
+
+The convergence loop (:mod:`edge_agent.deploy`) is the only writer of ``state.json`` and the only
+caller of :meth:`Agent.swap`; HTTP request threads only call :meth:`Agent.predict`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from importlib import metadata
+from typing import Any
+
+from edge_agent.home import AgentConfig, AgentHome, AgentState
+from edge_agent.imaging import ImageDecodeError
+from edge_agent.runtime import (
+    ClassifierSession,
+    ManifestError,
+    ModelLoadError,
+    verify_files,
+    verify_manifest,
+)
+from edge_agent.telemetry import Telemetry
+
+__all__ = ["Agent", "NoModelError", "agent_version"]
+
+log = logging.getLogger(__name__)
+
+
+def agent_version() -> str:
+    """The installed ``sampan`` distribution's version, or ``"0+unknown"`` from a bare checkout."""
+    try:
+        return metadata.version("sampan")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+class NoModelError(RuntimeError):
+    """No model version is loaded yet (the HTTP API answers 503)."""
+
+
+class Agent:
+    """Serves the current model version of one enrolled device.
+
+    ``threads`` is onnxruntime's intra-op thread count per session.
+    """
+
+    def __init__(self, home: AgentHome, config: AgentConfig, *, threads: int = 1) -> None:
+        self.home = home
+        self.config = config
+        self.threads = threads
+        self.telemetry = Telemetry()
+        self._lock = threading.Lock()
+        self._session: ClassifierSession | None = None
+
+    @property
+    def session(self) -> ClassifierSession | None:
+        with self._lock:
+            return self._session
+
+    @property
+    def current_version(self) -> str | None:
+        session = self.session
+        return session.version_id if session else None
+
+    def load_package(self, version_id: str) -> ClassifierSession:
+        """Verify (signature, sizes, sha256) and load ``models/<version_id>/``, then run one
+        dummy input through it.
+
+        Raises:
+            ManifestError: missing/unreadable manifest, bad signature or checksum, or a manifest
+                for another version.
+            ModelLoadError: onnxruntime cannot load or run it.
+        """
+        directory = self.home.model_dir(version_id)
+        try:
+            manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ManifestError(f"cannot read the manifest of {version_id}: {error}") from error
+        verify_manifest(manifest, self.config.signing_public_key)
+        if (manifest.get("model") or {}).get("version_id") != version_id:
+            raise ManifestError(f"manifest in models/{version_id} is for another version")
+        verify_files(manifest, directory)
+        session = ClassifierSession(directory, manifest, threads=self.threads)
+        session.self_test()
+        return session
+
+    def load_from_state(self, state: AgentState) -> AgentState:
+        """Load ``state.current`` (or, if that fails, ``state.previous``) at start-up.
+
+        Returns the state as it now stands (``current`` falls back to ``previous`` when only
+        that one loads; both None when neither does). Never raises for a bad package: the agent
+        then starts without a model and the convergence loop installs one.
+        """
+        for version_id in (state.current, state.previous):
+            if not version_id:
+                continue
+            try:
+                session = self.load_package(version_id)
+            except (ManifestError, ModelLoadError) as error:
+                log.error("cannot load installed model %s: %s", version_id, error)
+                continue
+            self.swap(session)
+            if version_id != state.current:
+                state.previous, state.current = None, version_id
+            return state
+        return AgentState(deployment=state.deployment)
+
+    def swap(self, session: ClassifierSession) -> None:
+        """Serve ``session`` from now on; requests already running finish on the old one."""
+        with self._lock:
+            self._session = session
+        self.telemetry.set_model(session.version_id)
+        log.info("serving model version %s", session.version_id)
+
+    def predict(self, data: bytes, top_k: int = 5) -> dict[str, Any]:
+        """Image bytes -> ``{"model_version_id", "predictions": [...], "latency_ms"}``.
+
+        Raises:
+            NoModelError: no model is loaded.
+            ImageDecodeError: the bytes are not a usable image.
+            ValueError: ``top_k`` < 1.
+            ModelLoadError: onnxruntime failed while running.
+        """
+        started = time.perf_counter()
+        session = self.session
+        outcome = "error"
+        try:
+            if session is None:
+                outcome = "no_model"
+                raise NoModelError("no model is loaded yet")
+            try:
+                predictions = session.predict_image(data, top_k=top_k)
+            except (ImageDecodeError, ValueError):
+                outcome = "bad_request"
+                raise
+            outcome = "ok"
+        finally:
+            elapsed = time.perf_counter() - started
+            self.telemetry.record_request(outcome, elapsed)
+        return {
+            "model_version_id": session.version_id,
+            "predictions": predictions,
+            "latency_ms": round(elapsed * 1000.0, 3),
+        }
+
+    def health(self) -> dict[str, Any]:
+        """``{"status": "ok" | "no_model", "model_version_id"}``."""
+        version = self.current_version
+        return {"status": "ok" if version else "no_model", "model_version_id": version}

@@ -1,0 +1,153 @@
+"""``sampan-agent``: ``enroll`` once, then ``run`` (local HTTP API + convergence loop).
+
+Exit status: 0 on success, 1 on a runtime failure (message on stderr), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+import onnxruntime
+
+from edge_agent.agent import Agent, agent_version
+from edge_agent.client import DeviceApiError, DeviceClient, enroll
+from edge_agent.deploy import Converger
+from edge_agent.home import AgentConfig, AgentHome, default_home
+from edge_agent.server import make_server
+
+log = logging.getLogger("edge_agent")
+
+
+def _device_info() -> dict[str, object]:
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "agent_version": agent_version(),
+    }
+
+
+def cmd_enroll(args: argparse.Namespace) -> int:
+    """Trade a one-time enrollment token for a device credential, saved in ``agent.json``."""
+    home = AgentHome(args.home)
+    if home.config_path.exists() and not args.force:
+        print(f"already enrolled ({home.config_path}); pass --force to enroll again",
+              file=sys.stderr)
+        return 1
+    name = args.name or socket.gethostname()
+    try:
+        reply = enroll(args.url, args.token, name, _device_info())
+    except DeviceApiError as error:
+        print(f"enrollment failed: {error}", file=sys.stderr)
+        return 1
+    config = AgentConfig(
+        server_url=args.url.rstrip("/"),
+        device_id=str(reply["device_id"]),
+        credential=str(reply["credential"]),
+        signing_public_key=str(reply["signing_public_key"]),
+        heartbeat_interval_s=float(reply.get("heartbeat_interval_s") or 30.0),
+        name=name,
+    )
+    home.save_config(config)
+    print(f"enrolled as device {config.device_id}; credential saved in {home.config_path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Serve the local HTTP API and converge on the desired state until SIGTERM or SIGINT."""
+    home = AgentHome(args.home)
+    try:
+        config = home.load_config()
+    except FileNotFoundError:
+        print(f"not enrolled: no {home.config_path}; run 'sampan-agent enroll' first",
+              file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as error:
+        print(f"cannot read {home.config_path}: {error}", file=sys.stderr)
+        return 1
+    home.ensure()
+    agent = Agent(home, config, threads=args.threads)
+    state = agent.load_from_state(home.load_state())
+    home.save_state(state)
+    try:
+        server = make_server(agent, args.host, args.port)
+    except OSError as error:
+        print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
+        return 1
+    client = DeviceClient(config.server_url, config.credential)
+    converger = Converger(agent, client, state)
+    stop = threading.Event()
+    loop = threading.Thread(target=converger.run, args=(stop,), name="converge", daemon=True)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        stop.set()
+        # shutdown() waits for serve_forever() to return, so it must not run on its thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    loop.start()
+    host, port = server.server_address[:2]
+    log.info("device %s serving on http://%s:%d", config.device_id, host, port)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        stop.set()
+        server.server_close()
+        loop.join(timeout=5.0)
+        client.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sampan-agent", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add_home(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--home", type=Path, default=default_home(),
+                         help="agent state directory (default: $SAMPAN_AGENT_HOME or "
+                              "~/.sampan-agent)")
+
+    enroll_parser = commands.add_parser("enroll", help="enroll this device once")
+    enroll_parser.add_argument("--url", required=True, help="control plane URL, e.g. http://host:8000")
+    enroll_parser.add_argument("--token", required=True, help="one-time enrollment token")
+    enroll_parser.add_argument("--name", help="device name (default: host name)")
+    enroll_parser.add_argument("--force", action="store_true", help="replace an existing enrollment")
+    add_home(enroll_parser)
+    enroll_parser.set_defaults(func=cmd_enroll)
+
+    run_parser = commands.add_parser("run", help="serve predictions and follow deployments")
+    run_parser.add_argument("--host", default="127.0.0.1")
+    run_parser.add_argument("--port", type=int, default=8700, help="0 picks a free port")
+    run_parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    add_home(run_parser)
+    run_parser.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""HTTP client for the control plane's device API (``/api/device/v1/``, contracts.md).
+
+Errors are split the way the convergence loop needs them: :class:`RetryableError` (network
+failures, timeouts, 408/429/5xx: back off and try again) and :class:`TerminalError` (any other
+4xx, a malformed reply: retrying the same request cannot help).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+__all__ = ["DeviceApiError", "DeviceClient", "RetryableError", "TerminalError", "enroll"]
+
+API_PREFIX = "/api/device/v1/"
+#: (connect, read) timeouts in seconds for every call.
+TIMEOUT_S = (5.0, 30.0)
+_CHUNK = 64 * 1024
+_RETRYABLE_STATUS = frozenset({408, 425, 429})
+
+
+class DeviceApiError(Exception):
+    """A device API call failed. ``str(error)`` says why."""
+
+    retryable = False
+
+
+class RetryableError(DeviceApiError):
+    """Network failure, timeout or a status that may succeed later (408, 425, 429, 5xx)."""
+
+    retryable = True
+
+
+class TerminalError(DeviceApiError):
+    """A status or reply that the same request will get again (401, 403, 404, 400, bad JSON)."""
+
+
+def api_url(server_url: str, path: str) -> str:
+    """``http://host:port`` (with or without a trailing path slash) + ``heartbeat`` -> full URL."""
+    return urljoin(server_url.rstrip("/") + "/", API_PREFIX.lstrip("/") + path)
+
+
+def _message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(body, dict):
+        for key in ("detail", "error", "message"):
+            if key in body:
+                return str(body[key])
+    return str(body)[:200]
+
+
+def _raise_for_status(response: requests.Response, what: str) -> None:
+    status = response.status_code
+    if status < 400:
+        return
+    text = f"{what}: HTTP {status}: {_message(response)}"
+    if status >= 500 or status in _RETRYABLE_STATUS:
+        raise RetryableError(text)
+    raise TerminalError(text)
+
+
+def _json(response: requests.Response, what: str) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError as error:
+        raise TerminalError(f"{what}: reply is not JSON") from error
+    if not isinstance(body, dict):
+        raise TerminalError(f"{what}: reply is not a JSON object")
+    return body
+
+
+def enroll(server_url: str, token: str, name: str, info: dict[str, Any]) -> dict[str, Any]:
+    """``POST enroll`` -> ``{"device_id", "credential", "heartbeat_interval_s",
+    "signing_public_key"}``.
+
+    Raises:
+        RetryableError: the server cannot be reached or answers 5xx.
+        TerminalError: the token is refused (401/400) or the reply lacks a field.
+    """
+    url = api_url(server_url, "enroll")
+    try:
+        response = requests.post(
+            url, json={"token": token, "name": name, "info": info}, timeout=TIMEOUT_S
+        )
+    except requests.RequestException as error:
+        raise RetryableError(f"enroll: cannot reach {url}: {error}") from error
+    _raise_for_status(response, "enroll")
+    body = _json(response, "enroll")
+    missing = {"device_id", "credential", "signing_public_key"} - set(body)
+    if missing:
+        raise TerminalError(f"enroll: reply lacks {sorted(missing)}")
+    return body
+
+
+class DeviceClient:
+    """Authenticated device API calls (``Authorization: Device <credential>``).
+
+    The credential is only sent to the control plane's own origin: an artifact URL on another
+    host (object storage, a CDN) is fetched without it.
+    """
+
+    def __init__(self, server_url: str, credential: str) -> None:
+        self.server_url = server_url.rstrip("/") + "/"
+        self._origin = urlsplit(self.server_url)[:2]
+        self._credential = credential
+        self._session = requests.Session()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def resolve(self, url: str) -> str:
+        """An absolute URL, or one relative to the server URL, made absolute."""
+        return urljoin(self.server_url, url)
+
+    def _headers(self, url: str) -> dict[str, str]:
+        if urlsplit(url)[:2] == self._origin:
+            return {"Authorization": f"Device {self._credential}"}
+        return {}
+
+    def _get(self, url: str, what: str, headers: dict[str, str], stream: bool) -> requests.Response:
+        url = self.resolve(url)
+        try:
+            response = self._session.get(
+                url, headers={**self._headers(url), **headers}, timeout=TIMEOUT_S, stream=stream
+            )
+        except requests.RequestException as error:
+            raise RetryableError(f"{what}: {error}") from error
+        if response.status_code >= 400:
+            response.close()
+        _raise_for_status(response, what)
+        return response
+
+    def heartbeat(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """``POST heartbeat`` -> ``{"heartbeat_interval_s", "desired"}``. Raises DeviceApiError."""
+        url = api_url(self.server_url, "heartbeat")
+        try:
+            response = self._session.post(
+                url, json=payload, headers=self._headers(url), timeout=TIMEOUT_S
+            )
+        except requests.RequestException as error:
+            raise RetryableError(f"heartbeat: {error}") from error
+        _raise_for_status(response, "heartbeat")
+        return _json(response, "heartbeat")
+
+    def get_json(self, url: str, what: str) -> dict[str, Any]:
+        """GET a JSON object (the manifest). Raises DeviceApiError."""
+        return _json(self._get(url, what, {}, stream=False), what)
+
+    def download(self, url: str, destination: Path, expected_size: int) -> None:
+        """Download ``url`` into ``destination``, resuming a partial file with HTTP Range.
+
+        A partial ``destination`` from an earlier attempt is continued with
+        ``Range: bytes=<size>-``; a server that answers 200 instead of 206 restarts it.
+        ``expected_size`` is in bytes; checksums are checked by the caller.
+
+        Raises:
+            RetryableError: network failure, 5xx, or the transfer stopped early (the partial
+                file is kept for the next attempt).
+            TerminalError: 4xx, or the server sends more than ``expected_size`` bytes.
+        """
+        offset = destination.stat().st_size if destination.exists() else 0
+        if offset > expected_size:
+            destination.unlink()
+            offset = 0
+        if offset == expected_size and expected_size > 0:
+            return
+        headers = {"Range": f"bytes={offset}-"} if offset else {}
+        response = self._get(url, "download", headers, stream=True)
+        with response:
+            if response.status_code == 206:
+                content_range = response.headers.get("Content-Range", "")
+                if not content_range.startswith(f"bytes {offset}-"):
+                    destination.unlink(missing_ok=True)
+                    raise RetryableError(f"download: unexpected Content-Range {content_range!r}")
+                mode = "ab"
+            else:
+                offset, mode = 0, "wb"
+            written = offset
+            try:
+                with open(destination, mode) as handle:
+                    for chunk in response.iter_content(_CHUNK):
+                        written += len(chunk)
+                        if written > expected_size:
+                            raise TerminalError(
+                                f"download: artifact larger than the expected {expected_size} bytes"
+                            )
+                        handle.write(chunk)
+            except requests.RequestException as error:
+                raise RetryableError(f"download interrupted at {written} bytes: {error}") from error
+        if written != expected_size:
+            raise RetryableError(f"download incomplete: {written} of {expected_size} bytes")

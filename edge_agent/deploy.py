@@ -1,0 +1,255 @@
+"""The one exclusive convergence loop: heartbeat, read ``desired``, converge, report.
+
+Steps for a new desired model version (state persisted to ``state.json`` before each step):
+``downloading`` (manifest, signature check, artifact to ``downloads/<id>.part`` with HTTP Range
+resume) -> ``verifying`` (size and sha256 of every file, test-load with onnxruntime and one dummy
+input) -> files moved into ``models/<id>/`` with ``os.replace`` -> predictor swapped -> ``running``.
+Any failure -> ``failed`` with the reason; the current model keeps serving throughout. Retryable
+failures (network, 5xx) back off exponentially; terminal ones (bad signature, checksum, a model
+that does not load) are reported and not retried until the desired state changes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from edge_agent.agent import Agent, agent_version
+from edge_agent.client import DeviceApiError, DeviceClient, RetryableError, TerminalError
+from edge_agent.home import AgentState, DeploymentStatus
+from edge_agent.runtime import (
+    ClassifierSession,
+    ManifestError,
+    ModelLoadError,
+    verify_files,
+    verify_manifest,
+)
+
+__all__ = ["Backoff", "Converger"]
+
+log = logging.getLogger(__name__)
+
+_DESIRED_KEYS = ("deployment_id", "model_version_id", "manifest_url", "artifact_url", "sha256", "size")
+
+
+class Backoff:
+    """Exponential backoff in seconds: initial, x2 per failure, capped, with +/-20 % jitter."""
+
+    def __init__(self, initial_s: float = 1.0, maximum_s: float = 60.0) -> None:
+        self.initial_s, self.maximum_s, self._failures = initial_s, maximum_s, 0
+
+    def next(self) -> float:
+        delay = min(self.maximum_s, self.initial_s * 2**self._failures)
+        self._failures += 1
+        return delay * random.uniform(0.8, 1.2)
+
+    def reset(self) -> None:
+        self._failures = 0
+
+
+class Converger:
+    """Heartbeats and converges ``agent`` on the control plane's desired state.
+
+    Run :meth:`run` in one thread (it is the only writer of ``state.json``); :meth:`run_once`
+    does a single heartbeat + convergence attempt and is what tests drive directly.
+    """
+
+    def __init__(self, agent: Agent, client: DeviceClient, state: AgentState) -> None:
+        self.agent, self.client, self.state = agent, client, state
+        self.home = agent.home
+        self.interval_s = float(agent.config.heartbeat_interval_s)
+        self._heartbeat_backoff = Backoff()
+        self._deploy_backoff = Backoff(initial_s=2.0, maximum_s=300.0)
+        self._retry_at = 0.0
+        self._refetched: set[str] = set()
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set; never raises for device API or package errors."""
+        while not stop.is_set():
+            stop.wait(self.run_once())
+
+    def run_once(self) -> float:
+        """One heartbeat and, if the desired state differs, one convergence attempt.
+
+        Returns the number of seconds to wait before the next call.
+        """
+        try:
+            reply = self._heartbeat()
+        except RetryableError as error:
+            log.warning("heartbeat failed, backing off: %s", error)
+            return self._heartbeat_backoff.next()
+        except TerminalError as error:
+            log.error("heartbeat refused: %s", error)
+            return max(self.interval_s, 60.0)
+        self._heartbeat_backoff.reset()
+        interval = reply.get("heartbeat_interval_s")
+        if isinstance(interval, int | float) and interval > 0:
+            self.interval_s = float(interval)
+        desired = reply.get("desired")
+        if isinstance(desired, dict) and self._needs_apply(desired):
+            if time.monotonic() >= self._retry_at:
+                self.apply(desired)
+        return self.interval_s
+
+    def _heartbeat(self) -> dict[str, Any]:
+        deployment = self.state.deployment
+        payload = {
+            "device_time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "agent_version": agent_version(),
+            "current_model_version_id": self.agent.current_version,
+            "metrics": self.agent.telemetry.snapshot(),
+            "deployment": deployment.report() if deployment else None,
+        }
+        try:
+            reply = self.client.heartbeat(payload)
+        except DeviceApiError:
+            self.agent.telemetry.record_heartbeat(False)
+            raise
+        self.agent.telemetry.record_heartbeat(True)
+        return reply
+
+    def _needs_apply(self, desired: dict[str, Any]) -> bool:
+        missing = [key for key in _DESIRED_KEYS if desired.get(key) in (None, "")]
+        if missing:
+            log.error("ignoring desired state without %s", missing)
+            return False
+        current = self.state.deployment
+        if current is not None and current.matches(desired):
+            if current.state == "running":
+                # Reinstall only if the version did not load at start-up.
+                return self.agent.current_version != current.model_version_id
+            return not (current.state == "failed" and current.terminal)
+        # A new desired state: a fresh backoff and one more chance to re-download on a bad hash.
+        self._retry_at = 0.0
+        self._deploy_backoff.reset()
+        self._refetched.clear()
+        if desired["model_version_id"] == self.agent.current_version:
+            # Same model version under a new deployment: nothing to install.
+            self._step(self._status(desired), "running")
+            return False
+        return True
+
+    # --- one convergence attempt --------------------------------------------------------------
+
+    @staticmethod
+    def _status(desired: dict[str, Any]) -> DeploymentStatus:
+        return DeploymentStatus(
+            deployment_id=str(desired["deployment_id"]),
+            model_version_id=str(desired["model_version_id"]),
+            sha256=str(desired["sha256"]),
+            size=int(desired["size"]),
+            state="downloading",
+        )
+
+    def _step(self, status: DeploymentStatus, state: str, error: str | None = None) -> None:
+        """Persist, then report (best effort: the next heartbeat carries it anyway)."""
+        status.state, status.error = state, error
+        status.terminal = state == "failed"
+        self.state.deployment = status
+        self.home.save_state(self.state)
+        try:
+            self._heartbeat()
+        except DeviceApiError as error:
+            log.warning("could not report %s: %s", state, error)
+
+    def apply(self, desired: dict[str, Any]) -> None:
+        """Converge on ``desired`` once. Never raises for network or package errors."""
+        status = self._status(desired)
+        version_id = status.model_version_id
+        log.info("deploying model version %s (deployment %s)", version_id, status.deployment_id)
+        try:
+            if version_id == self.state.previous and self.home.model_dir(version_id).is_dir():
+                self._step(status, "verifying")  # rollback: the package is still on disk
+                session = self.agent.load_package(version_id)
+            else:
+                session = self._download_and_install(desired, status)
+        except (RetryableError, OSError) as error:
+            # OSError: local disk trouble (full, permissions), which may clear up.
+            delay = self._deploy_backoff.next()
+            self._retry_at = time.monotonic() + delay
+            log.warning("deployment %s will retry in %.0f s: %s", status.deployment_id, delay, error)
+            self._step(status, status.state, f"{error} (retrying)")
+            return
+        except (TerminalError, ManifestError, ModelLoadError) as error:
+            log.error("deployment %s failed: %s", status.deployment_id, error)
+            self.agent.telemetry.record_deployment("failed")
+            self._step(status, "failed", str(error))
+            self._prune()
+            return
+        self.agent.swap(session)
+        if self.state.current != version_id:
+            self.state.previous, self.state.current = self.state.current, version_id
+        self.agent.telemetry.record_deployment("running")
+        self._step(status, "running")
+        self._prune()
+
+    def _download_and_install(
+        self, desired: dict[str, Any], status: DeploymentStatus
+    ) -> ClassifierSession:
+        version_id = status.model_version_id
+        self._step(status, "downloading")
+        manifest = self.client.get_json(desired["manifest_url"], "manifest")
+        # Nothing in an unverified manifest is trusted, not even the size to download.
+        verify_manifest(manifest, self.agent.config.signing_public_key)
+        self._check_consistent(desired, manifest)
+        part = self.home.downloads_dir / f"{version_id}.part"
+        self.home.ensure()
+        self.client.download(desired["artifact_url"], part, status.size)
+
+        self._step(status, "verifying")
+        staging = self.home.models_dir / f".staging-{version_id}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        part.replace(staging / "model.onnx")
+        try:
+            verify_files(manifest, staging)
+        except ManifestError as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            if version_id not in self._refetched:
+                # A corrupted transfer or resume: download once more from scratch, then give up.
+                self._refetched.add(version_id)
+                raise RetryableError(f"{error}; downloading again") from error
+            raise
+        target = self.home.model_dir(version_id)
+        if target.exists():
+            shutil.rmtree(target)  # leftovers of an earlier failed attempt; never current
+        staging.replace(target)
+        return self.agent.load_package(version_id)
+
+    @staticmethod
+    def _check_consistent(desired: dict[str, Any], manifest: dict[str, Any]) -> None:
+        if (manifest.get("model") or {}).get("version_id") != desired["model_version_id"]:
+            raise ManifestError("manifest is for another model version")
+        entry = (manifest.get("files") or {}).get("model.onnx") or {}
+        if entry.get("sha256") != desired["sha256"]:
+            raise ManifestError(
+                f"desired sha256 {desired['sha256']} does not match the signed manifest's "
+                f"{entry.get('sha256')}"
+            )
+        if entry.get("size") != desired["size"]:
+            raise ManifestError(
+                f"desired size {desired['size']} bytes does not match the signed manifest's "
+                f"{entry.get('size')}"
+            )
+
+    def _prune(self) -> None:
+        """Delete installed versions other than current and previous, and stale downloads."""
+        keep = {self.state.current, self.state.previous}
+        in_progress = self.state.deployment
+        for path in self.home.models_dir.iterdir() if self.home.models_dir.exists() else ():
+            if path.name not in keep:
+                shutil.rmtree(path, ignore_errors=True)
+        for path in self.home.downloads_dir.glob("*.part"):
+            resumable = in_progress and in_progress.state != "failed"
+            if not (resumable and path.stem == in_progress.model_version_id):
+                Path(path).unlink(missing_ok=True)

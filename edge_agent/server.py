@@ -1,0 +1,111 @@
+"""The agent's local HTTP API (stdlib ``ThreadingHTTPServer``, one thread per request).
+
+- ``POST /v1/predict`` body = image bytes, optional ``?top_k=5`` -> 200
+  ``{"model_version_id", "predictions": [{"label", "index", "probability"}], "latency_ms"}``;
+  400 ``{"error"}`` for an undecodable image or bad ``top_k``; 413 for a body over
+  :data:`MAX_BODY_BYTES`; 503 when no model is loaded.
+- ``GET /healthz`` -> ``{"status": "ok" | "no_model", "model_version_id"}`` (always 200).
+- ``GET /metrics`` -> Prometheus text format.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from edge_agent.agent import Agent, NoModelError
+from edge_agent.imaging import ImageDecodeError
+from edge_agent.runtime import ModelLoadError
+
+__all__ = ["MAX_BODY_BYTES", "AgentHTTPServer", "make_server"]
+
+log = logging.getLogger(__name__)
+
+#: Largest accepted request body, in bytes (a 40 MP JPEG is well under this).
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+class AgentHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], agent: Agent) -> None:
+        self.agent = agent
+        super().__init__(address, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: AgentHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, data: dict[str, Any]) -> None:
+        self._send(status, json.dumps(data).encode("utf-8"), "application/json")
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        path = urlsplit(self.path).path
+        if path == "/healthz":
+            self._json(HTTPStatus.OK, self.server.agent.health())
+        elif path == "/metrics":
+            self._send(HTTPStatus.OK, self.server.agent.telemetry.exposition(), CONTENT_TYPE_LATEST)
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such path {path}"})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        url = urlsplit(self.path)
+        if url.path != "/v1/predict":
+            self._drain()
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path}"})
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self.close_connection = True
+            self._json(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length is required"})
+            return
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                       {"error": f"body over {MAX_BODY_BYTES} bytes"})
+            return
+        data = self.rfile.read(length)
+        try:
+            top_k = int(parse_qs(url.query).get("top_k", ["5"])[0])
+        except ValueError:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "top_k must be an integer"})
+            return
+        try:
+            self._json(HTTPStatus.OK, self.server.agent.predict(data, top_k=top_k))
+        except NoModelError as error:
+            self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(error)})
+        except (ImageDecodeError, ValueError) as error:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        except ModelLoadError as error:
+            log.error("prediction failed: %s", error)
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(error)})
+
+    def _drain(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if 0 < length <= MAX_BODY_BYTES:
+            self.rfile.read(length)
+        elif length:
+            self.close_connection = True
+
+
+def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8700) -> AgentHTTPServer:
+    """Bind (not yet serve) the HTTP API; port 0 picks a free port (see ``server_address``)."""
+    return AgentHTTPServer((host, port), agent)

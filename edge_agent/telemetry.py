@@ -1,0 +1,123 @@
+"""Request metrics for heartbeats and the Prometheus ``/metrics`` page (private registry).
+
+Heartbeat ``requests`` and ``errors`` are cumulative counts since the agent process started (a
+lost heartbeat loses nothing; the control plane takes differences). Latency percentiles are over
+the last :data:`WINDOW` requests.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Telemetry", "memory_bytes"]
+
+#: Number of most recent requests the latency percentiles are computed over.
+WINDOW = 1024
+_LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+def memory_bytes() -> int | None:
+    """Resident set size of this process in bytes, from ``/proc/self/statm`` (Linux)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            resident_pages = int(handle.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+class Telemetry:
+    """Thread-safe counters and a latency window; ``OUTCOMES`` label the request counter."""
+
+    OUTCOMES = ("ok", "bad_request", "no_model", "error")
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._requests = Counter(
+            "sampan_agent_requests", "Prediction requests by outcome.", ["outcome"],
+            registry=self.registry,
+        )
+        self._latency = Histogram(
+            "sampan_agent_request_latency_seconds", "Prediction latency (decode to reply).",
+            buckets=_LATENCY_BUCKETS_S, registry=self.registry,
+        )
+        self._model = Gauge(
+            "sampan_agent_model_info", "1 for the model version being served.",
+            ["model_version_id"], registry=self.registry,
+        )
+        self._deployments = Counter(
+            "sampan_agent_deployments", "Finished deployment attempts by result.", ["result"],
+            registry=self.registry,
+        )
+        self._heartbeats = Counter(
+            "sampan_agent_heartbeats", "Heartbeats sent, by result.", ["result"],
+            registry=self.registry,
+        )
+        for outcome in self.OUTCOMES:
+            self._requests.labels(outcome)
+        self._lock = threading.Lock()
+        self._window: deque[float] = deque(maxlen=WINDOW)
+        self._count = 0
+        self._errors = 0
+        self._cpu_mark = (time.monotonic(), sum(os.times()[:2]))
+
+    def record_request(self, outcome: str, latency_s: float) -> None:
+        """One prediction request; ``outcome`` is one of :attr:`OUTCOMES`, latency in s."""
+        self._requests.labels(outcome).inc()
+        if outcome == "ok":
+            self._latency.observe(latency_s)
+        with self._lock:
+            self._count += 1
+            if outcome != "ok":
+                self._errors += 1
+            else:
+                self._window.append(latency_s * 1000.0)
+
+    def record_heartbeat(self, ok: bool) -> None:
+        self._heartbeats.labels("ok" if ok else "error").inc()
+
+    def record_deployment(self, result: str) -> None:
+        self._deployments.labels(result).inc()
+
+    def set_model(self, version_id: str | None) -> None:
+        self._model.clear()
+        if version_id:
+            self._model.labels(version_id).set(1)
+
+    def _cpu_percent(self) -> float:
+        """Process CPU time / wall time since the previous call, in % of one core."""
+        now, cpu = time.monotonic(), sum(os.times()[:2])
+        with self._lock:
+            then, cpu_then = self._cpu_mark
+            self._cpu_mark = (now, cpu)
+        elapsed = now - then
+        return round(100.0 * (cpu - cpu_then) / elapsed, 2) if elapsed > 0 else 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The heartbeat ``metrics`` object; percentiles in ms, null before any request."""
+        with self._lock:
+            window = np.fromiter(self._window, dtype=np.float64)
+            count, errors = self._count, self._errors
+        if window.size:
+            p50, p95, p99 = (round(float(v), 3) for v in np.percentile(window, [50, 95, 99]))
+            latency: dict[str, float | None] = {"p50": p50, "p95": p95, "p99": p99}
+        else:
+            latency = {"p50": None, "p95": None, "p99": None}
+        return {
+            "requests": count,
+            "errors": errors,
+            "latency_ms": latency,
+            "cpu_percent": self._cpu_percent(),
+            "memory_bytes": memory_bytes(),
+        }
+
+    def exposition(self) -> bytes:
+        """Prometheus text format of the private registry."""
+        return generate_latest(self.registry)

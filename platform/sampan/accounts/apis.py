@@ -1,0 +1,148 @@
+"""Accounts API: session login, the current user, API tokens, projects and members."""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate, login, logout
+from django.middleware.csrf import get_token
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sampan.accounts import selectors, services
+from sampan.accounts.models import Role
+from sampan.core.apis import ProjectApi
+from sampan.core.errors import Unauthenticated
+
+
+class UserSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+    email = serializers.CharField()
+
+
+class LoginInput(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"})
+
+
+class LoginApi(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list[type] = []
+
+    @extend_schema(request=LoginInput, responses=UserSerializer, operation_id="auth_login")
+    def post(self, request: Request) -> Response:
+        data = LoginInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request, **data.validated_data)
+        if user is None:
+            raise Unauthenticated("wrong username or password")
+        login(request._request, user)
+        get_token(request._request)
+        return Response(UserSerializer(user).data)
+
+
+class LogoutApi(APIView):
+    @extend_schema(request=None, responses={204: None}, operation_id="auth_logout")
+    def post(self, request: Request) -> Response:
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeApi(APIView):
+    @extend_schema(responses=UserSerializer, operation_id="auth_me")
+    def get(self, request: Request) -> Response:
+        return Response(UserSerializer(request.user).data)
+
+
+class TokenInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+
+
+class TokenOutput(serializers.Serializer):
+    id = serializers.UUIDField(source="token.id")
+    name = serializers.CharField(source="token.name")
+    prefix = serializers.CharField(source="token.prefix")
+    token = serializers.CharField(source="secret", help_text="Shown once; store it now.")
+
+
+class ApiTokenCreateApi(APIView):
+    @extend_schema(request=TokenInput, responses={201: TokenOutput}, operation_id="tokens_create")
+    def post(self, request: Request) -> Response:
+        data = TokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        issued = services.api_token_create(user=request.user, **data.validated_data)
+        return Response(TokenOutput(issued).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ProjectInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ProjectListApi(APIView):
+    @extend_schema(responses=ProjectSerializer(many=True), operation_id="projects_list")
+    def get(self, request: Request) -> Response:
+        return Response(ProjectSerializer(selectors.project_list(user=request.user), many=True).data)
+
+    @extend_schema(request=ProjectInput, responses={201: ProjectSerializer},
+                   operation_id="projects_create")
+    def post(self, request: Request) -> Response:
+        data = ProjectInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        project = services.project_create(user=request.user, **data.validated_data)
+        return Response(ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailApi(ProjectApi):
+    @extend_schema(responses=ProjectSerializer, operation_id="projects_retrieve")
+    def get(self, request: Request, project_id: str) -> Response:
+        return Response(ProjectSerializer(self.get_project(request)).data)
+
+
+class MembershipSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MembershipInput(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MembershipListApi(ProjectApi):
+    write_role = Role.OWNER
+
+    @extend_schema(responses=MembershipSerializer(many=True), operation_id="members_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        return Response(MembershipSerializer(selectors.membership_list(project=project),
+                                             many=True).data)
+
+    @extend_schema(request=MembershipInput, responses=MembershipSerializer,
+                   operation_id="members_set")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = MembershipInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.membership_set(project=project, **data.validated_data)
+        return Response(MembershipSerializer(membership).data)
+
+
+class MembershipDetailApi(ProjectApi):
+    write_role = Role.OWNER
+
+    @extend_schema(responses={204: None}, operation_id="members_delete")
+    def delete(self, request: Request, project_id: str, membership_id: str) -> Response:
+        services.membership_delete(project=self.get_project(request), membership_id=membership_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

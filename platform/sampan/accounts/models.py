@@ -1,0 +1,60 @@
+"""Users, projects, memberships with roles, and personal API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+
+from sampan.core.models import BaseModel
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer"
+    EDITOR = "editor"
+    OWNER = "owner"
+
+
+ROLE_RANK = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
+
+
+class Project(BaseModel):
+    """A workspace that owns datasets, jobs, models and devices; members have roles."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                   related_name="+")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(BaseModel):
+    """A user's role in one project. One row per (project, user)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"],
+                                               name="membership_unique_user")]
+
+
+class ApiToken(BaseModel):
+    """A personal API token. Only its sha256 is stored; the secret is shown once at creation."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, db_index=True)
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    @staticmethod
+    def digest(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()

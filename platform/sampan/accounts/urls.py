@@ -1,0 +1,15 @@
+from django.urls import path
+
+from sampan.accounts import apis
+
+urlpatterns = [
+    path("auth/login/", apis.LoginApi.as_view(), name="auth-login"),
+    path("auth/logout/", apis.LogoutApi.as_view(), name="auth-logout"),
+    path("auth/me/", apis.MeApi.as_view(), name="auth-me"),
+    path("auth/tokens/", apis.ApiTokenCreateApi.as_view(), name="auth-tokens"),
+    path("projects/", apis.ProjectListApi.as_view(), name="projects"),
+    path("projects/<uuid:project_id>/", apis.ProjectDetailApi.as_view(), name="project"),
+    path("projects/<uuid:project_id>/members/", apis.MembershipListApi.as_view(), name="members"),
+    path("projects/<uuid:project_id>/members/<uuid:membership_id>/",
+         apis.MembershipDetailApi.as_view(), name="member"),
+]

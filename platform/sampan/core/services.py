@@ -1,0 +1,89 @@
+"""Writes shared by every job: progress publishing and reaping jobs whose worker is gone."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.apps import apps
+from django.conf import settings
+from django.utils import timezone
+
+from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
+from sampan.core.models import Job
+
+log = logging.getLogger(__name__)
+
+WORKER_LOST = "worker lost: no heartbeat for {seconds:.0f} s"
+_last_publish: dict[str, float] = {}
+
+
+def job_group_name(job_model: type[Job], pk: Any) -> str:
+    """The Channels group that carries a job's progress: ``job.<app>_<model>.<uuid hex>``."""
+    return f"job.{job_model._meta.label_lower.replace('.', '_')}.{getattr(pk, 'hex', pk)}"
+
+
+def job_publish(job_model: type[Job], pk: Any, event: dict[str, Any], *, force: bool = False,
+                min_interval_s: float = 0.5) -> None:
+    """Push ``event`` to the job's Channels group, at most every ``min_interval_s`` unless forced.
+
+    A browser that reconnects reads the current state from the database, so dropping a throttled
+    event loses nothing.
+    """
+    key = f"{job_model._meta.label_lower}:{pk}"
+    now = time.monotonic()
+    if not force and now - _last_publish.get(key, 0.0) < min_interval_s:
+        return
+    _last_publish[key] = now
+    try:
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        async_to_sync(layer.group_send)(job_group_name(job_model, pk), {"type": "job.event", "event": event})
+    except Exception:  # a dead channel layer must never fail a job
+        log.warning("could not publish progress for %s", key, exc_info=True)
+
+
+def job_report_progress(job_model: type[Job], pk: Any, progress: dict[str, Any]) -> bool:
+    """Write progress + heartbeat to the database and publish it. False when no longer RUNNING
+    (cancelled or reaped): the caller should stop."""
+    alive = job_heartbeat(job_model, pk, progress)
+    job_publish(job_model, pk, {"status": JobStatus.RUNNING, "progress": progress})
+    return alive
+
+
+def job_models() -> list[type[Job]]:
+    """Every concrete model that inherits the abstract job."""
+    return [m for m in apps.get_models() if issubclass(m, Job) and not m._meta.abstract]
+
+
+def jobs_reap_stale(*, timeout_s: float | None = None) -> int:
+    """Fail RUNNING jobs whose heartbeat is older than ``timeout_s`` with "worker lost".
+
+    Returns the number of jobs failed. Compare-and-set: a job that heartbeats meanwhile is kept.
+    """
+    seconds = settings.SAMPAN_JOB_HEARTBEAT_TIMEOUT_S if timeout_s is None else timeout_s
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    reaped = 0
+    for model in job_models():
+        for pk in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff
+                                       ).values_list("pk", flat=True):
+            updated = model.objects.filter(pk=pk, status=JobStatus.RUNNING,
+                                           heartbeat_at__lt=cutoff).update(
+                status=JobStatus.FAILED, finished_at=timezone.now(),
+                error=WORKER_LOST.format(seconds=seconds))
+            if updated:
+                reaped += 1
+                log.warning("reaped %s %s: worker lost", model.__name__, pk)
+                job_publish(model, pk, {"status": JobStatus.FAILED, "error": "worker lost"},
+                            force=True)
+    return reaped
+
+
+__all__ = ["job_transition", "job_heartbeat", "job_publish", "job_report_progress",
+           "jobs_reap_stale", "job_models", "job_group_name"]

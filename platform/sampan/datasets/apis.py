@@ -1,0 +1,185 @@
+"""Datasets API: datasets, class labels, uploads/imports, samples, labels, boxes, versions."""
+
+from __future__ import annotations
+
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sampan.core.apis import ProjectApi
+from sampan.core.errors import NotFound
+from sampan.datasets import selectors, services, storage
+from sampan.datasets import serializers as s
+from sampan.datasets.versions import dataset_version_create
+
+
+class DatasetListApi(ProjectApi):
+    @extend_schema(responses=s.DatasetOutput(many=True), operation_id="datasets_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        return Response(s.DatasetOutput(selectors.dataset_list(project=project), many=True).data)
+
+    @extend_schema(request=s.DatasetInput, responses={201: s.DatasetOutput},
+                   operation_id="datasets_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = s.DatasetInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        dataset = services.dataset_create(project=project, **data.validated_data)
+        dataset = selectors.dataset_get(project=project, dataset_id=dataset.pk)
+        return Response(s.DatasetOutput(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(ProjectApi):
+    @extend_schema(responses=s.DatasetOutput, operation_id="datasets_retrieve")
+    def get(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        return Response(s.DatasetOutput(dataset).data)
+
+
+class ClassLabelListApi(ProjectApi):
+    @extend_schema(request=s.ClassLabelInput, responses=s.ClassLabelOutput(many=True),
+                   operation_id="class_labels_add")
+    def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        data = s.ClassLabelInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.class_labels_ensure(dataset=dataset, names=data.validated_data["names"])
+        return Response(s.ClassLabelOutput(dataset.class_labels.all(), many=True).data)
+
+
+class ImportCreateApi(ProjectApi):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": s.ImportInput},
+                   responses={202: s.ImportJobOutput}, operation_id="imports_create")
+    def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        data = s.ImportInput(data={"files": request.FILES.getlist("files"),
+                                   "label": request.data.get("label", "")})
+        data.is_valid(raise_exception=True)
+        job = services.import_job_create(dataset=dataset, files=data.validated_data["files"],
+                                         label=data.validated_data["label"])
+        return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportDetailApi(ProjectApi):
+    @extend_schema(responses=s.ImportJobOutput, operation_id="imports_retrieve")
+    def get(self, request: Request, project_id: str, job_id: str) -> Response:
+        job = selectors.import_job_get(project=self.get_project(request), job_id=job_id)
+        return Response(s.ImportJobOutput(job).data)
+
+
+class SampleListApi(ProjectApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("label", str), OpenApiParameter("unlabeled", bool),
+                    OpenApiParameter("version", OpenApiTypes.UUID),
+                    OpenApiParameter("split", str, enum=s.SPLITS),
+                    OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses=s.SampleOutput(many=True), operation_id="samples_list")
+    def get(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        project = self.get_project(request)
+        dataset = selectors.dataset_get(project=project, dataset_id=dataset_id)
+        version = None
+        if request.query_params.get("version"):
+            version = selectors.dataset_version_get(project=project,
+                                                    version_id=request.query_params["version"])
+        queryset = selectors.sample_list(
+            dataset=dataset, label=request.query_params.get("label"),
+            unlabeled=request.query_params.get("unlabeled") in {"1", "true"},
+            split_version=version, split=request.query_params.get("split"))
+        return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
+
+
+class SampleDetailApi(ProjectApi):
+    @extend_schema(responses=s.SampleOutput, operation_id="samples_retrieve")
+    def get(self, request: Request, project_id: str, sample_id: str) -> Response:
+        sample = selectors.sample_get(project=self.get_project(request), sample_id=sample_id)
+        return Response(s.SampleOutput(sample).data)
+
+
+class SampleImageApi(ProjectApi):
+    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY},
+                   operation_id="samples_image")
+    def get(self, request: Request, project_id: str, sample_id: str) -> FileResponse:
+        sample = selectors.sample_get(project=self.get_project(request), sample_id=sample_id)
+        path = storage.media_path(sample.file)
+        if not path.exists():
+            raise NotFound("the image file of this sample is missing")
+        return FileResponse(open(path, "rb"), content_type="image/png")
+
+
+class SampleLabelApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.LabelInput, responses=s.SampleOutput, operation_id="samples_label")
+    def put(self, request: Request, project_id: str, sample_id: str) -> Response:
+        project = self.get_project(request)
+        sample = selectors.sample_get(project=project, sample_id=sample_id)
+        data = s.LabelInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.sample_label_set(sample=sample, label=data.validated_data.get("class_label"),
+                                  label_id=data.validated_data.get("class_label_id"))
+        return Response(s.SampleOutput(selectors.sample_get(project=project,
+                                                            sample_id=sample_id)).data)
+
+
+class SampleBoxesApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.BoxesInput, responses=s.SampleOutput, operation_id="samples_boxes")
+    def put(self, request: Request, project_id: str, sample_id: str) -> Response:
+        project = self.get_project(request)
+        sample = selectors.sample_get(project=project, sample_id=sample_id)
+        data = s.BoxesInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.sample_boxes_set(sample=sample, boxes=data.validated_data["boxes"])
+        return Response(s.SampleOutput(selectors.sample_get(project=project,
+                                                            sample_id=sample_id)).data)
+
+
+class BulkLabelApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.BulkLabelInput, responses={200: OpenApiTypes.OBJECT},
+                   operation_id="samples_label_bulk")
+    def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        data = s.BulkLabelInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        count = services.samples_label_bulk(
+            dataset=dataset, sample_ids=data.validated_data["sample_ids"],
+            label=data.validated_data.get("class_label"),
+            label_id=data.validated_data.get("class_label_id"))
+        return Response({"labeled": count})
+
+
+class DatasetVersionListApi(ProjectApi):
+    @extend_schema(responses=s.DatasetVersionOutput(many=True),
+                   operation_id="dataset_versions_list")
+    def get(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        project = self.get_project(request)
+        dataset = selectors.dataset_get(project=project, dataset_id=dataset_id)
+        versions = selectors.dataset_version_list(project=project, dataset=dataset)
+        return Response(s.DatasetVersionOutput(versions, many=True).data)
+
+    @extend_schema(request=s.DatasetVersionInput, responses={201: s.DatasetVersionOutput},
+                   operation_id="dataset_versions_create")
+    def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        data = s.DatasetVersionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = dataset_version_create(dataset=dataset, **data.validated_data)
+        return Response(s.DatasetVersionOutput(version).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetVersionDetailApi(ProjectApi):
+    @extend_schema(responses=s.DatasetVersionOutput, operation_id="dataset_versions_retrieve")
+    def get(self, request: Request, project_id: str, version_id: str) -> Response:
+        version = selectors.dataset_version_get(project=self.get_project(request),
+                                                version_id=version_id)
+        return Response(s.DatasetVersionOutput(version).data)

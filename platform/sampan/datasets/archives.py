@@ -1,0 +1,287 @@
+"""Safe reading of an uploaded zip in ImageNet-folder layout (stdlib only; no Django).
+
+Layout: ``<class>/<file>`` (one folder per class label), optionally inside one extra top folder
+(``dataset/<class>/<file>``) that is stripped when it is the only top entry and holds at least one
+sub-folder. Files directly at the root are imported unlabeled. In deeper trees the first folder
+level under the root is the class (``cat/indoor/1.jpg`` has label ``cat``).
+
+Safety rules, applied to EVERY entry before anything is written:
+
+- absolute names (``/x``), drive letters (``C:x``), backslashes, ``..`` or empty path parts,
+  symlinks and other special files (Unix mode in ``external_attr``), encrypted and duplicate entries
+  reject the WHOLE archive with ``ArchiveError`` naming the entry;
+- OS and notebook junk (``__MACOSX/``, ``._*`` AppleDouble, ``.DS_Store``, ``.ipynb_checkpoints/``,
+  other dotfiles and dot-folders, ``Thumbs.db``, ``desktop.ini``) is ignored and listed in
+  ``ArchiveScan.ignored`` (files only; directory entries are structure and are not listed);
+- while extracting, the bytes actually decompressed are counted (the header's ``file_size`` is
+  never trusted) against a total quota, a per-member cap and a per-member compression ratio.
+
+Extracted files get generated names (``000001.jpg``), so no name from the archive ever reaches
+the file system. Import jobs turn ``ArchiveError`` into a user-facing 400 (it is a ``ValueError``
+so that this module stays free of the platform's error hierarchy).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+import tempfile
+import unicodedata
+import zipfile
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+CHUNK_BYTES = 1 * MiB
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SUFFIX = re.compile(r"^\.[a-z0-9]{1,10}$")
+_NUMBER = re.compile(r"([0-9]+)")
+_WINDOWS_JUNK = {"thumbs.db": "Windows thumbnail cache", "desktop.ini": "Windows folder settings"}
+
+
+class ArchiveError(ValueError):
+    """The archive is unsafe or unreadable; the message names the entry and is shown to users."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """Extraction limits. Sizes in bytes; ratio = decompressed bytes / compressed bytes.
+
+    The ratio is enforced once a member has produced more than ``ratio_min_bytes``, so that small
+    flat images (a blank BMP compresses ~1000:1) are not mistaken for bombs; real photos are ~1:1.
+    Defaults follow the usual zip-bomb guidance (OWASP "File Upload Cheat Sheet"; D. Fifield,
+    "A better zip bomb", 2019, for why counting actual output bytes matters).
+    """
+
+    max_total_bytes: int = 2 * GiB
+    max_member_bytes: int = 64 * MiB
+    max_ratio: float = 100.0
+    ratio_min_bytes: int = 1 * MiB
+    max_members: int = 100_000
+
+
+@dataclass(frozen=True)
+class ArchiveMember:
+    """One file to import: ``name`` is its path below the (stripped) root, NFC-normalised."""
+
+    name: str
+    label: str | None
+    path_in_zip: str
+
+
+@dataclass(frozen=True)
+class ExtractedFile:
+    """An extracted member: ``local_path`` lies in ``ArchiveScan.directory``; ``size`` in bytes."""
+
+    path_in_zip: str
+    label: str | None
+    local_path: Path
+    name: str = ""
+    size: int = 0
+
+
+@dataclass
+class ArchiveScan:
+    """Result of ``extract_archive``. The caller owns ``directory`` and removes it when done."""
+
+    directory: Path
+    members: list[ExtractedFile] = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (path_in_zip, reason)
+
+    @property
+    def labels(self) -> list[str]:
+        """Distinct class labels in ``sort_labels`` order."""
+        return sort_labels(m.label for m in self.members if m.label is not None)
+
+
+def normalise_label(name: str) -> str:
+    """Class label from a folder name: Unicode NFC, surrounding whitespace trimmed.
+
+    ``"Cat "`` and ``"Cat"`` (and NFD ``"Cafe\\u0301"`` vs NFC ``"Caf\\u00e9"``, as macOS writes
+    them) are the same class. Numeric-looking names stay strings (``"10"``). Case is kept.
+    Raises ValueError when nothing is left.
+    """
+    label = unicodedata.normalize("NFC", name).strip()
+    if not label:
+        raise ValueError(f"empty class name {name!r}")
+    return label
+
+
+def _natural_key(label: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    parts = tuple(
+        (0, int(chunk)) if chunk.isdigit() else (1, chunk.casefold())
+        for chunk in _NUMBER.split(label)
+        if chunk
+    )
+    return parts, label  # the raw label breaks ties ("01" vs "1", "cat" vs "Cat")
+
+
+def sort_labels(names: Iterable[str]) -> list[str]:
+    """Distinct labels in natural order: digit runs compare as numbers and sort before text, text
+    compares case-insensitively, ties fall back to the exact string. ``["10", "Cat", "2", "1"]``
+    -> ``["1", "2", "10", "Cat"]``. This order is the class index order of a training run.
+    """
+    return sorted(set(names), key=_natural_key)
+
+
+def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename
+    mode = info.external_attr >> 16
+    if "\\" in name:
+        return "backslash in name"
+    if name.startswith("/") or _DRIVE.match(name):
+        return "absolute path"
+    parts = (name[:-1] if name.endswith("/") else name).split("/")
+    if any(part == ".." for part in parts):
+        return "parent directory reference"
+    if any(part in ("", ".") for part in parts):
+        return "empty path component"
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+        return "special file"
+    if info.flag_bits & 0x1:
+        return "encrypted entry"
+    return None
+
+
+def _junk_reason(parts: tuple[str, ...]) -> str | None:
+    for part in parts:
+        if part == "__MACOSX":
+            return "macOS resource fork"
+        if part == ".ipynb_checkpoints":
+            return "Jupyter checkpoint"
+    base = parts[-1]
+    if base.startswith("._"):
+        return "AppleDouble file"
+    if base == ".DS_Store":
+        return "macOS folder metadata"
+    if any(part.startswith(".") for part in parts):
+        return "hidden file"
+    return _WINDOWS_JUNK.get(base.casefold())
+
+
+def plan_archive(
+    archive: zipfile.ZipFile, limits: ArchiveLimits = ArchiveLimits()
+) -> tuple[list[ArchiveMember], list[tuple[str, str]]]:
+    """Check every entry and decide what to import; reads names only, writes nothing.
+
+    Returns (members to import in archive order, ignored ``(path_in_zip, reason)``).
+    Raises ArchiveError on the first unsafe entry, a duplicate name, an empty class name or more
+    than ``limits.max_members`` entries.
+    """
+    infos = archive.infolist()
+    if len(infos) > limits.max_members:
+        raise ArchiveError(f"too many entries: {len(infos)} (limit {limits.max_members})")
+    seen: set[str] = set()
+    for info in infos:
+        reason = _unsafe_reason(info)
+        if reason:
+            raise ArchiveError(f"unsafe entry {info.filename!r}: {reason}; archive rejected")
+        if info.filename in seen:
+            raise ArchiveError(f"duplicate entry {info.filename!r}; archive rejected")
+        seen.add(info.filename)
+    ignored: list[tuple[str, str]] = []
+    kept: list[tuple[zipfile.ZipInfo, tuple[str, ...]]] = []
+    for info in infos:
+        if info.is_dir():
+            continue
+        parts = tuple(info.filename.split("/"))
+        junk = _junk_reason(parts)
+        if junk:
+            ignored.append((info.filename, junk))
+        else:
+            kept.append((info, parts))
+    tops = {parts[0] for _, parts in kept}
+    strip = (
+        len(tops) == 1
+        and all(len(parts) >= 2 for _, parts in kept)
+        and any(len(parts) >= 3 for _, parts in kept)
+    )
+    members: list[ArchiveMember] = []
+    for info, parts in kept:
+        rel = parts[1:] if strip else parts
+        label: str | None = None
+        if len(rel) > 1:
+            try:
+                label = normalise_label(rel[0])
+            except ValueError as exc:
+                raise ArchiveError(f"entry {info.filename!r}: {exc}") from None
+        name = unicodedata.normalize("NFC", "/".join(rel))
+        members.append(ArchiveMember(name=name, label=label, path_in_zip=info.filename))
+    return members, ignored
+
+
+def _copy_counted(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, limits: ArchiveLimits,
+    total_so_far: int, archive_bytes: int,
+) -> int:
+    """Decompress one member into ``target`` in chunks, counting real output; returns its bytes."""
+    # A header can lie about compress_size too; it cannot exceed the archive itself.
+    compressed = max(1, min(info.compress_size, archive_bytes))
+    written = 0
+    with archive.open(info) as source, target.open("xb") as sink:
+        while chunk := source.read(CHUNK_BYTES):
+            written += len(chunk)
+            if written > limits.max_member_bytes:
+                raise ArchiveError(
+                    f"entry {info.filename!r} is larger than {limits.max_member_bytes} bytes"
+                )
+            if total_so_far + written > limits.max_total_bytes:
+                raise ArchiveError(
+                    f"archive expands to more than {limits.max_total_bytes} bytes "
+                    f"(at entry {info.filename!r})"
+                )
+            if written > limits.ratio_min_bytes and written / compressed > limits.max_ratio:
+                raise ArchiveError(
+                    f"entry {info.filename!r} compression ratio above {limits.max_ratio:g} "
+                    "(possible zip bomb)"
+                )
+            sink.write(chunk)
+    return written
+
+
+def extract_archive(
+    zip_path: str | Path, dest_dir: str | Path, *, limits: ArchiveLimits = ArchiveLimits()
+) -> ArchiveScan:
+    """Validate and extract ``zip_path`` into a fresh temporary folder under ``dest_dir``.
+
+    Every entry is checked (``plan_archive``) before any byte is written; then members are
+    decompressed one by one with the limits counted on actual output. On ANY error the temporary
+    folder is removed and nothing remains. Returns an ``ArchiveScan`` whose ``directory`` the
+    caller removes after import. Raises ArchiveError for an unsafe, corrupt (bad CRC, truncated),
+    oversized or unsupported archive; OSError for disk errors on ``dest_dir``.
+    """
+    zip_path = Path(zip_path)
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+    with archive:
+        members, ignored = plan_archive(archive, limits)
+        directory = Path(tempfile.mkdtemp(prefix="archive-", dir=dest_dir))
+        scan = ArchiveScan(directory=directory, ignored=ignored)
+        try:
+            archive_bytes = zip_path.stat().st_size
+            total = 0
+            for index, member in enumerate(members, start=1):
+                info = archive.getinfo(member.path_in_zip)
+                suffix = PurePosixPath(member.name).suffix.lower()
+                local = directory / f"{index:06d}{suffix if _SUFFIX.match(suffix) else ''}"
+                try:
+                    size = _copy_counted(archive, info, local, limits, total, archive_bytes)
+                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+                    raise ArchiveError(f"entry {info.filename!r} is corrupt: {exc}") from None
+                total += size
+                scan.members.append(
+                    ExtractedFile(member.path_in_zip, member.label, local, member.name, size)
+                )
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+    return scan

@@ -1,0 +1,145 @@
+"""Datasets, samples, annotations, imports and immutable dataset versions."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from sampan.accounts.models import Project
+from sampan.core.models import BaseModel, Job
+
+
+class TaskType(models.TextChoices):
+    IMAGE_CLASSIFICATION = "image_classification"
+    OBJECT_DETECTION = "object_detection"
+
+
+class Split(models.TextChoices):
+    TRAIN = "train"
+    VAL = "val"
+    TEST = "test"
+
+
+class Dataset(BaseModel):
+    """A collection of samples and their annotations inside a project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    task_type = models.CharField(max_length=32, choices=TaskType.choices,
+                                 default=TaskType.IMAGE_CLASSIFICATION)
+    description = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "name"],
+                                               name="dataset_unique_name")]
+
+
+class ClassLabel(BaseModel):
+    """A class of a dataset. ``position`` is the stable, explicit order (index in the model)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="class_labels")
+    name = models.CharField(max_length=200)  # trimmed, Unicode NFC (archives.normalise_label)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="class_label_unique_name"),
+            models.UniqueConstraint(fields=["dataset", "position"], name="class_label_unique_pos"),
+        ]
+
+
+class Sample(BaseModel):
+    """One image, decoded and normalised by the one image rule, stored once by content hash.
+
+    ``file`` is relative to MEDIA_ROOT; ``width`` and ``height`` (px) are those of the upright image.
+    ``content_sha256`` is the sha256 of the uploaded bytes.
+    """
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="samples")
+    content_sha256 = models.CharField(max_length=64)
+    file = models.CharField(max_length=300)
+    original_name = models.CharField(max_length=500)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="samples")
+    source = models.CharField(max_length=32, default="upload")  # upload | device
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "content_sha256"],
+                                               name="sample_unique_content")]
+
+
+class AnnotationKind(models.TextChoices):
+    CLASS = "class"  # an image-level class label
+    BOX = "box"  # a bounding box, xyxy in pixels of the upright image
+
+
+class Annotation(BaseModel):
+    """An image-level class label or a bounding box (xyxy, px of the upright image)."""
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="annotations")
+    kind = models.CharField(max_length=8, choices=AnnotationKind.choices)
+    class_label = models.ForeignKey(ClassLabel, on_delete=models.PROTECT, related_name="+")
+    x1 = models.FloatField(null=True, blank=True)
+    y1 = models.FloatField(null=True, blank=True)
+    x2 = models.FloatField(null=True, blank=True)
+    y2 = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["sample"], condition=Q(kind="class"),
+                                    name="annotation_one_class_label"),
+            models.CheckConstraint(
+                condition=Q(kind="class") | (Q(x1__isnull=False) & Q(y1__isnull=False)
+                                             & Q(x2__isnull=False) & Q(y2__isnull=False)),
+                name="annotation_box_has_coordinates"),
+        ]
+
+
+class ImportJob(Job):
+    """A background import of uploaded files or a zip. ``report``: imported, ignored, rejected."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="import_jobs")
+    staging_dir = models.CharField(max_length=500)
+    default_label = models.CharField(max_length=200, blank=True, default="")
+    report = models.JSONField(default=dict, blank=True)
+
+
+class DatasetVersion(BaseModel):
+    """An immutable snapshot: samples, labels in index order, split and a content digest."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="dataset_versions")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    task_type = models.CharField(max_length=32, choices=TaskType.choices)
+    labels = models.JSONField()  # class names in index order
+    seed = models.IntegerField(default=0)
+    split_fractions = models.JSONField()  # {"val": 0.2, "test": 0.0}
+    digest = models.CharField(max_length=80)  # "sha256:<hex>"
+    flags = models.JSONField(default=list)  # [{"code", "class", "message"}]
+    stats = models.JSONField(default=dict)  # counts per split and class
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["dataset", "number"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "number"],
+                                               name="dataset_version_unique_number")]
+
+
+class DatasetVersionItem(models.Model):
+    """One sample in a version, with its split and a frozen copy of its annotations."""
+
+    version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="items")
+    sample = models.ForeignKey(Sample, on_delete=models.PROTECT, related_name="+")
+    split = models.CharField(max_length=8, choices=Split.choices)
+    class_index = models.IntegerField(null=True)  # image-level label index into version.labels
+    boxes = models.JSONField(default=list)  # [[x1, y1, x2, y2, class_index], ...]
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "sample"],
+                                               name="dataset_version_item_unique")]

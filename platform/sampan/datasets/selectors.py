@@ -1,0 +1,78 @@
+"""Reads for datasets. Every lookup is scoped to a project: other projects' rows are invisible."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+
+from sampan.accounts.models import Project
+from sampan.core.errors import NotFound
+from sampan.datasets.models import (Annotation, AnnotationKind, Dataset, DatasetVersion,
+                                    ImportJob, Sample)
+
+
+def _get(queryset: QuerySet[Any], what: str, **filters: Any) -> Any:
+    try:
+        found = queryset.filter(**filters).first()
+    except (ValueError, TypeError):
+        found = None
+    if found is None:
+        raise NotFound(f"{what} not found")
+    return found
+
+
+def dataset_list(*, project: Project) -> QuerySet[Dataset]:
+    return project.datasets.annotate(sample_count=Count("samples")).order_by("created_at")
+
+
+def dataset_get(*, project: Project, dataset_id: Any) -> Dataset:
+    return _get(dataset_list(project=project), "dataset", pk=dataset_id)
+
+
+def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool = False,
+                split_version: DatasetVersion | None = None, split: str | None = None
+                ) -> QuerySet[Sample]:
+    """Samples of a dataset with their annotations; filter by class label name, unlabeled, or the
+    split of a dataset version."""
+    queryset = dataset.samples.prefetch_related(
+        Prefetch("annotations", queryset=Annotation.objects.select_related("class_label")))
+    if label:
+        queryset = queryset.filter(annotations__class_label__name=label).distinct()
+    if unlabeled:
+        queryset = queryset.annotate(labeled=Exists(Annotation.objects.filter(
+            sample=OuterRef("pk")))).filter(labeled=False)
+    if split_version is not None and split:
+        queryset = queryset.filter(pk__in=split_version.items.filter(split=split)
+                                   .values("sample_id"))
+    return queryset.order_by("created_at", "id")
+
+
+def sample_get(*, project: Project, sample_id: Any) -> Sample:
+    return _get(Sample.objects.select_related("dataset").prefetch_related(
+        Prefetch("annotations", queryset=Annotation.objects.select_related("class_label"))),
+        "sample", pk=sample_id, dataset__project=project)
+
+
+def sample_class_label(sample: Sample) -> str | None:
+    for a in sample.annotations.all():
+        if a.kind == AnnotationKind.CLASS:
+            return a.class_label.name
+    return None
+
+
+def import_job_get(*, project: Project, job_id: Any) -> ImportJob:
+    return _get(ImportJob.objects.all(), "import job", pk=job_id, project=project)
+
+
+def dataset_version_list(*, project: Project, dataset: Dataset | None = None
+                         ) -> QuerySet[DatasetVersion]:
+    queryset = DatasetVersion.objects.filter(project=project)
+    if dataset is not None:
+        queryset = queryset.filter(dataset=dataset)
+    return queryset.order_by("dataset", "number")
+
+
+def dataset_version_get(*, project: Project, version_id: Any) -> DatasetVersion:
+    return _get(DatasetVersion.objects.select_related("dataset"), "dataset version",
+                pk=version_id, project=project)

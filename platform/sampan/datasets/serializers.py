@@ -1,0 +1,131 @@
+"""Input and output serializers of the datasets API (no side effects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from sampan.datasets.models import Split, TaskType
+
+
+class ClassLabelOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    position = serializers.IntegerField(help_text="Index order of the class in trained models.")
+
+
+class DatasetOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    task_type = serializers.ChoiceField(choices=TaskType.choices)
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    sample_count = serializers.IntegerField(required=False)
+    class_labels = ClassLabelOutput(many=True, source="class_labels.all")
+
+
+class DatasetInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    task_type = serializers.ChoiceField(choices=TaskType.choices,
+                                        default=TaskType.IMAGE_CLASSIFICATION)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    labels = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
+                                   default=list)
+
+
+class ClassLabelInput(serializers.Serializer):
+    names = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1)
+
+
+class AnnotationOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField()
+    class_label = serializers.CharField(source="class_label.name")
+    class_label_id = serializers.UUIDField()
+    x1 = serializers.FloatField(allow_null=True)
+    y1 = serializers.FloatField(allow_null=True)
+    x2 = serializers.FloatField(allow_null=True)
+    y2 = serializers.FloatField(allow_null=True)
+
+
+class SampleOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    original_name = serializers.CharField()
+    width = serializers.IntegerField(help_text="px, upright image")
+    height = serializers.IntegerField(help_text="px, upright image")
+    content_sha256 = serializers.CharField()
+    source = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    image_url = serializers.SerializerMethodField()
+    annotations = AnnotationOutput(many=True, source="annotations.all")
+
+    def get_image_url(self, sample: Any) -> str:
+        return f"/api/v1/projects/{sample.dataset.project_id}/samples/{sample.pk}/image/"
+
+
+class LabelInput(serializers.Serializer):
+    class_label = serializers.CharField(required=False, allow_null=True, max_length=200)
+    class_label_id = serializers.UUIDField(required=False, allow_null=True)
+
+
+class BulkLabelInput(LabelInput):
+    sample_ids = serializers.ListField(child=serializers.UUIDField(), min_length=1,
+                                       max_length=10_000)
+
+
+class BoxInput(serializers.Serializer):
+    x1 = serializers.FloatField()
+    y1 = serializers.FloatField()
+    x2 = serializers.FloatField()
+    y2 = serializers.FloatField()
+    class_label = serializers.CharField(required=False, max_length=200)
+    class_label_id = serializers.UUIDField(required=False)
+
+
+class BoxesInput(serializers.Serializer):
+    boxes = BoxInput(many=True)
+
+
+class ImportInput(serializers.Serializer):
+    files = serializers.ListField(child=serializers.FileField(), min_length=1)
+    label = serializers.CharField(required=False, allow_blank=True, default="",
+                                  help_text="Class label for loose image files (not zips).")
+
+
+class ImportJobOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    status = serializers.CharField()
+    progress = serializers.JSONField()
+    report = serializers.JSONField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class DatasetVersionInput(serializers.Serializer):
+    seed = serializers.IntegerField(default=0)
+    val_fraction = serializers.FloatField(default=0.2, min_value=0.0, max_value=0.9)
+    test_fraction = serializers.FloatField(default=0.0, min_value=0.0, max_value=0.9)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class DatasetVersionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    number = serializers.IntegerField()
+    task_type = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    seed = serializers.IntegerField()
+    split_fractions = serializers.JSONField()
+    digest = serializers.CharField()
+    flags = serializers.JSONField()
+    stats = serializers.JSONField()
+    note = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+SPLITS = [s.value for s in Split]

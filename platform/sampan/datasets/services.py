@@ -1,0 +1,313 @@
+"""Writes for datasets: datasets, class labels, annotations, uploads and imports."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import IntegrityError, transaction
+
+from edge_agent.imaging import ImageDecodeError, decode_image
+from sampan.accounts.models import Project
+from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.errors import Conflict, ValidationFailed
+from sampan.core.jobs import JobStatus, job_transition
+from sampan.core.services import job_publish, job_report_progress
+from sampan.datasets import storage
+from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
+                                      normalise_label, plan_archive, sort_labels)
+from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
+                                    Sample, TaskType)
+
+log = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
+
+
+def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMAGE_CLASSIFICATION,
+                   description: str = "", labels: Iterable[str] = ()) -> Dataset:
+    name = name.strip()
+    if not name:
+        raise ValidationFailed("name must not be empty", field="name")
+    try:
+        with transaction.atomic():
+            dataset = Dataset.objects.create(project=project, name=name, task_type=task_type,
+                                             description=description)
+            class_labels_ensure(dataset=dataset, names=list(labels))
+    except IntegrityError:
+        raise Conflict(f"a dataset named {name!r} exists in this project", field="name") from None
+    return dataset
+
+
+def class_labels_ensure(*, dataset: Dataset, names: list[str]) -> dict[str, ClassLabel]:
+    """Return ClassLabel rows for ``names`` (normalised), appending new ones at the end.
+
+    New labels are added in the order given; existing labels keep their position, so the index
+    order of a dataset is stable.
+    """
+    wanted = []
+    for raw in names:
+        try:
+            name = normalise_label(raw)
+        except ValueError as exc:
+            raise ValidationFailed(f"class label {raw!r}: {exc}", field="labels") from None
+        if name not in wanted:
+            wanted.append(name)
+    with transaction.atomic():
+        existing = {c.name: c for c in ClassLabel.objects.select_for_update().filter(dataset=dataset)}
+        position = max((c.position for c in existing.values()), default=-1) + 1
+        for name in wanted:
+            if name not in existing:
+                existing[name] = ClassLabel.objects.create(dataset=dataset, name=name,
+                                                           position=position)
+                position += 1
+    return existing
+
+
+def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> ClassLabel:
+    if label_id is not None:
+        found = ClassLabel.objects.filter(dataset=dataset, pk=label_id).first()
+        if found is None:
+            raise ValidationFailed(f"no class label with id {label_id} in this dataset",
+                                   field="class_label_id")
+        return found
+    if label is None:
+        raise ValidationFailed("give class_label (a name) or class_label_id", field="class_label")
+    return class_labels_ensure(dataset=dataset, names=[label])[normalise_label(label)]
+
+
+@transaction.atomic
+def sample_label_set(*, sample: Sample, label: str | None = None,
+                     label_id: Any | None = None) -> Annotation | None:
+    """Set (or with label=None and label_id=None, clear) the image-level class label of a sample."""
+    Annotation.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
+    if label is None and label_id is None:
+        return None
+    class_label = _class_label(sample.dataset, label, label_id)
+    return Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
+                                     class_label=class_label)
+
+
+@transaction.atomic
+def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | None = None,
+                       label_id: Any | None = None) -> int:
+    """Give many samples the same class label in one transaction; all or nothing.
+
+    Raises ValidationFailed naming the first sample id that is not in the dataset.
+    """
+    samples = {str(s.pk): s for s in Sample.objects.filter(dataset=dataset, pk__in=sample_ids)}
+    for sample_id in sample_ids:
+        if str(sample_id) not in samples:
+            raise ValidationFailed(f"sample {sample_id} is not in this dataset", field="sample_ids")
+    class_label = _class_label(dataset, label, label_id)
+    Annotation.objects.filter(sample__in=samples.values(), kind=AnnotationKind.CLASS).delete()
+    Annotation.objects.bulk_create([
+        Annotation(sample=s, kind=AnnotationKind.CLASS, class_label=class_label)
+        for s in samples.values()])
+    return len(samples)
+
+
+def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, float, float, float]:
+    try:
+        x1, y1, x2, y2 = (float(box[k]) for k in ("x1", "y1", "x2", "y2"))
+    except (KeyError, TypeError, ValueError):
+        raise ValidationFailed(f"boxes[{index}]: needs numbers x1, y1, x2, y2",
+                               field=f"boxes[{index}]") from None
+    if not (0 <= x1 < x2 <= sample.width and 0 <= y1 < y2 <= sample.height):
+        raise ValidationFailed(
+            f"boxes[{index}]: ({x1}, {y1}, {x2}, {y2}) is not a box inside the "
+            f"{sample.width}x{sample.height} image (xyxy, px, x1<x2, y1<y2)",
+            field=f"boxes[{index}]")
+    return x1, y1, x2, y2
+
+
+@transaction.atomic
+def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]]) -> list[Annotation]:
+    """Replace the bounding boxes of a sample. Each box: x1, y1, x2, y2 (px, upright image) and
+    ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid."""
+    checked = []
+    for index, box in enumerate(boxes):
+        coords = _check_box(sample, box, index)
+        class_label = _class_label(sample.dataset, box.get("class_label"),
+                                   box.get("class_label_id"))
+        checked.append((coords, class_label))
+    Annotation.objects.filter(sample=sample, kind=AnnotationKind.BOX).delete()
+    return [Annotation.objects.create(sample=sample, kind=AnnotationKind.BOX, class_label=label,
+                                      x1=c[0], y1=c[1], x2=c[2], y2=c[3])
+            for c, label in checked]
+
+
+# ---------------------------------------------------------------- imports
+
+def _staging_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="import-", dir=storage.staging_root()))
+
+
+def _save_upload(upload: UploadedFile, target: Path) -> None:
+    with open(target, "wb") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+
+
+def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
+                      label: str = "") -> ImportJob:
+    """Stage uploaded files (a zip in ImageNet-folder layout, or images) and enqueue the import.
+
+    A zip is checked entry by entry before anything is queued: an unsafe entry (``../x``, ``/x``,
+    a symlink) rejects the whole upload with a 400 naming the entry, and the staged copy is removed.
+    """
+    if not files:
+        raise ValidationFailed("upload at least one file", field="files")
+    staging = _staging_dir()
+    try:
+        archives = 0
+        for index, upload in enumerate(files):
+            suffix = Path(upload.name or "").suffix.lower()
+            if suffix == ".zip":
+                target = staging / f"archive-{index:04d}.zip"
+                _save_upload(upload, target)
+                _check_archive(target, upload.name or target.name)
+                archives += 1
+            else:
+                folder = staging / "files"
+                folder.mkdir(exist_ok=True)
+                # the original name is kept beside the bytes; it never becomes a path
+                _save_upload(upload, folder / f"{index:06d}.bin")
+                (folder / f"{index:06d}.name").write_text(upload.name or f"file-{index}",
+                                                          encoding="utf-8")
+        with transaction.atomic():
+            job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
+                                           staging_dir=str(staging), default_label=label.strip())
+            job_transition(ImportJob, job.pk, JobStatus.QUEUED)
+            enqueue_on_commit("datasets.run_import", str(job.pk))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    job.refresh_from_db()
+    return job
+
+
+def _check_archive(path: Path, shown_name: str) -> None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            plan_archive(archive, _limits())
+    except zipfile.BadZipFile as exc:
+        raise ValidationFailed(f"{shown_name}: not a readable zip archive ({exc})",
+                               field="files") from None
+    except ArchiveError as exc:
+        raise ValidationFailed(f"{shown_name}: {exc}", field="files") from None
+
+
+def _limits() -> ArchiveLimits:
+    return ArchiveLimits(max_total_bytes=settings.SAMPAN_IMPORT_MAX_BYTES)
+
+
+def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]
+                  ) -> list[tuple[str, Path, str | None]]:
+    """(shown name, local path, label) of every file to import from the staging folder."""
+    staging = Path(job.staging_dir)
+    found: list[tuple[str, Path, str | None]] = []
+    for archive in sorted(staging.glob("archive-*.zip")):
+        scan = extract_archive(archive, work, limits=_limits())
+        report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
+        labels = scan.labels
+        if labels:
+            class_labels_ensure(dataset=job.dataset, names=labels)
+        found.extend((m.path_in_zip, m.local_path, m.label) for m in scan.members)
+    folder = staging / "files"
+    for blob in sorted(folder.glob("*.bin")) if folder.exists() else []:
+        name = blob.with_suffix(".name").read_text(encoding="utf-8")
+        found.append((name, blob, job.default_label or None))
+    return found
+
+
+def _import_one(job: ImportJob, name: str, path: Path, label: str | None,
+                labels: dict[str, ClassLabel]) -> tuple[str, str | None]:
+    """Import one file. Returns ("imported" | "duplicate" | "rejected", reason)."""
+    data = path.read_bytes()
+    try:
+        image = decode_image(data)
+    except ImageDecodeError as exc:
+        return "rejected", str(exc)
+    digest = hashlib.sha256(data).hexdigest()
+    existing = Sample.objects.filter(dataset=job.dataset, content_sha256=digest).first()
+    if existing is not None:
+        return "duplicate", f"same content as {existing.original_name}"
+    relative = storage.store_normalised_image(image, digest)
+    with transaction.atomic():
+        sample = Sample.objects.create(dataset=job.dataset, content_sha256=digest, file=relative,
+                                       original_name=name[:500], width=image.width,
+                                       height=image.height, import_job=job)
+        if label:
+            if label not in labels:
+                labels.update(class_labels_ensure(dataset=job.dataset, names=[label]))
+            Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
+                                      class_label=labels[normalise_label(label)])
+    return "imported", None
+
+
+def import_job_run(*, job_id: Any) -> None:
+    """Run an import job (Celery task body). Idempotent: a second delivery returns at once.
+
+    Each file is decoded fully by the one image rule; undecodable files are rejected by name with
+    the reason; the rest imports. An unsafe or oversized archive fails the job with a clear error;
+    the staging folder is always removed.
+    """
+    if not job_transition(ImportJob, job_id, JobStatus.RUNNING):
+        return
+    job = ImportJob.objects.select_related("dataset").get(pk=job_id)
+    report: dict[str, Any] = {"imported": 0, "duplicates": [], "ignored": [], "rejected": []}
+    work = _staging_dir()
+    try:
+        files = _staged_files(job, work, report)
+        labels = {c.name: c for c in ClassLabel.objects.filter(dataset=job.dataset)}
+        for index, (name, path, label) in enumerate(files, start=1):
+            outcome, reason = _import_one(job, name, path, label, labels)
+            if outcome == "imported":
+                report["imported"] += 1
+            elif outcome == "duplicate":
+                report["duplicates"].append({"name": name, "reason": reason})
+            else:
+                report["rejected"].append({"name": name, "reason": reason})
+            if index % 25 == 0 or index == len(files):
+                progress = {"fraction": index / max(len(files), 1), "done": index,
+                            "total": len(files), "message": f"imported {index}/{len(files)}"}
+                if not job_report_progress(ImportJob, job.pk, progress):
+                    return  # cancelled or reaped meanwhile
+    except ArchiveError as exc:
+        _import_fail(job, str(exc), report)
+        return
+    except Exception as exc:
+        log.exception("import %s failed", job.pk)
+        _import_fail(job, f"import failed: {exc}", report)
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(job.staging_dir, ignore_errors=True)
+    report["counts"] = {"imported": report["imported"], "duplicates": len(report["duplicates"]),
+                        "ignored": len(report["ignored"]), "rejected": len(report["rejected"])}
+    job_transition(ImportJob, job.pk, JobStatus.SUCCEEDED, report=report,
+                   progress={"fraction": 1.0, "message": "done"})
+    job_publish(ImportJob, job.pk, {"status": JobStatus.SUCCEEDED, "report": report}, force=True)
+
+
+def _import_fail(job: ImportJob, message: str, report: dict[str, Any]) -> None:
+    job_transition(ImportJob, job.pk, JobStatus.FAILED, error=message, report=report)
+    job_publish(ImportJob, job.pk, {"status": JobStatus.FAILED, "error": message}, force=True)
+
+
+def import_job_cancel(*, job: ImportJob) -> bool:
+    return job_transition(ImportJob, job.pk, JobStatus.CANCELLED, error="cancelled by user")
+
+
+__all__ = ["dataset_create", "class_labels_ensure", "sample_label_set", "samples_label_bulk",
+           "sample_boxes_set", "import_job_create", "import_job_run", "import_job_cancel",
+           "sort_labels"]

@@ -1,0 +1,140 @@
+"""Freezing a dataset version: an immutable snapshot with a stratified, deterministic split."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from sampan.core.errors import ValidationFailed
+from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
+                                    DatasetVersion, DatasetVersionItem, Sample, Split, TaskType)
+
+DEFAULT_VAL_FRACTION = 0.2
+DEFAULT_TEST_FRACTION = 0.0
+
+
+def _rank(seed: int, content_sha256: str) -> str:
+    """Deterministic pseudo-random order key of a sample for a seed (independent of db order)."""
+    return hashlib.sha256(f"{seed}:{content_sha256}".encode()).hexdigest()
+
+
+def stratified_split(groups: dict[int, list[str]], *, val: float, test: float, seed: int
+                     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Split each class separately: ``round(n * fraction)`` samples go to val and test.
+
+    ``groups`` maps class index -> content hashes. Returns (hash -> split, flags). A class with
+    at least 2 samples always gets at least one validation sample; a class too small to appear in
+    validation (1 sample) stays in train and is flagged, not an error.
+    """
+    assignment: dict[str, str] = {}
+    flags: list[dict[str, Any]] = []
+    for class_index, hashes in sorted(groups.items()):
+        ordered = sorted(hashes, key=lambda h: _rank(seed, h))
+        n = len(ordered)
+        n_val = round(n * val) if val > 0 else 0
+        if val > 0 and n >= 2:
+            n_val = max(1, n_val)
+        n_val = min(n_val, n - 1) if n >= 2 else 0
+        n_test = min(round(n * test), n - 1 - n_val) if test > 0 and n >= 3 else 0
+        for i, h in enumerate(ordered):
+            assignment[h] = (Split.VAL if i < n_val else
+                             Split.TEST if i < n_val + n_test else Split.TRAIN)
+        if val > 0 and n_val == 0:
+            flags.append({"code": "class_too_small", "class_index": class_index,
+                          "message": f"has {n} sample(s): too few to appear in validation"})
+    return assignment, flags
+
+
+def dataset_version_create(*, dataset: Dataset, seed: int = 0,
+                           val_fraction: float = DEFAULT_VAL_FRACTION,
+                           test_fraction: float = DEFAULT_TEST_FRACTION,
+                           note: str = "") -> DatasetVersion:
+    """Freeze the dataset's labeled samples into a new immutable version.
+
+    Labels keep the dataset's explicit order (``ClassLabel.position``); only classes with samples
+    are kept, and their index in ``labels`` is the model's output index. Raises ValidationFailed
+    when nothing is labeled or the fractions are out of range.
+    """
+    if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
+        raise ValidationFailed("val_fraction and test_fraction must be in [0, 1) with a sum < 1",
+                               field="val_fraction")
+    for _ in range(5):  # bounded retry on a concurrent version number (MLflow's habit)
+        try:
+            return _create(dataset, seed, val_fraction, test_fraction, note)
+        except IntegrityError:
+            continue
+    raise ValidationFailed("could not allocate a version number; try again")
+
+
+@transaction.atomic
+def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> DatasetVersion:
+    class_rows = list(ClassLabel.objects.filter(dataset=dataset).order_by("position"))
+    samples = list(Sample.objects.filter(dataset=dataset).order_by("content_sha256"))
+    annotations: dict[Any, list[Annotation]] = defaultdict(list)
+    for a in Annotation.objects.filter(sample__dataset=dataset).select_related("class_label"):
+        annotations[a.sample_id].append(a)
+
+    per_sample: dict[Any, tuple[int | None, list[Annotation]]] = {}
+    used: set[Any] = set()
+    for s in samples:
+        anns = annotations.get(s.pk, [])
+        cls = next((a.class_label_id for a in anns if a.kind == AnnotationKind.CLASS), None)
+        boxes = [a for a in anns if a.kind == AnnotationKind.BOX]
+        if dataset.task_type == TaskType.IMAGE_CLASSIFICATION and cls is None:
+            continue
+        if dataset.task_type == TaskType.OBJECT_DETECTION and not boxes:
+            continue
+        per_sample[s.pk] = (cls, boxes)
+        used.update([cls] if cls else [])
+        used.update(b.class_label_id for b in boxes)
+    if not per_sample:
+        raise ValidationFailed("no labeled samples: label some samples before freezing a version")
+
+    kept = [c for c in class_rows if c.pk in used]
+    index_of = {c.pk: i for i, c in enumerate(kept)}
+    labels = [c.name for c in kept]
+    groups: dict[int, list[str]] = defaultdict(list)
+    by_hash = {s.content_sha256: s for s in samples if s.pk in per_sample}
+    for h, s in by_hash.items():
+        cls, boxes = per_sample[s.pk]
+        key = index_of[cls] if cls is not None else index_of[boxes[0].class_label_id]
+        groups[key].append(h)
+    assignment, flags = stratified_split(groups, val=val, test=test, seed=seed)
+    for flag in flags:
+        flag["class"] = labels[flag["class_index"]]
+        flag["message"] = f"class {flag['class']!r} {flag['message']}"
+
+    items, digest_rows = [], []
+    stats: dict[str, Any] = {"samples": 0, "splits": defaultdict(int),
+                             "classes": {name: defaultdict(int) for name in labels}}
+    for h in sorted(by_hash):
+        s = by_hash[h]
+        cls, boxes = per_sample[s.pk]
+        split = assignment[h]
+        class_index = index_of[cls] if cls is not None else None
+        box_rows = [[b.x1, b.y1, b.x2, b.y2, index_of[b.class_label_id]] for b in boxes]
+        items.append(DatasetVersionItem(sample=s, split=split, class_index=class_index,
+                                        boxes=box_rows))
+        digest_rows.append([h, split, class_index, box_rows])
+        stats["samples"] += 1
+        stats["splits"][split] += 1
+        for name in {labels[i] for i in ([class_index] if class_index is not None else [])
+                     + [b[4] for b in box_rows]}:
+            stats["classes"][name][split] += 1
+    payload = json.dumps({"task": dataset.task_type, "labels": labels, "items": digest_rows},
+                         sort_keys=True, separators=(",", ":")).encode()
+    number = (DatasetVersion.objects.filter(dataset=dataset).order_by("-number")
+              .values_list("number", flat=True).first() or 0) + 1
+    version = DatasetVersion.objects.create(
+        project=dataset.project, dataset=dataset, number=number, task_type=dataset.task_type,
+        labels=labels, seed=seed, split_fractions={"val": val, "test": test},
+        digest="sha256:" + hashlib.sha256(payload).hexdigest(), flags=flags,
+        stats=json.loads(json.dumps(stats)), note=note)
+    for item in items:
+        item.version = version
+    DatasetVersionItem.objects.bulk_create(items, batch_size=500)
+    return version

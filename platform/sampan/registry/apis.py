@@ -1,0 +1,101 @@
+"""Registry API: models, their versions (metrics, lineage, files) and package downloads."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from django.http import FileResponse, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sampan.core.apis import ProjectApi
+from sampan.registry import selectors
+
+
+class ModelOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    task_type = serializers.CharField()
+    description = serializers.CharField()
+    version_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class ModelVersionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    model_id = serializers.UUIDField()
+    model_name = serializers.CharField(source="model.name")
+    version = serializers.IntegerField()
+    task_type = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.JSONField()
+    pretrained = serializers.BooleanField()
+    dataset_version_id = serializers.UUIDField(allow_null=True)
+    training_job_id = serializers.UUIDField(allow_null=True)
+    parent_id = serializers.UUIDField(allow_null=True)
+    model_sha256 = serializers.CharField()
+    model_size = serializers.IntegerField(help_text="bytes")
+    files = serializers.SerializerMethodField()
+    manifest = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+    def get_files(self, version: Any) -> dict[str, Any]:
+        return version.manifest.get("files", {})
+
+
+class ModelListApi(ProjectApi):
+    @extend_schema(responses=ModelOutput(many=True), operation_id="models_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        return Response(ModelOutput(selectors.model_list(project=self.get_project(request)),
+                                    many=True).data)
+
+
+class ModelVersionListApi(ProjectApi):
+    @extend_schema(responses=ModelVersionOutput(many=True), operation_id="model_versions_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        model = None
+        if request.query_params.get("model"):
+            model = selectors.model_get(project=project, model_id=request.query_params["model"])
+        versions = selectors.model_version_list(project=project, model=model)
+        return Response(ModelVersionOutput(versions, many=True).data)
+
+
+class ModelVersionDetailApi(ProjectApi):
+    @extend_schema(responses=ModelVersionOutput, operation_id="model_versions_retrieve")
+    def get(self, request: Request, project_id: str, version_id: str) -> Response:
+        version = selectors.model_version_get(project=self.get_project(request),
+                                              version_id=version_id)
+        return Response(ModelVersionOutput(version).data)
+
+
+class ModelVersionFileApi(ProjectApi):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+                   operation_id="model_versions_file")
+    def get(self, request: Request, project_id: str, version_id: str, name: str) -> FileResponse:
+        version = selectors.model_version_get(project=self.get_project(request),
+                                              version_id=version_id)
+        path = selectors.model_version_file(version, name)
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+
+
+class ModelVersionPackageApi(ProjectApi):
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY},
+                   operation_id="model_versions_package")
+    def get(self, request: Request, project_id: str, version_id: str) -> HttpResponse:
+        """The model package as a zip: model.onnx + manifest.json."""
+        version = selectors.model_version_get(project=self.get_project(request),
+                                              version_id=version_id)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name in ("manifest.json", "model.onnx"):
+                archive.write(selectors.model_version_file(version, name), arcname=name)
+        filename = f"{version.model.name}-v{version.version}.zip"
+        response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response

@@ -1,0 +1,94 @@
+"""Training API: create, list, inspect and cancel training jobs; read evaluation reports."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sampan.core.apis import ProjectApi
+from sampan.datasets.selectors import dataset_version_get
+from sampan.training import selectors, services
+
+
+class TrainingJobInput(serializers.Serializer):
+    dataset_version_id = serializers.UUIDField()
+    budget_s = serializers.FloatField(default=300.0, help_text="Wall-clock budget, seconds.")
+    seed = serializers.IntegerField(default=0)
+    model_name = serializers.CharField(required=False, allow_blank=True, default="",
+                                       max_length=200)
+
+
+class TrainingJobOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_version_id = serializers.UUIDField()
+    task_type = serializers.CharField()
+    model_name = serializers.CharField()
+    architecture = serializers.CharField()
+    budget_s = serializers.FloatField()
+    seed = serializers.IntegerField()
+    status = serializers.CharField()
+    attempt = serializers.IntegerField()
+    progress = serializers.JSONField()
+    history = serializers.JSONField()
+    recipe = serializers.JSONField()
+    metrics = serializers.JSONField()
+    pretrained = serializers.BooleanField(allow_null=True)
+    weights_note = serializers.CharField()
+    error = serializers.CharField()
+    model_version_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    heartbeat_at = serializers.DateTimeField(allow_null=True)
+
+
+class EvaluationReportOutput(serializers.Serializer):
+    training_job_id = serializers.UUIDField()
+    split = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    report = serializers.JSONField()
+    parity = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
+class TrainingJobListApi(ProjectApi):
+    @extend_schema(responses=TrainingJobOutput(many=True), operation_id="training_jobs_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        return self.paginate(request, selectors.training_job_list(project=project),
+                             TrainingJobOutput)
+
+    @extend_schema(request=TrainingJobInput, responses={201: TrainingJobOutput},
+                   operation_id="training_jobs_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = TrainingJobInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        version = dataset_version_get(project=project, version_id=values.pop("dataset_version_id"))
+        job = services.training_job_create(project=project, dataset_version=version,
+                                           user=request.user, **values)
+        return Response(TrainingJobOutput(job).data, status=status.HTTP_201_CREATED)
+
+
+class TrainingJobDetailApi(ProjectApi):
+    @extend_schema(responses=TrainingJobOutput, operation_id="training_jobs_retrieve")
+    def get(self, request: Request, project_id: str, job_id: str) -> Response:
+        job = selectors.training_job_get(project=self.get_project(request), job_id=job_id)
+        return Response(TrainingJobOutput(job).data)
+
+
+class TrainingJobCancelApi(ProjectApi):
+    @extend_schema(request=None, responses=TrainingJobOutput, operation_id="training_jobs_cancel")
+    def post(self, request: Request, project_id: str, job_id: str) -> Response:
+        job = selectors.training_job_get(project=self.get_project(request), job_id=job_id)
+        return Response(TrainingJobOutput(services.training_job_cancel(job=job)).data)
+
+
+class EvaluationReportApi(ProjectApi):
+    @extend_schema(responses=EvaluationReportOutput, operation_id="training_jobs_report")
+    def get(self, request: Request, project_id: str, job_id: str) -> Response:
+        job = selectors.training_job_get(project=self.get_project(request), job_id=job_id)
+        return Response(EvaluationReportOutput(selectors.evaluation_report_get(job=job)).data)

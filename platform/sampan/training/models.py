@@ -1,0 +1,49 @@
+"""Training jobs and their evaluation reports."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from sampan.accounts.models import Project
+from sampan.core.models import BaseModel, Job
+
+
+class TrainingJob(Job):
+    """Train a model on a dataset version within a time budget (seconds) on a Celery worker.
+
+    ``history``: one entry per epoch (loss, val_accuracy, ...); ``recipe``: what the worker chose
+    (resolution, epochs, learning rate, phases); ``pretrained``: whether ImageNet weights were used
+    (null until known).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="training_jobs")
+    dataset_version = models.ForeignKey("datasets.DatasetVersion", on_delete=models.PROTECT,
+                                        related_name="training_jobs")
+    task_type = models.CharField(max_length=32)
+    model_name = models.CharField(max_length=200)
+    budget_s = models.FloatField()
+    seed = models.IntegerField(default=0)
+    architecture = models.CharField(max_length=64, default="mobilenet_v2")
+    pretrained = models.BooleanField(null=True)
+    weights_note = models.TextField(blank=True, default="")
+    history = models.JSONField(default=list, blank=True)
+    recipe = models.JSONField(default=dict, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    model_version = models.ForeignKey("registry.ModelVersion", null=True, blank=True,
+                                      on_delete=models.SET_NULL, related_name="+")
+
+
+class EvaluationReport(BaseModel):
+    """Evaluation of a trained model on the validation split of its dataset version.
+
+    ``report``: accuracy, per-class precision/recall/F1/support, macro_f1, confusion_matrix (rows
+    true, columns predicted, label order of the version), misclassified samples with predicted
+    labels. ``parity``: the export gate's torch-vs-onnxruntime comparison.
+    """
+
+    training_job = models.OneToOneField(TrainingJob, on_delete=models.CASCADE,
+                                        related_name="evaluation")
+    split = models.CharField(max_length=8, default="val")
+    labels = models.JSONField()
+    report = models.JSONField()
+    parity = models.JSONField(default=dict)

@@ -1,0 +1,175 @@
+"""Writes for training: creating, starting, reporting, finishing and cancelling training jobs.
+
+The Celery adapter in ``workers.tasks.training`` calls ``training_job_start`` (compare-and-set
+QUEUED -> RUNNING; a second delivery gets None and returns), reports progress with
+``training_job_progress`` and ends with ``training_job_complete`` or ``training_job_fail``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from sampan.accounts.models import Project
+from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.errors import ValidationFailed
+from sampan.core.jobs import JobStatus, job_transition
+from sampan.core.services import job_publish, job_report_progress
+from sampan.datasets import storage
+from sampan.datasets.models import DatasetVersion, Split, TaskType
+from sampan.registry.models import ModelVersion
+from sampan.registry.services import model_version_register
+from sampan.training.models import EvaluationReport, TrainingJob
+
+log = logging.getLogger(__name__)
+
+MIN_BUDGET_S = 10.0
+MAX_BUDGET_S = 24 * 3600.0
+PARITY_MAX_ABS_DIFF = 1e-4  # the export gate of the foundation issue
+
+
+def training_job_create(*, project: Project, dataset_version: DatasetVersion, budget_s: float,
+                        seed: int = 0, model_name: str = "", user: Any = None) -> TrainingJob:
+    """Create and enqueue a training job on a frozen dataset version.
+
+    Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
+    this release cannot train yet, fewer than 2 classes, an empty train or validation split, or
+    a budget outside [10 s, 24 h].
+    """
+    if dataset_version.task_type != TaskType.IMAGE_CLASSIFICATION:
+        raise ValidationFailed(f"training {dataset_version.task_type} is not available yet; "
+                               "only image_classification", field="dataset_version_id")
+    if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
+        raise ValidationFailed(f"budget_s must be between {MIN_BUDGET_S:.0f} and "
+                               f"{MAX_BUDGET_S:.0f} seconds", field="budget_s")
+    if len(dataset_version.labels) < 2:
+        raise ValidationFailed("a classifier needs at least 2 classes with labeled samples; "
+                               f"this version has {len(dataset_version.labels)}",
+                               field="dataset_version_id")
+    splits = dataset_version.stats.get("splits", {})
+    for split in (Split.TRAIN, Split.VAL):
+        if not splits.get(split):
+            raise ValidationFailed(
+                f"the {split} split of this version is empty: label more samples or freeze a "
+                "version with a larger val_fraction", field="dataset_version_id")
+    name = model_name.strip() or dataset_version.dataset.name
+    with transaction.atomic():
+        job = TrainingJob.objects.create(project=project, dataset_version=dataset_version,
+                                         task_type=dataset_version.task_type, model_name=name,
+                                         budget_s=budget_s, seed=seed)
+        job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
+        enqueue_on_commit("training.run", str(job.pk), queue="training")
+    job.refresh_from_db()
+    return job
+
+
+def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
+    """Cancel a job that has not finished. A RUNNING worker sees it at its next progress report."""
+    if not job_transition(TrainingJob, job.pk, JobStatus.CANCELLED, error="cancelled by user",
+                          cancel_requested=True):
+        job.refresh_from_db()
+        if job.is_terminal:
+            raise ValidationFailed(f"the job already ended ({job.status})", field="status")
+    job_publish(TrainingJob, job.pk, {"status": JobStatus.CANCELLED}, force=True)
+    job.refresh_from_db()
+    return job
+
+
+@dataclass
+class TrainingInputs:
+    """Plain inputs for the ML engine: no models, only ids, paths and numbers."""
+
+    job_id: str
+    attempt: int
+    labels: list[str]
+    train: list[tuple[str, int, str]] = field(default_factory=list)  # (path, class, sample id)
+    val: list[tuple[str, int, str]] = field(default_factory=list)
+    budget_s: float = 60.0
+    seed: int = 0
+    out_dir: Path = Path(".")
+
+
+def training_job_start(*, job_id: Any) -> TrainingInputs | None:
+    """QUEUED -> RUNNING and the job's inputs, or None when another delivery already took it."""
+    if not job_transition(TrainingJob, job_id, JobStatus.RUNNING):
+        return None
+    job = TrainingJob.objects.select_related("dataset_version").get(pk=job_id)
+    inputs = TrainingInputs(job_id=str(job.pk), attempt=job.attempt,
+                            labels=list(job.dataset_version.labels), budget_s=job.budget_s,
+                            seed=job.seed)
+    items = job.dataset_version.items.select_related("sample").order_by("sample__content_sha256")
+    for item in items:
+        row = (str(storage.media_path(item.sample.file)), item.class_index, str(item.sample_id))
+        if item.split == Split.TRAIN:
+            inputs.train.append(row)
+        elif item.split == Split.VAL:
+            inputs.val.append(row)
+    # artifacts of each attempt live apart, so a retry never reads a half-written file
+    inputs.out_dir = Path(settings.DATA_DIR) / "jobs" / "training" / str(job.pk) / \
+        f"attempt-{job.attempt}"
+    inputs.out_dir.mkdir(parents=True, exist_ok=True)
+    job_publish(TrainingJob, job.pk, {"status": JobStatus.RUNNING}, force=True)
+    return inputs
+
+
+def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
+    """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped)."""
+    return job_report_progress(TrainingJob, job_id, progress)
+
+
+def training_job_fail(*, job_id: Any, message: str) -> None:
+    if job_transition(TrainingJob, job_id, JobStatus.FAILED, error=message):
+        job_publish(TrainingJob, job_id, {"status": JobStatus.FAILED, "error": message},
+                    force=True)
+
+
+def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersion | None:
+    """Finish a RUNNING job with the engine's result: the evaluation report, then the export gate,
+    then registration of the model version. A failed gate fails the job and shows the difference.
+
+    ``result`` keys: onnx_path, preprocessing, pretrained, weights_note, metrics, history, report,
+    parity, recipe, onnx (opset, ir_version). Returns the version, or None if the job is no
+    longer RUNNING.
+    """
+    job = TrainingJob.objects.select_related("dataset_version", "project").get(pk=job_id)
+    if job.status != JobStatus.RUNNING:
+        return None
+    version = job.dataset_version
+    parity = result["parity"]
+    EvaluationReport.objects.update_or_create(
+        training_job=job, defaults={"labels": version.labels, "report": result["report"],
+                                    "parity": parity})
+    TrainingJob.objects.filter(pk=job.pk).update(
+        pretrained=result["pretrained"], weights_note=result.get("weights_note", ""),
+        history=result["history"], recipe=result["recipe"], metrics=result["metrics"])
+    if not parity.get("passed"):
+        training_job_fail(job_id=job.pk, message=(
+            "export gate failed: torch and onnxruntime disagree on the validation images "
+            f"(top-1 agree: {parity.get('top1_agree')}, max |Δprob| = "
+            f"{parity.get('max_abs_diff')}, limit {PARITY_MAX_ABS_DIFF}); model not registered"))
+        return None
+    size = result["preprocessing"]["size"]
+    with transaction.atomic():
+        model_version = model_version_register(
+            project=job.project, model_name=job.model_name, task_type=job.task_type,
+            labels=version.labels, preprocessing=result["preprocessing"],
+            onnx_path=Path(result["onnx_path"]), input_shape=["N", 3, size[0], size[1]],
+            metrics=result["metrics"], onnx_info=result["onnx"], pretrained=result["pretrained"],
+            lineage={"dataset_version_id": str(version.pk),
+                     "dataset_version_digest": version.digest,
+                     "training_job_id": str(job.pk), "parent_model_version_id": None,
+                     "recipe": result["recipe"], "pretrained": result["pretrained"]},
+            dataset_version=version, training_job=job)
+        if not job_transition(TrainingJob, job.pk, JobStatus.SUCCEEDED,
+                              model_version=model_version,
+                              progress={**job.progress, "fraction": 1.0, "message": "done"}):
+            transaction.set_rollback(True)
+            return None
+    job_publish(TrainingJob, job.pk, {"status": JobStatus.SUCCEEDED,
+                                      "model_version_id": str(model_version.pk)}, force=True)
+    return model_version

@@ -1,0 +1,33 @@
+"""URL map: the user API (/api/v1/), the device API (/api/device/v1/), schema and docs."""
+
+from django.contrib import admin
+from django.http import JsonResponse
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+
+def healthz(request):  # type: ignore[no-untyped-def]
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz),
+    path("api/v1/", include("sampan.accounts.urls")),
+    path("api/v1/", include("sampan.datasets.urls")),
+    path("api/v1/", include("sampan.training.urls")),
+    path("api/v1/", include("sampan.registry.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+]
+
+try:  # the fleet app adds the project-scoped fleet API and the device API
+    from sampan.fleet.urls import device_urlpatterns
+    from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
+
+    urlpatterns += [
+        path("api/v1/", include(fleet_urlpatterns)),
+        path("api/device/v1/", include((device_urlpatterns, "device"))),
+    ]
+except ImportError:  # pragma: no cover - only while the fleet app is being written
+    pass

@@ -1,0 +1,290 @@
+"""Tests for sampan.datasets.archives (pure module: runs with ``-p no:django``)."""
+
+from __future__ import annotations
+
+import stat
+import struct
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sampan.datasets.archives import (
+    ArchiveError,
+    ArchiveLimits,
+    extract_archive,
+    normalise_label,
+    plan_archive,
+    sort_labels,
+)
+
+MiB = 1024 * 1024
+
+
+def make_zip(path: Path, entries: list[tuple[str | zipfile.ZipInfo, bytes]]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return path
+
+
+def summary(scan) -> list[tuple[str, str | None, str, bytes]]:
+    return [(m.path_in_zip, m.label, m.name, m.local_path.read_bytes()) for m in scan.members]
+
+
+def leftovers(dest: Path) -> list[Path]:
+    return sorted(dest.rglob("*"))
+
+
+def test_class_folders_and_root_files(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("cat/1.jpg", b"c1"), ("dog/2.PNG", b"d2"), ("loose.jpg", b"r"), ("cat/", b""),
+    ])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    scan = extract_archive(zip_path, dest)
+    assert summary(scan) == [
+        ("cat/1.jpg", "cat", "cat/1.jpg", b"c1"),
+        ("dog/2.PNG", "dog", "dog/2.PNG", b"d2"),
+        ("loose.jpg", None, "loose.jpg", b"r"),
+    ]
+    # Local names are generated; nothing from the archive names reaches the disk.
+    assert [m.local_path.name for m in scan.members] == ["000001.jpg", "000002.png", "000003.jpg"]
+    assert [m.size for m in scan.members] == [2, 2, 1]
+    assert scan.directory.parent == dest
+    assert scan.ignored == []
+    assert scan.labels == ["cat", "dog"]
+
+
+def test_single_top_folder_is_stripped(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("dataset/cat/1.jpg", b"1"), ("dataset/dog/2.jpg", b"2"), ("dataset/readme.jpg", b"3"),
+    ])
+    members, ignored = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.name, m.label) for m in members] == [
+        ("cat/1.jpg", "cat"), ("dog/2.jpg", "dog"), ("readme.jpg", None),
+    ]
+    assert ignored == []
+
+
+def test_single_folder_of_files_is_one_class(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/1.jpg", b"1"), ("cat/2.jpg", b"2")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.name, m.label) for m in members] == [("cat/1.jpg", "cat"), ("cat/2.jpg", "cat")]
+
+
+def test_two_top_entries_are_not_stripped(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("a/cat/1.jpg", b"1"), ("b/dog/2.jpg", b"2")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [m.label for m in members] == ["a", "b"]
+
+
+def test_nested_folders_first_level_is_the_class(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("cat/indoor/night/1.jpg", b"1"), ("dog/2.jpg", b"2"),
+    ])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.name, m.label) for m in members] == [
+        ("cat/indoor/night/1.jpg", "cat"), ("dog/2.jpg", "dog"),
+    ]
+
+
+def test_macos_and_jupyter_junk_is_ignored_and_counted(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("dataset/cat/1.jpg", b"1"),
+        ("__MACOSX/dataset/cat/._1.jpg", b"x"),
+        ("__MACOSX/", b""),
+        ("dataset/cat/._1.jpg", b"x"),
+        ("dataset/.DS_Store", b"x"),
+        ("dataset/dog/.ipynb_checkpoints/2-checkpoint.jpg", b"x"),
+        ("dataset/dog/Thumbs.db", b"x"),
+        ("dataset/.hidden/3.jpg", b"x"),
+        ("dataset/dog/.secret", b"x"),
+        ("dataset/dog/2.jpg", b"2"),
+    ])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    scan = extract_archive(zip_path, dest)
+    assert [(m.name, m.label) for m in scan.members] == [("cat/1.jpg", "cat"), ("dog/2.jpg", "dog")]
+    assert scan.ignored == [
+        ("__MACOSX/dataset/cat/._1.jpg", "macOS resource fork"),
+        ("dataset/cat/._1.jpg", "AppleDouble file"),
+        ("dataset/.DS_Store", "macOS folder metadata"),
+        ("dataset/dog/.ipynb_checkpoints/2-checkpoint.jpg", "Jupyter checkpoint"),
+        ("dataset/dog/Thumbs.db", "Windows thumbnail cache"),
+        ("dataset/.hidden/3.jpg", "hidden file"),
+        ("dataset/dog/.secret", "hidden file"),
+    ]
+    assert scan.labels == ["cat", "dog"]
+    assert len(list(scan.directory.iterdir())) == 2
+
+
+@pytest.mark.parametrize("bad", [
+    "../../x.jpg",
+    "cat/../../x.jpg",
+    "/abs/x.jpg",
+    "C:\\x.jpg",
+    "C:/x.jpg",
+    "cat\\..\\..\\x.jpg",
+    "cat//x.jpg",
+    "./cat/x.jpg",
+])
+def test_unsafe_names_reject_the_whole_archive(tmp_path: Path, bad: str) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/ok.jpg", b"ok"), (zipfile.ZipInfo(bad), b"x")])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError) as error:
+        extract_archive(zip_path, dest)
+    assert repr(bad) in str(error.value)
+    assert "archive rejected" in str(error.value)
+    assert isinstance(error.value, ValueError)
+    assert leftovers(dest) == []
+
+
+def test_symlink_entry_rejects_the_whole_archive(tmp_path: Path) -> None:
+    link = zipfile.ZipInfo("cat/link.jpg")
+    link.create_system = 3
+    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/ok.jpg", b"ok"), (link, b"/etc/passwd")])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError, match=r"'cat/link.jpg': symbolic link"):
+        extract_archive(zip_path, dest)
+    assert leftovers(dest) == []
+
+
+def test_encrypted_and_duplicate_entries_are_rejected(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/locked.jpg", b"x")])
+    raw = bytearray(zip_path.read_bytes())  # zipfile cannot write encrypted entries: set bit 0
+    raw[raw.index(b"PK\x03\x04") + 6] |= 0x1
+    raw[raw.index(b"PK\x01\x02") + 8] |= 0x1
+    zip_path.write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError, match=r"'cat/locked.jpg': encrypted entry"):
+        plan_archive(zipfile.ZipFile(zip_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns "Duplicate name"
+        zip_path = make_zip(tmp_path / "b.zip", [("cat/1.jpg", b"1"), ("cat/1.jpg", b"2")])
+    with pytest.raises(ArchiveError, match=r"duplicate entry 'cat/1.jpg'"):
+        plan_archive(zipfile.ZipFile(zip_path))
+
+
+def test_too_many_entries(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [(f"cat/{i}.jpg", b"x") for i in range(5)])
+    with pytest.raises(ArchiveError, match=r"too many entries: 5 \(limit 4\)"):
+        plan_archive(zipfile.ZipFile(zip_path), ArchiveLimits(max_members=4))
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 MiB of zeros deflated to about 200 KB, after one small good member."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("cat/ok.jpg", b"ok")
+        with archive.open("cat/zeros.bmp", "w", force_zip64=True) as sink:
+            block = bytes(MiB)
+            for _ in range(200):
+                sink.write(block)
+    return path
+
+
+def _assert_bomb_stopped(bomb: Path, tmp_path: Path, limits: ArchiveLimits, message: str) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError, match=message):
+        extract_archive(bomb, dest, limits=limits)
+    assert leftovers(dest) == []
+
+
+def test_bomb_fixture_is_a_bomb(bomb: Path) -> None:
+    assert bomb.stat().st_size < 1 * MiB
+    assert zipfile.ZipFile(bomb).getinfo("cat/zeros.bmp").file_size == 200 * MiB
+
+
+def test_zip_bomb_stopped_by_compression_ratio(bomb: Path, tmp_path: Path) -> None:
+    _assert_bomb_stopped(bomb, tmp_path, ArchiveLimits(),
+                         r"'cat/zeros.bmp' compression ratio above 100 \(possible zip bomb\)")
+
+
+def test_zip_bomb_stopped_by_member_cap(bomb: Path, tmp_path: Path) -> None:
+    limits = ArchiveLimits(max_ratio=1e9)
+    _assert_bomb_stopped(bomb, tmp_path, limits, r"'cat/zeros.bmp' is larger than 67108864 bytes")
+
+
+def test_zip_bomb_stopped_by_total_quota(bomb: Path, tmp_path: Path) -> None:
+    limits = ArchiveLimits(max_ratio=1e9, max_member_bytes=1024 * MiB, max_total_bytes=50 * MiB)
+    _assert_bomb_stopped(bomb, tmp_path, limits,
+                         r"expands to more than 52428800 bytes \(at entry 'cat/zeros.bmp'\)")
+
+
+def test_total_quota_counts_across_members(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [(f"cat/{i}.jpg", bytes(400)) for i in range(3)])
+    limits = ArchiveLimits(max_total_bytes=1000)
+    _assert_bomb_stopped(zip_path, tmp_path, limits,
+                         r"expands to more than 1000 bytes \(at entry 'cat/2.jpg'\)")
+
+
+def test_lying_size_header_is_not_trusted(tmp_path: Path) -> None:
+    """Headers claim 1,000 bytes for 5 MiB: the real bytes disagree and the archive is rejected."""
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/zeros.bmp", bytes(5 * MiB))])
+    raw = bytearray(zip_path.read_bytes())
+    local = raw.index(b"PK\x03\x04")
+    central = raw.index(b"PK\x01\x02")
+    assert struct.unpack_from("<I", raw, local + 22)[0] == 5 * MiB
+    struct.pack_into("<I", raw, local + 22, 1000)
+    struct.pack_into("<I", raw, central + 24, 1000)
+    zip_path.write_bytes(bytes(raw))
+    assert zipfile.ZipFile(zip_path).getinfo("cat/zeros.bmp").file_size == 1000
+    _assert_bomb_stopped(zip_path, tmp_path, ArchiveLimits(),
+                         r"entry 'cat/zeros.bmp' is corrupt: Bad CRC-32")
+
+
+def test_not_a_zip(tmp_path: Path) -> None:
+    path = tmp_path / "a.zip"
+    path.write_bytes(b"not a zip at all")
+    _assert_bomb_stopped(path, tmp_path, ArchiveLimits(), r"not a readable zip archive")
+
+
+def test_labels_are_normalised(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("Cat /1.jpg", b"1"), ("Cat/2.jpg", b"2"), (" Cat\t/3.jpg", b"3"),
+        ("Cafe\u0301/4.jpg", b"4"), ("Caf\u00e9/5.jpg", b"5"),
+    ])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [m.label for m in members] == ["Cat", "Cat", "Cat", "Caf\u00e9", "Caf\u00e9"]
+    assert members[3].name == "Caf\u00e9/4.jpg"
+    assert sort_labels(m.label for m in members if m.label) == ["Caf\u00e9", "Cat"]
+
+
+def test_blank_class_name_is_rejected(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/1.jpg", b"1"), ("  /2.jpg", b"2")])
+    with pytest.raises(ArchiveError, match=r"entry '  /2.jpg': empty class name"):
+        plan_archive(zipfile.ZipFile(zip_path))
+
+
+def test_normalise_label() -> None:
+    assert normalise_label("Cat ") == "Cat"
+    assert normalise_label("\u00a0Cat\n") == "Cat"
+    assert normalise_label("Cafe\u0301") == "Caf\u00e9"
+    assert normalise_label("10") == "10"
+    assert normalise_label("cat") == "cat"
+    with pytest.raises(ValueError, match="empty class name"):
+        normalise_label(" \t")
+
+
+def test_numeric_folder_names_keep_string_labels(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("10/a.png", b"a"), ("2/b.png", b"b"), ("1/c.png", b"c"), ("Cat/d.png", b"d"),
+    ])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    scan = extract_archive(zip_path, dest)
+    assert [m.label for m in scan.members] == ["10", "2", "1", "Cat"]
+    assert scan.labels == ["1", "2", "10", "Cat"]
+
+
+def test_sort_labels_natural_order() -> None:
+    assert sort_labels(["10", "Cat", "2", "1"]) == ["1", "2", "10", "Cat"]
+    assert sort_labels(["img10", "img2", "img1", "Img3"]) == ["img1", "img2", "Img3", "img10"]
+    assert sort_labels(["cat", "Cat", "01", "1", "dog", "cat"]) == ["01", "1", "Cat", "cat", "dog"]
+    assert sort_labels([]) == []

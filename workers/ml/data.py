@@ -1,0 +1,101 @@
+"""Reading samples into memory: every pixel comes from ``edge_agent.imaging``.
+
+Each file is read and decoded once; the preprocessed (3, H, W) float32 arrays are kept in one
+(N, 3, H, W) tensor for the whole run (no augmentation: see docs/decisions/training-recipe.md).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, preprocess
+
+from .specs import SampleRef, TrainingCancelled
+
+__all__ = ["ImageTensors", "decode_samples", "shorter_side_px", "to_tensors"]
+
+
+@dataclass
+class ImageTensors:
+    """``images`` (N, 3, H, W) float32, ``labels`` (N,) int64, ``sample_ids`` length N."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    sample_ids: list[str]
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+
+def _decode(sample: SampleRef) -> Image.Image:
+    try:
+        data = Path(sample.path).read_bytes()
+    except OSError as error:
+        raise ImageDecodeError(f"cannot read file ({error.strerror})") from error
+    return decode_image(data)
+
+
+def decode_samples(
+    samples: Sequence[SampleRef], should_stop: Callable[[], bool]
+) -> tuple[list[tuple[SampleRef, Image.Image]], list[dict[str, Any]]]:
+    """Decode ``samples``; undecodable ones are returned as ``{"sample_id", "path", "error"}``."""
+    decoded: list[tuple[SampleRef, Image.Image]] = []
+    skipped: list[dict[str, Any]] = []
+    for sample in samples:
+        if should_stop():
+            raise TrainingCancelled()
+        try:
+            decoded.append((sample, _decode(sample)))
+        except ImageDecodeError as error:
+            skipped.append({"sample_id": sample.sample_id, "path": sample.path, "error": str(error)})
+    return decoded, skipped
+
+
+def shorter_side_px(images: Sequence[Image.Image]) -> int:
+    """Median of min(width, height) in px over ``images`` (0 for none)."""
+    return int(statistics.median(min(image.size) for image in images)) if images else 0
+
+
+def to_tensors(
+    samples: Sequence[SampleRef],
+    preprocessing: Preprocessing,
+    should_stop: Callable[[], bool],
+    already_decoded: dict[str, Image.Image] | None = None,
+) -> ImageTensors:
+    """Decode (unless already decoded, keyed by sample_id) and preprocess ``samples``.
+
+    Samples that fail to decode are left out and listed in ``skipped``; the order of the rest is
+    the order of ``samples`` (training's data order depends only on the seed).
+    """
+    already_decoded = already_decoded or {}
+    height, width = preprocessing.size
+    images = np.empty((len(samples), 3, height, width), dtype=np.float32)
+    labels: list[int] = []
+    sample_ids: list[str] = []
+    skipped: list[dict[str, Any]] = []
+    for sample in samples:
+        image = already_decoded.get(sample.sample_id)
+        if image is None:
+            decoded, failed = decode_samples([sample], should_stop)
+            if failed:
+                skipped.extend(failed)
+                continue
+            image = decoded[0][1]
+        images[len(labels)] = preprocess(image, preprocessing)
+        labels.append(int(sample.label))
+        sample_ids.append(sample.sample_id)
+    return ImageTensors(
+        images=torch.from_numpy(images[: len(labels)].copy() if skipped else images),
+        labels=torch.tensor(labels, dtype=torch.int64),
+        sample_ids=sample_ids,
+        skipped=skipped,
+    )

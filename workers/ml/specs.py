@@ -1,0 +1,70 @@
+"""The engine's plain inputs and outputs (dataclasses; no Django, no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SampleRef", "TrainRequest", "TrainResult", "TrainingCancelled"]
+
+
+class TrainingCancelled(Exception):
+    """``should_stop()`` returned True; nothing was exported."""
+
+
+@dataclass(frozen=True)
+class SampleRef:
+    """One labelled image file: ``label`` is the class index into ``TrainRequest.labels``."""
+
+    path: str
+    label: int
+    sample_id: str
+
+
+@dataclass
+class TrainRequest:
+    """What to train.
+
+    ``budget_s`` is the wall-clock budget in seconds for everything the engine does (decoding,
+    training, export, parity check, evaluation). ``pretrained=None`` uses the ImageNet weights when
+    they are in the torch hub cache; True asks for them (a missing file still falls back to random
+    initialisation, reported in ``TrainResult.weights_note``); False never loads them.
+    ``recipe`` replays a recipe recorded in a previous ``TrainResult.recipe`` (same resolution,
+    epochs and learning rate) instead of planning one from the budget.
+    """
+
+    train: list[SampleRef]
+    val: list[SampleRef]
+    labels: list[str]
+    out_dir: Path
+    budget_s: float
+    seed: int = 0
+    architecture: str = "mobilenet_v2"
+    pretrained: bool | None = None
+    recipe: dict[str, Any] | None = None
+
+
+@dataclass
+class TrainResult:
+    """What training produced. Paths are inside ``TrainRequest.out_dir``.
+
+    ``metrics``: ``val_accuracy``, ``macro_f1`` (from the exported ONNX model on the validation
+    split), ``best_epoch``, ``best_phase``. ``history``: one dict per evaluated epoch.
+    ``report``: :func:`workers.ml.evaluation.classification_report` plus ``skipped_samples``.
+    ``parity``: :func:`workers.ml.export.check_parity`; the caller must refuse to register the
+    model unless ``parity["passed"]``. ``recipe``: what was run (resolution, epochs, lr, timings,
+    ONNX ``opset`` and ``ir_version``). ``elapsed_s``: wall-clock seconds of the whole call.
+    """
+
+    onnx_path: Path
+    checkpoint_path: Path
+    preprocessing: dict[str, Any]
+    pretrained: bool
+    weights_note: str
+    metrics: dict[str, Any]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    parity: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
