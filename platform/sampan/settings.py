@@ -13,6 +13,7 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent  # platform/
 REPO_DIR = BASE_DIR.parent
 DATA_DIR = Path(os.environ.get("SAMPAN_DATA_DIR", REPO_DIR / "var")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _env_bool(name: str, default: bool) -> bool:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
+import re
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -145,3 +150,176 @@ def key_factory() -> Callable[[], SigningKey]:
 def classifier() -> Callable[..., bytes]:
     """``classifier(labels=LABELS, size=SIZE, gain=10.0) -> bytes`` of an ONNX model."""
     return build_classifier
+
+
+class FakeControlPlane:
+    """The device API of contracts.md, in a thread: enroll, heartbeat, manifest, model (Range).
+
+    Every request is recorded; tests wait on the records with :meth:`wait_for` (a condition
+    variable with a deadline). ``down`` makes every call answer 503; ``cut_next_download`` makes
+    the next artifact response promise the whole file but send only that many bytes.
+    """
+
+    def __init__(self, signing_key: SigningKey) -> None:
+        self.signing_key = signing_key
+        self.tokens = {"enroll-token-1"}
+        self.credentials: dict[str, str] = {}
+        self.packages: dict[str, ModelPackage] = {}
+        self.desired: dict[str, Any] | None = None
+        self.heartbeats: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.heartbeat_interval_s = 0.1
+        self.down = False
+        self.cut_next_download: int | None = None
+        self._changed = threading.Condition()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeControlPlane:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def deploy(self, package: ModelPackage, deployment_id: str, **override: Any) -> None:
+        """Make ``package`` the desired state; ``override`` replaces desired fields."""
+        self.packages[package.version_id] = package
+        prefix = f"/api/device/v1/model-versions/{package.version_id}/"
+        desired = {
+            "deployment_id": deployment_id,
+            "model_version_id": package.version_id,
+            "manifest_url": prefix + "manifest.json",
+            "artifact_url": prefix + "model.onnx",
+            "sha256": package.sha256,
+            "size": len(package.model_bytes),
+            **override,
+        }
+        with self._changed:
+            self.desired = desired
+
+    def deployment_states(self, deployment_id: str) -> list[tuple[str, str | None]]:
+        """(state, error) of every heartbeat that reported ``deployment_id``, in order."""
+        with self._changed:
+            return [
+                (h["deployment"]["state"], h["deployment"]["error"])
+                for h in self.heartbeats
+                if h.get("deployment") and h["deployment"]["deployment_id"] == deployment_id
+            ]
+
+    def wait_for(self, predicate: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+        """Wait until ``predicate()`` is truthy (checked after every request); return it."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"condition not met within {timeout_s} s")
+                self._changed.wait(remaining)
+
+    def _record(self, method: str, path: str, headers: dict[str, str], body: Any = None) -> None:
+        with self._changed:
+            self.requests.append((method, path, headers))
+            if path.endswith("/heartbeat") and body is not None:
+                self.heartbeats.append(body)
+            self._changed.notify_all()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        plane = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None,
+                       length: int | None = None) -> None:
+                self.send_response(status)
+                for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body) if length is None else length))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _json(self, status: int, data: Any) -> None:
+                self._reply(status, json.dumps(data).encode())
+
+            def _device(self) -> str | None:
+                auth = self.headers.get("Authorization", "")
+                return plane.credentials.get(auth.removeprefix("Device "))
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                plane._record("POST", self.path, dict(self.headers), body)
+                if plane.down:
+                    return self._json(503, {"detail": "down for maintenance"})
+                if self.path == "/api/device/v1/enroll":
+                    if body.get("token") not in plane.tokens:
+                        return self._json(401, {"detail": "invalid or used enrollment token"})
+                    plane.tokens.discard(body["token"])
+                    credential = f"cred-{uuid.uuid4().hex}"
+                    device_id = str(uuid.uuid4())
+                    plane.credentials[credential] = device_id
+                    return self._json(201, {
+                        "device_id": device_id, "credential": credential,
+                        "heartbeat_interval_s": plane.heartbeat_interval_s,
+                        "signing_public_key": plane.signing_key.public_b64,
+                    })
+                if self.path == "/api/device/v1/heartbeat":
+                    if not self._device():
+                        return self._json(401, {"detail": "bad credential"})
+                    return self._json(200, {
+                        "heartbeat_interval_s": plane.heartbeat_interval_s,
+                        "desired": plane.desired,
+                    })
+                return self._json(404, {"detail": "not found"})
+
+            def do_GET(self) -> None:  # noqa: N802
+                plane._record("GET", self.path, dict(self.headers))
+                if plane.down:
+                    return self._json(503, {"detail": "down for maintenance"})
+                if not self._device():
+                    return self._json(401, {"detail": "bad credential"})
+                parts = self.path.split("/")
+                package = plane.packages.get(parts[-2]) if len(parts) > 2 else None
+                if package is None:
+                    return self._json(404, {"detail": "not deployed to this device"})
+                if parts[-1] == "manifest.json":
+                    return self._json(200, package.manifest)
+                data = package.model_bytes
+                start = 0
+                match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+                if match:
+                    start = int(match.group(1))
+                    if start >= len(data):
+                        return self._reply(416, b"", {"Content-Range": f"bytes */{len(data)}"})
+                headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
+                if match:
+                    headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+                cut = plane.cut_next_download
+                if cut is not None:
+                    plane.cut_next_download = None
+                    self.close_connection = True
+                    return self._reply(206 if match else 200, data[start:start + cut], headers,
+                                       length=len(data) - start)
+                return self._reply(206 if match else 200, data[start:], headers)
+
+        return Handler
+
+
+@pytest.fixture
+def control_plane(signing_key: SigningKey):
+    plane = FakeControlPlane(signing_key).start()
+    yield plane
+    plane.stop()

@@ -1,0 +1,171 @@
+"""The fleet: enrollment tokens, devices, deployments of model versions, and device telemetry.
+
+Secrets (enrollment tokens, device credentials) are stored as their sha256 only; the secret is
+shown once. Liveness is the server's receive time of the last heartbeat (DESIGN.md, "Devices"):
+the device clock is recorded, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from sampan.accounts.models import Project
+from sampan.core.models import BaseModel
+
+
+def secret_sha256(secret: str) -> str:
+    """Hex sha256 of a secret (enrollment token or device credential), as stored."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class EnrollmentToken(BaseModel):
+    """A one-time token that lets one device enroll into a project before ``expires_at``.
+
+    ``used_at`` is set (compare-and-set) by the enrollment that consumes it; ``device`` is that
+    device.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE,
+                                related_name="enrollment_tokens")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    device = models.ForeignKey("fleet.Device", null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    note = models.CharField(max_length=200, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"enrollment token {self.pk} ({self.project_id})"
+
+
+class DeviceStatus(models.TextChoices):
+    ONLINE = "online"
+    OFFLINE = "offline"
+
+
+class Device(BaseModel):
+    """An enrolled edge device running the agent.
+
+    ``last_seen_at`` is the server's receive time of the last heartbeat; ``device_time`` is the
+    device's own clock as it last reported it (informational only). ``current_model_version`` is
+    the model version the device reports it is serving. ``last_metrics`` is the ``metrics`` object
+    of the last heartbeat (docs/contracts.md).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="devices")
+    name = models.CharField(max_length=200)
+    credential_sha256 = models.CharField(max_length=64, unique=True)
+    info = models.JSONField(default=dict, blank=True)
+    agent_version = models.CharField(max_length=64, blank=True, default="")
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    device_time = models.DateTimeField(null=True, blank=True)
+    current_model_version = models.ForeignKey("registry.ModelVersion", null=True, blank=True,
+                                              on_delete=models.SET_NULL, related_name="+")
+    last_metrics = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def status_at(self, now: datetime) -> str:
+        """ONLINE if the last heartbeat was received at most SAMPAN_DEVICE_OFFLINE_AFTER_S ago."""
+        if self.last_seen_at is None:
+            return DeviceStatus.OFFLINE
+        offline_after = timedelta(seconds=settings.SAMPAN_DEVICE_OFFLINE_AFTER_S)
+        return (DeviceStatus.ONLINE if now - self.last_seen_at <= offline_after
+                else DeviceStatus.OFFLINE)
+
+    @property
+    def status(self) -> str:
+        return self.status_at(timezone.now())
+
+
+class DeploymentState(models.TextChoices):
+    PENDING = "pending"
+    DOWNLOADING = "downloading"
+    VERIFYING = "verifying"
+    RUNNING = "running"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+
+
+#: States the agent may report in a heartbeat (docs/contracts.md).
+REPORTABLE = frozenset({DeploymentState.DOWNLOADING, DeploymentState.VERIFYING,
+                        DeploymentState.RUNNING, DeploymentState.FAILED})
+_RETRYABLE_FROM = frozenset({DeploymentState.PENDING, DeploymentState.DOWNLOADING,
+                             DeploymentState.VERIFYING, DeploymentState.FAILED})
+
+#: target state -> the states it may be entered from. The agent reports its state on every
+#: heartbeat, so intermediate states can be skipped (pending -> running when the device already
+#: has the version) and a state can repeat; a failed deployment may be retried. A running
+#: deployment only goes on to failed (the agent rolled back) or superseded. SUPERSEDED is terminal
+#: and set by the server only, when a newer deployment replaces this one.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    DeploymentState.DOWNLOADING: _RETRYABLE_FROM,
+    DeploymentState.VERIFYING: _RETRYABLE_FROM,
+    DeploymentState.RUNNING: _RETRYABLE_FROM | {DeploymentState.RUNNING},
+    DeploymentState.FAILED: _RETRYABLE_FROM | {DeploymentState.RUNNING},
+    DeploymentState.SUPERSEDED: _RETRYABLE_FROM | {DeploymentState.RUNNING},
+}
+TERMINAL = frozenset({DeploymentState.SUPERSEDED})
+
+
+class Deployment(BaseModel):
+    """One model version deployed to one device.
+
+    At most one deployment per device is active (not superseded): it is the device's desired
+    state. Creating a new one supersedes the previous. ``state`` changes only through the
+    compare-and-set transitions in ``TRANSITIONS``; ``error`` is the agent's last reported reason
+    (also set while a retryable failure is being retried).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="deployments")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="deployments")
+    model_version = models.ForeignKey("registry.ModelVersion", on_delete=models.PROTECT,
+                                      related_name="deployments")
+    state = models.CharField(max_length=16, choices=DeploymentState.choices,
+                             default=DeploymentState.PENDING, db_index=True)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    state_changed_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="When it first reached running or failed.")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["device"], condition=~Q(state="superseded"),
+                                    name="deployment_one_active_per_device"),
+        ]
+
+    def __str__(self) -> str:
+        return f"deployment {self.pk} ({self.state})"
+
+
+class Telemetry(BaseModel):
+    """One heartbeat's report: server receive time, device clock, and the ``metrics`` object
+    (``requests``, ``errors`` cumulative since the agent started; ``latency_ms`` p50/p95/p99;
+    ``cpu_percent``; ``memory_bytes``). A bounded number of rows is kept per device."""
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="telemetry")
+    received_at = models.DateTimeField()
+    device_time = models.DateTimeField(null=True, blank=True)
+    metrics = models.JSONField(default=dict)
+    current_model_version_id = models.UUIDField(null=True, blank=True,
+                                                help_text="As reported by the device.")
+
+    class Meta:
+        ordering = ["received_at"]
+        indexes = [models.Index(fields=["device", "received_at"],
+                                name="telemetry_device_received")]
