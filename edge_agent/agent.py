@@ -83,7 +83,7 @@ class Agent:
         if (manifest.get("model") or {}).get("version_id") != version_id:
             raise ManifestError(f"manifest in models/{version_id} is for another version")
         verify_files(manifest, directory)
-        session = ClassifierSession(directory, manifest, threads=self.threads)
+        session = ClassifierSession(directory / "model.onnx", manifest, threads=self.threads)
         session.self_test()
         return session
 

@@ -43,8 +43,9 @@ def cmd_enroll(args: argparse.Namespace) -> int:
     """Trade a one-time enrollment token for a device credential, saved in ``agent.json``."""
     home = AgentHome(args.home)
     if home.config_path.exists() and not args.force:
-        print(f"already enrolled ({home.config_path}); pass --force to enroll again",
-              file=sys.stderr)
+        print(
+            f"already enrolled ({home.config_path}); pass --force to enroll again", file=sys.stderr
+        )
         return 1
     name = args.name or socket.gethostname()
     try:
@@ -71,8 +72,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = home.load_config()
     except FileNotFoundError:
-        print(f"not enrolled: no {home.config_path}; run 'sampan-agent enroll' first",
-              file=sys.stderr)
+        print(
+            f"not enrolled: no {home.config_path}; run 'sampan-agent enroll' first", file=sys.stderr
+        )
         return 1
     except (ValueError, TypeError) as error:
         print(f"cannot read {home.config_path}: {error}", file=sys.stderr)
@@ -118,15 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_home(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--home", type=Path, default=default_home(),
-                         help="agent state directory (default: $SAMPAN_AGENT_HOME or "
-                              "~/.sampan-agent)")
+        sub.add_argument(
+            "--home",
+            type=Path,
+            default=default_home(),
+            help="agent state directory (default: $SAMPAN_AGENT_HOME or ~/.sampan-agent)",
+        )
 
     enroll_parser = commands.add_parser("enroll", help="enroll this device once")
-    enroll_parser.add_argument("--url", required=True, help="control plane URL, e.g. http://host:8000")
+    enroll_parser.add_argument(
+        "--url", required=True, help="control plane URL, e.g. http://host:8000"
+    )
     enroll_parser.add_argument("--token", required=True, help="one-time enrollment token")
     enroll_parser.add_argument("--name", help="device name (default: host name)")
-    enroll_parser.add_argument("--force", action="store_true", help="replace an existing enrollment")
+    enroll_parser.add_argument(
+        "--force", action="store_true", help="replace an existing enrollment"
+    )
     add_home(enroll_parser)
     enroll_parser.set_defaults(func=cmd_enroll)
 

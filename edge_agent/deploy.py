@@ -18,7 +18,6 @@ import shutil
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from edge_agent.agent import Agent, agent_version
@@ -36,7 +35,14 @@ __all__ = ["Backoff", "Converger"]
 
 log = logging.getLogger(__name__)
 
-_DESIRED_KEYS = ("deployment_id", "model_version_id", "manifest_url", "artifact_url", "sha256", "size")
+_DESIRED_KEYS = (
+    "deployment_id",
+    "model_version_id",
+    "manifest_url",
+    "artifact_url",
+    "sha256",
+    "size",
+)
 
 
 class Backoff:
@@ -95,9 +101,12 @@ class Converger:
         if isinstance(interval, int | float) and interval > 0:
             self.interval_s = float(interval)
         desired = reply.get("desired")
-        if isinstance(desired, dict) and self._needs_apply(desired):
-            if time.monotonic() >= self._retry_at:
-                self.apply(desired)
+        if (
+            isinstance(desired, dict)
+            and self._needs_apply(desired)
+            and time.monotonic() >= self._retry_at
+        ):
+            self.apply(desired)
         return self.interval_s
 
     def _heartbeat(self) -> dict[str, Any]:
@@ -176,7 +185,9 @@ class Converger:
             # OSError: local disk trouble (full, permissions), which may clear up.
             delay = self._deploy_backoff.next()
             self._retry_at = time.monotonic() + delay
-            log.warning("deployment %s will retry in %.0f s: %s", status.deployment_id, delay, error)
+            log.warning(
+                "deployment %s will retry in %.0f s: %s", status.deployment_id, delay, error
+            )
             self._step(status, status.state, f"{error} (retrying)")
             return
         except (TerminalError, ManifestError, ModelLoadError) as error:
@@ -245,11 +256,13 @@ class Converger:
     def _prune(self) -> None:
         """Delete installed versions other than current and previous, and stale downloads."""
         keep = {self.state.current, self.state.previous}
-        in_progress = self.state.deployment
         for path in self.home.models_dir.iterdir() if self.home.models_dir.exists() else ():
             if path.name not in keep:
                 shutil.rmtree(path, ignore_errors=True)
+        deployment = self.state.deployment
+        resumable = (
+            deployment.model_version_id if deployment and deployment.state != "failed" else None
+        )
         for path in self.home.downloads_dir.glob("*.part"):
-            resumable = in_progress and in_progress.state != "failed"
-            if not (resumable and path.stem == in_progress.model_version_id):
-                Path(path).unlink(missing_ok=True)
+            if path.stem != resumable:
+                path.unlink(missing_ok=True)

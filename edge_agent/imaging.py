@@ -44,7 +44,9 @@ _PILLOW_FORMAT = {
     "webp": "WEBP",
     "tiff": "TIFF",
 }
-_PREPROCESSING_KEYS = frozenset(("size", "resize", "mean", "std", "colour_order", "layout", "dtype"))
+_PREPROCESSING_KEYS = frozenset(
+    ("size", "resize", "mean", "std", "colour_order", "layout", "dtype")
+)
 
 
 def _sniff_known(data: bytes) -> str | None:

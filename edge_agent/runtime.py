@@ -46,8 +46,17 @@ try:
     _ORT_ERRORS: tuple[type[BaseException], ...] = tuple(
         getattr(_ort_state, name)
         for name in (
-            "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
-            "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail",
+            "Fail",
+            "InvalidArgument",
+            "NoSuchFile",
+            "NoModel",
+            "EngineError",
+            "RuntimeException",
+            "InvalidProtobuf",
+            "ModelLoaded",
+            "NotImplemented",
+            "InvalidGraph",
+            "EPFail",
         )
         if hasattr(_ort_state, name)
     ) + (RuntimeError, ValueError, OSError)
@@ -148,7 +157,9 @@ def verify_files(manifest: dict[str, Any], directory: Path | str) -> None:
             raise ManifestError(f"file {name!r}: missing")
         size = path.stat().st_size
         if size != expected.get("size"):
-            raise ManifestError(f"file {name!r}: size {size} bytes, expected {expected.get('size')}")
+            raise ManifestError(
+                f"file {name!r}: size {size} bytes, expected {expected.get('size')}"
+            )
         if file_sha256(path) != expected.get("sha256"):
             raise ManifestError(f"file {name!r}: sha256 mismatch")
 
@@ -230,7 +241,9 @@ class ClassifierSession:
             want is not None and got is not None and want != got
             for want, got in zip((None, 3, height, width), fixed, strict=True)
         ):
-            raise ModelLoadError(f"model input shape {shape} does not match (N, 3, {height}, {width})")
+            raise ModelLoadError(
+                f"model input shape {shape} does not match (N, 3, {height}, {width})"
+            )
 
     def predict_batch(self, x: np.ndarray) -> np.ndarray:
         """(N, 3, H, W) float32 preprocessed batch -> (N, C) float32 class probabilities.
@@ -241,9 +254,7 @@ class ClassifierSession:
         """
         height, width = self.preprocessing.size
         if x.dtype != np.float32 or x.ndim != 4 or x.shape[1:] != (3, height, width):
-            raise ValueError(
-                f"expected (N, 3, {height}, {width}) float32, got {x.shape} {x.dtype}"
-            )
+            raise ValueError(f"expected (N, 3, {height}, {width}) float32, got {x.shape} {x.dtype}")
         try:
             (probabilities,) = self._session.run([OUTPUT_NAME], {INPUT_NAME: x})
         except _ORT_ERRORS as error:

@@ -79,8 +79,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if length > MAX_BODY_BYTES:
             self.close_connection = True
-            self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                       {"error": f"body over {MAX_BODY_BYTES} bytes"})
+            self._json(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": f"body over {MAX_BODY_BYTES} bytes"}
+            )
             return
         data = self.rfile.read(length)
         try:

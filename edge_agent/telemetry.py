@@ -41,23 +41,33 @@ class Telemetry:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._requests = Counter(
-            "sampan_agent_requests", "Prediction requests by outcome.", ["outcome"],
+            "sampan_agent_requests",
+            "Prediction requests by outcome.",
+            ["outcome"],
             registry=self.registry,
         )
         self._latency = Histogram(
-            "sampan_agent_request_latency_seconds", "Prediction latency (decode to reply).",
-            buckets=_LATENCY_BUCKETS_S, registry=self.registry,
+            "sampan_agent_request_latency_seconds",
+            "Prediction latency (decode to reply).",
+            buckets=_LATENCY_BUCKETS_S,
+            registry=self.registry,
         )
         self._model = Gauge(
-            "sampan_agent_model_info", "1 for the model version being served.",
-            ["model_version_id"], registry=self.registry,
+            "sampan_agent_model_info",
+            "1 for the model version being served.",
+            ["model_version_id"],
+            registry=self.registry,
         )
         self._deployments = Counter(
-            "sampan_agent_deployments", "Finished deployment attempts by result.", ["result"],
+            "sampan_agent_deployments",
+            "Finished deployment attempts by result.",
+            ["result"],
             registry=self.registry,
         )
         self._heartbeats = Counter(
-            "sampan_agent_heartbeats", "Heartbeats sent, by result.", ["result"],
+            "sampan_agent_heartbeats",
+            "Heartbeats sent, by result.",
+            ["result"],
             registry=self.registry,
         )
         for outcome in self.OUTCOMES:

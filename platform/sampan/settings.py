@@ -105,6 +105,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 MEDIA_ROOT = Path(os.environ.get("SAMPAN_MEDIA_ROOT", DATA_DIR / "media"))
 MEDIA_URL = "/media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024

@@ -29,11 +29,14 @@ LABELS = ["red", "green", "blue"]
 SIZE = 8
 
 
-def build_classifier(labels: list[str] = LABELS, size: int = SIZE, gain: float = 10.0) -> bytes:
+def build_classifier(
+    labels: list[str] = LABELS, size: int = SIZE, gain: float = 10.0, padding_bytes: int = 0
+) -> bytes:
     """A real ONNX classifier: mean colour per channel -> linear -> Softmax.
 
     input (N, 3, size, size) float32 -> probabilities (N, 3) float32. With mean 0.5 / std 0.5
-    preprocessing a pure red image scores highest for "red", and so on.
+    preprocessing a pure red image scores highest for "red", and so on. ``padding_bytes`` adds
+    an unused weight of that many bytes, for a file big enough to interrupt mid-transfer.
     """
     weights = (np.eye(3, len(labels), dtype=np.float32) * gain).astype(np.float32)
     bias = np.zeros(len(labels), dtype=np.float32)
@@ -52,7 +55,8 @@ def build_classifier(labels: list[str] = LABELS, size: int = SIZE, gain: float =
         initializer=[
             numpy_helper.from_array(weights, "weights"),
             numpy_helper.from_array(bias, "bias"),
-        ],
+            numpy_helper.from_array(np.ones(padding_bytes // 4, dtype=np.float32), "padding"),
+        ][: 3 if padding_bytes else 2],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 10
@@ -69,7 +73,10 @@ class SigningKey:
     def sign(self, manifest: dict[str, Any]) -> dict[str, Any]:
         body = {key: value for key, value in manifest.items() if key != "signature"}
         value = base64.b64encode(self.private.sign(canonical_json(body))).decode("ascii")
-        return {**body, "signature": {"algorithm": "ed25519", "key_id": self.key_id, "value": value}}
+        return {
+            **body,
+            "signature": {"algorithm": "ed25519", "key_id": self.key_id, "value": value},
+        }
 
 
 def new_signing_key() -> SigningKey:
@@ -105,27 +112,29 @@ def make_package(
         "task": "image_classification",
         "labels": labels,
         "preprocessing": {
-            "size": [SIZE, SIZE], "resize": "stretch", "mean": [0.5, 0.5, 0.5],
-            "std": [0.5, 0.5, 0.5], "colour_order": "RGB", "layout": "NCHW", "dtype": "float32",
+            "size": [SIZE, SIZE],
+            "resize": "stretch",
+            "mean": [0.5, 0.5, 0.5],
+            "std": [0.5, 0.5, 0.5],
+            "colour_order": "RGB",
+            "layout": "NCHW",
+            "dtype": "float32",
         },
         "inputs": [{"name": "input", "shape": ["N", 3, SIZE, SIZE], "dtype": "float32"}],
         "outputs": [{"name": "probabilities", "shape": ["N", len(labels)], "dtype": "float32"}],
         "metrics": {"val_accuracy": 1.0},
         "lineage": {"parent_model_version_id": None, "recipe": {}},
         "files": {
-            "model.onnx": {"sha256": hashlib.sha256(model_bytes).hexdigest(), "size": len(model_bytes)}
+            "model.onnx": {
+                "sha256": hashlib.sha256(model_bytes).hexdigest(),
+                "size": len(model_bytes),
+            }
         },
         "onnx": {"opset": 18, "ir_version": 10},
         "min_onnxruntime": "1.17.0",
         "created_at": "2026-11-29T12:00:00Z",
     }
     return ModelPackage(version_id, key.sign(manifest), model_bytes)
-
-
-def image_bytes(colour: tuple[int, int, int], fmt: str = "PNG", size: tuple[int, int] = (32, 24)) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, colour).save(buffer, fmt)
-    return buffer.getvalue()
 
 
 @pytest.fixture
@@ -139,6 +148,18 @@ def package_factory(signing_key: SigningKey) -> Callable[..., ModelPackage]:
         return make_package(signing_key, **kwargs)
 
     return factory
+
+
+@pytest.fixture
+def png() -> Callable[[tuple[int, int, int]], bytes]:
+    """``png((r, g, b)) -> bytes`` of a 32 x 24 PNG of one colour."""
+
+    def encode(colour: tuple[int, int, int]) -> bytes:
+        buffer = io.BytesIO()
+        Image.new("RGB", (32, 24), colour).save(buffer, "PNG")
+        return buffer.getvalue()
+
+    return encode
 
 
 @pytest.fixture
@@ -167,6 +188,7 @@ class FakeControlPlane:
         self.packages: dict[str, ModelPackage] = {}
         self.desired: dict[str, Any] | None = None
         self.heartbeats: list[dict[str, Any]] = []
+        self.enrollments: list[dict[str, Any]] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.heartbeat_interval_s = 0.1
         self.down = False
@@ -232,6 +254,8 @@ class FakeControlPlane:
             self.requests.append((method, path, headers))
             if path.endswith("/heartbeat") and body is not None:
                 self.heartbeats.append(body)
+            if path.endswith("/enroll") and body is not None:
+                self.enrollments.append(body)
             self._changed.notify_all()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -243,8 +267,13 @@ class FakeControlPlane:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-            def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None,
-                       length: int | None = None) -> None:
+            def _reply(
+                self,
+                status: int,
+                body: bytes,
+                headers: dict[str, str] | None = None,
+                length: int | None = None,
+            ) -> None:
                 self.send_response(status)
                 for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
                     self.send_header(key, value)
@@ -271,18 +300,25 @@ class FakeControlPlane:
                     credential = f"cred-{uuid.uuid4().hex}"
                     device_id = str(uuid.uuid4())
                     plane.credentials[credential] = device_id
-                    return self._json(201, {
-                        "device_id": device_id, "credential": credential,
-                        "heartbeat_interval_s": plane.heartbeat_interval_s,
-                        "signing_public_key": plane.signing_key.public_b64,
-                    })
+                    return self._json(
+                        201,
+                        {
+                            "device_id": device_id,
+                            "credential": credential,
+                            "heartbeat_interval_s": plane.heartbeat_interval_s,
+                            "signing_public_key": plane.signing_key.public_b64,
+                        },
+                    )
                 if self.path == "/api/device/v1/heartbeat":
                     if not self._device():
                         return self._json(401, {"detail": "bad credential"})
-                    return self._json(200, {
-                        "heartbeat_interval_s": plane.heartbeat_interval_s,
-                        "desired": plane.desired,
-                    })
+                    return self._json(
+                        200,
+                        {
+                            "heartbeat_interval_s": plane.heartbeat_interval_s,
+                            "desired": plane.desired,
+                        },
+                    )
                 return self._json(404, {"detail": "not found"})
 
             def do_GET(self) -> None:  # noqa: N802
@@ -311,8 +347,12 @@ class FakeControlPlane:
                 if cut is not None:
                     plane.cut_next_download = None
                     self.close_connection = True
-                    return self._reply(206 if match else 200, data[start:start + cut], headers,
-                                       length=len(data) - start)
+                    return self._reply(
+                        206 if match else 200,
+                        data[start : start + cut],
+                        headers,
+                        length=len(data) - start,
+                    )
                 return self._reply(206 if match else 200, data[start:], headers)
 
         return Handler

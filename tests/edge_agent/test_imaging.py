@@ -36,8 +36,14 @@ def png_header_only(width: int, height: int) -> bytes:
 
 @pytest.mark.parametrize(
     ("fmt", "expected"),
-    [("JPEG", "jpeg"), ("PNG", "png"), ("GIF", "gif"), ("BMP", "bmp"), ("WEBP", "webp"),
-     ("TIFF", "tiff")],
+    [
+        ("JPEG", "jpeg"),
+        ("PNG", "png"),
+        ("GIF", "gif"),
+        ("BMP", "bmp"),
+        ("WEBP", "webp"),
+        ("TIFF", "tiff"),
+    ],
 )
 def test_sniff_format_reads_magic_bytes(fmt: str, expected: str) -> None:
     data = encode(Image.new("RGB", (4, 4), (10, 20, 30)), fmt)
@@ -111,7 +117,10 @@ def test_16_bit_grayscale_png_is_scaled_by_1_over_257() -> None:
     assert image.mode == "RGB"
     # 1000 / 257 = 3.89 -> 4; a clipping conversion would give 255 for every value > 255.
     assert [image.getpixel((x, 0)) for x in range(4)] == [
-        (0, 0, 0), (100, 100, 100), (255, 255, 255), (4, 4, 4)
+        (0, 0, 0),
+        (100, 100, 100),
+        (255, 255, 255),
+        (4, 4, 4),
     ]
 
 
@@ -147,9 +156,15 @@ def test_format_lies_are_caught_by_sniffing() -> None:
 
 
 def test_preprocessing_round_trips_the_manifest_form() -> None:
-    data = {"size": [96, 64], "resize": "stretch", "mean": [0.485, 0.456, 0.406],
-            "std": [0.229, 0.224, 0.225], "colour_order": "RGB", "layout": "NCHW",
-            "dtype": "float32"}
+    data = {
+        "size": [96, 64],
+        "resize": "stretch",
+        "mean": [0.485, 0.456, 0.406],
+        "std": [0.229, 0.224, 0.225],
+        "colour_order": "RGB",
+        "layout": "NCHW",
+        "dtype": "float32",
+    }
     p = Preprocessing.from_dict(data)
     assert p.size == (96, 64)
     assert p.to_dict() == data

@@ -29,10 +29,8 @@ class ProjectApi(APIView):
         return project_get_for(user=request.user, project_id=self.kwargs["project_id"], role=needed)
 
     def paginate(self, request: Request, queryset: Any, serializer_class: Any) -> Any:
-        paginator = self.pagination_class() if self.pagination_class else None
-        if paginator is None:
-            from rest_framework.response import Response
+        from rest_framework.settings import api_settings
 
-            return Response(serializer_class(queryset, many=True).data)
+        paginator = api_settings.DEFAULT_PAGINATION_CLASS()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)

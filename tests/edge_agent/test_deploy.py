@@ -1,0 +1,181 @@
+"""The convergence loop in-process, against the fake control plane (real HTTP, real files)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from edge_agent.agent import Agent
+from edge_agent.client import DeviceClient
+from edge_agent.deploy import Converger
+from edge_agent.home import AgentConfig, AgentHome, AgentState
+
+
+@pytest.fixture
+def device(tmp_path: Path, control_plane, signing_key):
+    credential = f"cred-{uuid.uuid4().hex}"
+    control_plane.credentials[credential] = "device-1"
+    home = AgentHome(tmp_path / "agent")
+    config = AgentConfig(control_plane.url, "device-1", credential, signing_key.public_b64, 0.1)
+    home.save_config(config)
+    agent = Agent(home, config)
+    client = DeviceClient(config.server_url, credential)
+    yield Converger(agent, client, AgentState())
+    client.close()
+
+
+def model_gets(plane, version_id: str) -> list[dict[str, str]]:
+    return [
+        h for m, p, h in plane.requests if m == "GET" and p.endswith(f"{version_id}/model.onnx")
+    ]
+
+
+def test_converges_and_reports_each_step(device, control_plane, package_factory, png) -> None:
+    package = package_factory()
+    control_plane.deploy(package, "d1")
+    device.run_once()
+
+    assert [s for s, _ in control_plane.deployment_states("d1")] == [
+        "downloading",
+        "verifying",
+        "running",
+    ]
+    agent = device.agent
+    assert agent.current_version == package.version_id
+    assert agent.predict(png((255, 0, 0)))["predictions"][0]["label"] == "red"
+    installed = agent.home.model_dir(package.version_id)
+    assert (installed / "model.onnx").read_bytes() == package.model_bytes
+    state = json.loads(agent.home.state_path.read_text())
+    assert state["current"] == package.version_id
+    assert state["deployment"]["state"] == "running"
+    assert list(agent.home.downloads_dir.iterdir()) == []
+
+    device.run_once()  # converged: nothing more is fetched
+    assert len(model_gets(control_plane, package.version_id)) == 1
+    assert control_plane.heartbeats[-1]["current_model_version_id"] == package.version_id
+
+
+def test_interrupted_download_resumes_with_range(
+    device, control_plane, package_factory, classifier
+) -> None:
+    package = package_factory(model_bytes=classifier(padding_bytes=400_000))
+    control_plane.deploy(package, "d1")
+    control_plane.cut_next_download = 200_000
+    device.run_once()
+
+    state, error = control_plane.deployment_states("d1")[-1]
+    assert state == "downloading" and "retrying" in error
+    part = device.home.downloads_dir / f"{package.version_id}.part"
+    kept = part.stat().st_size
+    assert 0 < kept <= 200_000  # whole chunks received before the cut are kept
+    assert part.read_bytes() == package.model_bytes[:kept]
+
+    device.apply(control_plane.desired)  # the retry, without waiting for the backoff
+    gets = model_gets(control_plane, package.version_id)
+    assert len(gets) == 2
+    assert "Range" not in gets[0]
+    assert gets[1]["Range"] == f"bytes={kept}-"
+    assert control_plane.deployment_states("d1")[-1] == ("running", None)
+    assert device.agent.current_version == package.version_id
+
+
+def test_model_that_fails_to_load_keeps_serving_the_old_one(
+    device, control_plane, package_factory, png
+) -> None:
+    good = package_factory()
+    control_plane.deploy(good, "d1")
+    device.run_once()
+    broken = package_factory(model_bytes=b"\x08\x07 not a model", version=2)  # signed, right hash
+    control_plane.deploy(broken, "d2")
+    device.run_once()
+
+    state, error = control_plane.deployment_states("d2")[-1]
+    assert state == "failed"
+    assert "cannot load" in error
+    assert device.agent.predict(png((0, 255, 0)))["model_version_id"] == good.version_id
+    assert not device.home.model_dir(broken.version_id).exists()
+    device.run_once()  # terminal: not downloaded again
+    assert len(model_gets(control_plane, broken.version_id)) == 1
+
+
+def test_bad_signature_is_reported_and_not_retried(
+    device, control_plane, package_factory, key_factory
+) -> None:
+    from_elsewhere = package_factory()
+    from_elsewhere.manifest["signature"]["value"] = key_factory().sign(from_elsewhere.manifest)[
+        "signature"
+    ]["value"]
+    control_plane.deploy(from_elsewhere, "d1")
+    device.run_once()
+    device.run_once()
+
+    assert control_plane.deployment_states("d1")[-1] == ("failed", "bad signature")
+    assert model_gets(control_plane, from_elsewhere.version_id) == []  # nothing downloaded
+    assert device.agent.current_version is None
+
+
+def test_tampered_artifact_is_fetched_once_more_then_failed(
+    device, control_plane, package_factory
+) -> None:
+    package = package_factory()
+    control_plane.deploy(package, "d1")
+    package.model_bytes = package.model_bytes[:-4] + b"evil"  # same size, other bytes
+    device.run_once()
+    assert "sha256 mismatch; downloading again" in control_plane.deployment_states("d1")[-1][1]
+    device.apply(control_plane.desired)
+
+    assert control_plane.deployment_states("d1")[-1] == (
+        "failed",
+        "file 'model.onnx': sha256 mismatch",
+    )
+    assert len(model_gets(control_plane, package.version_id)) == 2
+    assert list(device.home.models_dir.iterdir()) == []
+
+
+def test_network_down_backs_off_and_keeps_serving(
+    device, control_plane, package_factory, png
+) -> None:
+    package = package_factory()
+    control_plane.deploy(package, "d1")
+    device.run_once()
+    control_plane.down = True
+    waits = [device.run_once() for _ in range(3)]
+
+    assert waits[0] < waits[1] < waits[2]  # exponential: about 1, 2, 4 s
+    assert device.agent.predict(png((0, 0, 255)))["predictions"][0]["label"] == "blue"
+    control_plane.down = False
+    assert device.run_once() == pytest.approx(0.1)
+
+
+def test_rollback_reuses_the_kept_previous_version(device, control_plane, package_factory) -> None:
+    first, second = package_factory(), package_factory(version=2)
+    for deployment_id, package in (("d1", first), ("d2", second), ("d3", first)):
+        control_plane.deploy(package, deployment_id)
+        device.run_once()
+
+    assert control_plane.deployment_states("d3")[-1] == ("running", None)
+    assert len(model_gets(control_plane, first.version_id)) == 1  # not downloaded again
+    assert (device.state.current, device.state.previous) == (first.version_id, second.version_id)
+    assert sorted(p.name for p in device.home.models_dir.iterdir()) == sorted(
+        [first.version_id, second.version_id]
+    )
+
+
+def test_restart_loads_the_current_version_from_state(device, control_plane, package_factory):
+    package = package_factory()
+    control_plane.deploy(package, "d1")
+    device.run_once()
+
+    restarted = Agent(device.home, device.agent.config)
+    state = restarted.load_from_state(device.home.load_state())
+    assert restarted.current_version == package.version_id
+    assert state.current == package.version_id
+
+    (device.home.model_dir(package.version_id) / "model.onnx").write_bytes(b"corrupted on disk")
+    broken = Agent(device.home, device.agent.config)
+    state = broken.load_from_state(device.home.load_state())
+    assert broken.current_version is None
+    assert state.current is None

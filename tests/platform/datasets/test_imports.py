@@ -1,0 +1,182 @@
+"""Imports through the REST API, with the inputs that broke other platforms."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from PIL import Image
+
+from sampan.datasets.models import ImportJob, Sample
+from sampan.datasets.services import import_job_run
+from sampan.datasets.storage import media_path
+from tests.fixtures import images
+
+pytestmark = pytest.mark.django_db
+
+
+def make_zip(entries: dict[str, bytes], *, symlinks: tuple[str, ...] = ()) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+        for name in symlinks:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16)
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def ctx(project_with_roles: dict[str, Any], api: Any) -> dict[str, Any]:
+    client = api(project_with_roles["editor"])
+    project = project_with_roles["project"]
+    base = f"/api/v1/projects/{project.pk}"
+    dataset = client.post(f"{base}/datasets/", {"name": "d"}, format="json").json()
+    return {"client": client, "base": base, "dataset": dataset}
+
+
+def upload(ctx: dict[str, Any], name: str, data: bytes, **extra: str) -> Any:
+    return ctx["client"].post(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/imports/",
+                              {"files": [SimpleUploadedFile(name, data)], **extra},
+                              format="multipart")
+
+
+def run_import(ctx: dict[str, Any], name: str, data: bytes, **extra: str) -> dict[str, Any]:
+    response = upload(ctx, name, data, **extra)
+    assert response.status_code == 202, response.json()
+    import_job_run(job_id=response.json()["id"])  # the Celery task body, run here
+    return ctx["client"].get(f"{ctx['base']}/imports/{response.json()['id']}/").json()
+
+
+def test_macos_zip_junk_is_ignored_and_counted_never_a_class(ctx: dict[str, Any]) -> None:
+    png = images.png_bytes()
+    job = run_import(ctx, "mac.zip", make_zip({
+        "cats/a.png": png,
+        "dogs/b.png": images.png_bytes((1, 2, 3)),
+        "__MACOSX/cats/._a.png": b"\x00\x05\x16\x07junk",
+        "cats/._a.png": b"\x00\x05\x16\x07junk",
+        ".DS_Store": b"junk",
+        "cats/.DS_Store": b"junk",
+        ".ipynb_checkpoints/x-checkpoint.png": png,
+    }))
+    assert job["status"] == "SUCCEEDED"
+    assert job["report"]["counts"] == {"imported": 2, "duplicates": 0, "ignored": 5,
+                                       "rejected": 0}
+    dataset = ctx["client"].get(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/").json()
+    assert [c["name"] for c in dataset["class_labels"]] == ["cats", "dogs"]
+
+
+@pytest.mark.parametrize("bad", ["../../x.png", "/abs/x.png", "cats/../../x.png"])
+def test_path_traversal_rejects_the_whole_archive_naming_the_entry(ctx: dict[str, Any],
+                                                                   bad: str, tmp_path: Path
+                                                                   ) -> None:
+    response = upload(ctx, "evil.zip", make_zip({"cats/a.png": images.png_bytes(),
+                                                  bad: images.png_bytes()}))
+    assert response.status_code == 400
+    assert bad in response.json()["error"]["message"]
+    assert ImportJob.objects.count() == 0 and Sample.objects.count() == 0
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_symlink_entry_rejects_the_archive(ctx: dict[str, Any]) -> None:
+    response = upload(ctx, "link.zip", make_zip({"cats/a.png": images.png_bytes()},
+                                                symlinks=("cats/link.png",)))
+    assert response.status_code == 400
+    assert "cats/link.png" in response.json()["error"]["message"]
+    assert Sample.objects.count() == 0
+
+
+def test_zip_bomb_is_stopped_while_extracting_and_cleaned_up(ctx: dict[str, Any],
+                                                             settings: Any) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        with archive.open("zeros/bomb.png", "w") as member:
+            chunk = b"\x00" * (1024 * 1024)
+            for _ in range(200):
+                member.write(chunk)
+        archive.writestr("zeros/ok.png", images.png_bytes())
+    data = buffer.getvalue()
+    assert len(data) < 400 * 1024  # 200 MiB of zeros in a few hundred KB
+    job = run_import(ctx, "bomb.zip", data)
+    assert job["status"] == "FAILED"
+    assert "bomb.png" in job["error"]
+    assert Sample.objects.count() == 0
+    staging = Path(settings.DATA_DIR) / "staging"
+    assert list(staging.iterdir()) == []  # temporary files removed
+
+
+def test_exif_orientation_6_is_stored_upright(ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "rot.zip", make_zip({"a/rot.jpg": images.jpeg_exif_orientation_6()}))
+    assert job["report"]["counts"]["imported"] == 1
+    sample = Sample.objects.get()
+    assert (sample.width, sample.height) == (20, 40)
+    with Image.open(media_path(sample.file)) as stored:
+        assert stored.size == (20, 40) and stored.mode == "RGB"
+
+
+def test_colour_modes_become_8bit_rgb_and_transparency_goes_white(ctx: dict[str, Any]) -> None:
+    palette = Image.new("P", (4, 4), 0)
+    palette.putpalette([255, 0, 0] * 256)
+    palette.info["transparency"] = 0
+    buffer = io.BytesIO()
+    palette.save(buffer, "PNG", transparency=0)
+    job = run_import(ctx, "modes.zip", make_zip({
+        "m/cmyk.jpg": images.cmyk_jpeg(), "m/rgba.png": images.rgba_png(),
+        "m/palette.png": buffer.getvalue(),
+        "m/gray.png": images.png_bytes((77, 77, 77), mode="L")}))
+    assert job["report"]["counts"]["imported"] == 4
+    pixels = {}
+    for sample in Sample.objects.all():
+        with Image.open(media_path(sample.file)) as stored:
+            assert stored.mode == "RGB"
+            pixels[sample.original_name] = stored.getpixel((1, 1))
+    assert pixels["m/rgba.png"] == (255, 255, 255)
+    assert pixels["m/palette.png"] == (255, 255, 255)
+    assert pixels["m/gray.png"] == (77, 77, 77)
+
+
+def test_truncated_jpeg_is_rejected_by_name_and_the_rest_imports(ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "t.zip", make_zip({"a/ok.png": images.png_bytes(),
+                                             "a/broken.jpg": images.truncated_jpeg()}))
+    assert job["status"] == "SUCCEEDED"
+    assert job["report"]["counts"]["imported"] == 1
+    assert [r["name"] for r in job["report"]["rejected"]] == ["a/broken.jpg"]
+    assert "truncated" in job["report"]["rejected"][0]["reason"].lower()
+
+
+def test_labels_are_normalised_and_ordered(ctx: dict[str, Any]) -> None:
+    colours = iter(range(1, 50))
+    entries = {f"{folder}/{i}.png": images.png_bytes((next(colours), 0, 0))
+               for folder in ("10", "2", "1", "Cat", "Cat ", "Cafe\u0301") for i in range(2)}
+    job = run_import(ctx, "labels.zip", make_zip(entries))
+    assert job["report"]["counts"]["imported"] == 12
+    dataset = ctx["client"].get(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/").json()
+    assert [c["name"] for c in dataset["class_labels"]] == ["1", "2", "10", "Café", "Cat"]
+    assert [c["position"] for c in dataset["class_labels"]] == [0, 1, 2, 3, 4]
+
+
+def test_loose_files_import_with_the_given_label(ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "photo.png", images.png_bytes(), label=" dog ")
+    assert job["report"]["counts"]["imported"] == 1
+    sample = ctx["client"].get(
+        f"{ctx['base']}/datasets/{ctx['dataset']['id']}/samples/").json()["results"][0]
+    assert sample["original_name"] == "photo.png"
+    assert [a["class_label"] for a in sample["annotations"]] == ["dog"]
+
+
+def test_duplicate_content_is_stored_once(ctx: dict[str, Any]) -> None:
+    png = images.png_bytes()
+    job = run_import(ctx, "dup.zip", make_zip({"a/1.png": png, "a/2.png": png}))
+    assert job["report"]["counts"]["imported"] == 1
+    assert job["report"]["counts"]["duplicates"] == 1
+
+
+def test_not_a_zip_is_a_clear_400(ctx: dict[str, Any]) -> None:
+    response = upload(ctx, "fake.zip", b"this is not a zip")
+    assert response.status_code == 400
+    assert "fake.zip" in response.json()["error"]["message"]

@@ -1,0 +1,107 @@
+"""Heartbeats: server receive time is the truth for liveness, telemetry is recorded and bounded."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from sampan.fleet.models import Device, DeviceStatus, Telemetry
+
+
+def test_last_seen_is_server_time_even_when_device_clock_is_wrong(enrolled: Any,
+                                                                  heartbeat: Any) -> None:
+    device, client = enrolled()
+    before = timezone.now()
+    response = heartbeat(client, device_time="1999-01-01T00:00:00Z", agent_version="0.2.0")
+    after = timezone.now()
+    assert response.status_code == 200, response.content
+    assert response.json() == {"heartbeat_interval_s": 5.0, "desired": None}
+    device.refresh_from_db()
+    assert before <= device.last_seen_at <= after
+    assert device.device_time == datetime(1999, 1, 1, tzinfo=UTC)
+    assert device.agent_version == "0.2.0"
+    assert device.status == DeviceStatus.ONLINE
+    assert device.last_metrics == {"requests": 10, "errors": 1,
+                                   "latency_ms": {"p50": 4.5, "p95": 9.0, "p99": 12.25},
+                                   "cpu_percent": 12.5, "memory_bytes": 50_000_000}
+    row = Telemetry.objects.get(device=device)
+    assert row.received_at == device.last_seen_at
+    assert row.device_time == datetime(1999, 1, 1, tzinfo=UTC)
+
+
+def test_device_clock_in_the_future_does_not_keep_a_device_online(enrolled: Any,
+                                                                  heartbeat: Any) -> None:
+    device, client = enrolled()
+    heartbeat(client, device_time="2100-01-01T00:00:00Z")
+    device.refresh_from_db()
+    assert device.status_at(device.last_seen_at + timedelta(seconds=31)) == DeviceStatus.OFFLINE
+
+
+def test_status_online_offline_boundary(project: Any) -> None:
+    seen = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+    device = Device(project=project, name="d", credential_sha256="x" * 64, last_seen_at=seen)
+    assert device.status_at(seen + timedelta(seconds=30)) == DeviceStatus.ONLINE
+    assert device.status_at(seen + timedelta(seconds=30, microseconds=1)) == DeviceStatus.OFFLINE
+    never = Device(project=project, name="n", credential_sha256="y" * 64)
+    assert never.status_at(seen) == DeviceStatus.OFFLINE
+
+
+def test_device_list_status_and_filter(api: APIClient, project: Any, enrolled: Any,
+                                       heartbeat: Any) -> None:
+    fresh, fresh_client = enrolled("fresh")
+    stale, stale_client = enrolled("stale")
+    heartbeat(fresh_client)
+    heartbeat(stale_client)
+    Device.objects.filter(pk=stale.pk).update(last_seen_at=timezone.now() - timedelta(seconds=31))
+    enrolled("never")
+    url = f"/api/v1/projects/{project.pk}/devices/"
+    body = api.get(url).json()
+    assert [(d["name"], d["status"]) for d in body] == [
+        ("fresh", "online"), ("never", "offline"), ("stale", "offline")]
+    assert body[0]["last_metrics"]["latency_ms"]["p95"] == 9.0
+    assert [d["name"] for d in api.get(url, {"status": "online"}).json()] == ["fresh"]
+    assert [d["name"] for d in api.get(url, {"status": "offline"}).json()] == ["never", "stale"]
+
+
+def test_invalid_heartbeat_names_the_field(enrolled: Any, heartbeat: Any) -> None:
+    _, client = enrolled()
+    response = heartbeat(client, metrics={"requests": -3})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "metrics"
+    response = heartbeat(client, deployment={"deployment_id": "00000000-0000-0000-0000-000000000001",
+                                             "state": "superseded", "error": None})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "deployment"
+
+
+def test_null_metrics_before_any_request_are_accepted(enrolled: Any, heartbeat: Any) -> None:
+    device, client = enrolled()
+    metrics = {"requests": 0, "errors": 0, "latency_ms": {"p50": None, "p95": None, "p99": None},
+               "cpu_percent": None, "memory_bytes": None}
+    assert heartbeat(client, metrics=metrics, device_time=None).status_code == 200
+    device.refresh_from_db()
+    assert device.last_metrics == metrics
+    assert device.device_time is None
+
+
+def test_telemetry_history_is_bounded_and_served_oldest_first(
+        settings: Any, api: APIClient, project: Any, enrolled: Any, heartbeat: Any) -> None:
+    settings.SAMPAN_DEVICE_TELEMETRY_KEEP = 3
+    device, client = enrolled()
+    other, other_client = enrolled("other")
+    for count in range(5):
+        heartbeat(client, metrics={"requests": count})
+        heartbeat(other_client, metrics={"requests": 100 + count})
+    assert [r.metrics["requests"] for r in Telemetry.objects.filter(device=device)] == [2, 3, 4]
+    assert Telemetry.objects.filter(device=other).count() == 3
+
+    url = f"/api/v1/projects/{project.pk}/devices/{device.pk}/telemetry/"
+    series = api.get(url).json()
+    assert [p["metrics"]["requests"] for p in series] == [2, 3, 4]
+    assert [p["metrics"]["requests"] for p in api.get(url, {"limit": 2}).json()] == [3, 4]
+    since = series[0]["received_at"]
+    assert [p["metrics"]["requests"] for p in api.get(url, {"since": since}).json()] == [3, 4]
+    assert api.get(url, {"limit": 0}).status_code == 400

@@ -1,0 +1,58 @@
+"""Celery adapter for training: ids in, the ML engine in the middle, one service call out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from celery import shared_task
+
+from sampan.training import services
+from workers.ml.classification import (SampleRef, TrainingCancelled, TrainRequest,
+                                       train_image_classifier)
+
+log = logging.getLogger(__name__)
+
+# Time kept back from the engine for loading, registration and the final database writes, so
+# that a job ends within its budget plus 10% (the foundation issue).
+OVERHEAD_S = 3.0
+
+
+@shared_task(name="training.run", acks_late=True)
+def run_training(training_job_id: str) -> None:
+    """Train, evaluate, export and register. Idempotent: a second delivery returns at once."""
+    started = time.monotonic()
+    inputs = services.training_job_start(job_id=training_job_id)
+    if inputs is None:
+        log.info("training job %s already taken or finished; nothing to do", training_job_id)
+        return
+    alive = {"value": True}
+
+    def on_progress(progress: dict[str, Any]) -> None:
+        alive["value"] = services.training_job_progress(job_id=training_job_id,
+                                                        progress=progress)
+
+    request = TrainRequest(
+        train=[SampleRef(path=p, label=c, sample_id=i) for p, c, i in inputs.train],
+        val=[SampleRef(path=p, label=c, sample_id=i) for p, c, i in inputs.val],
+        labels=inputs.labels, out_dir=Path(inputs.out_dir),
+        budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
+        seed=inputs.seed)
+    try:
+        result = train_image_classifier(request, on_progress=on_progress,
+                                        should_stop=lambda: not alive["value"])
+    except TrainingCancelled:
+        log.info("training job %s stopped: cancelled or reaped", training_job_id)
+        return
+    except Exception as exc:
+        log.exception("training job %s failed", training_job_id)
+        services.training_job_fail(job_id=training_job_id, message=f"training failed: {exc}")
+        return
+    services.training_job_complete(job_id=training_job_id, result={
+        "onnx_path": str(result.onnx_path), "preprocessing": result.preprocessing,
+        "pretrained": result.pretrained, "weights_note": result.weights_note,
+        "metrics": result.metrics, "history": result.history, "report": result.report,
+        "parity": result.parity, "recipe": result.recipe,
+        "onnx": {"opset": result.recipe.get("opset"), "ir_version": result.recipe.get("ir_version")}})
