@@ -1,0 +1,125 @@
+"""Labeling (one, many, boxes) and freezing dataset versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sampan.datasets.models import DatasetVersionItem, Sample
+from sampan.datasets.services import class_labels_ensure, dataset_create
+from sampan.datasets.versions import dataset_version_create, stratified_split
+
+pytestmark = pytest.mark.django_db
+
+
+def make_samples(dataset: Any, counts: dict[str, int]) -> list[Sample]:
+    from sampan.datasets.services import sample_label_set
+
+    samples = []
+    for label, count in counts.items():
+        for i in range(count):
+            sample = Sample.objects.create(dataset=dataset, content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
+                                           file=f"samples/{label}{i}.png", original_name=f"{label}/{i}.png",
+                                           width=40, height=30)
+            sample_label_set(sample=sample, label=label)
+            samples.append(sample)
+    return samples
+
+
+@pytest.fixture
+def dataset(project_with_roles: dict[str, Any]) -> Any:
+    return dataset_create(project=project_with_roles["project"], name="digits")
+
+
+def test_split_is_stratified_and_deterministic() -> None:
+    groups = {0: [f"a{i}" for i in range(10)], 1: [f"b{i}" for i in range(5)]}
+    first, flags = stratified_split(groups, val=0.2, test=0.0, seed=7)
+    again, _ = stratified_split(groups, val=0.2, test=0.0, seed=7)
+    other, _ = stratified_split(groups, val=0.2, test=0.0, seed=8)
+    assert first == again and first != other
+    assert sum(1 for h in groups[0] if first[h] == "val") == 2
+    assert sum(1 for h in groups[1] if first[h] == "val") == 1
+    assert flags == []
+
+
+def test_class_with_one_image_is_flagged_not_a_crash(dataset: Any) -> None:
+    make_samples(dataset, {"a": 6, "b": 6, "lonely": 1})
+    version = dataset_version_create(dataset=dataset, seed=0)
+    assert [f["class"] for f in version.flags] == ["lonely"]
+    assert "too few to appear in validation" in version.flags[0]["message"]
+    assert version.stats["classes"]["lonely"] == {"train": 1}
+    assert version.labels == ["a", "b", "lonely"]
+
+
+def test_version_is_a_frozen_snapshot_with_a_content_digest(dataset: Any) -> None:
+    samples = make_samples(dataset, {"a": 5, "b": 5})
+    v1 = dataset_version_create(dataset=dataset, seed=0)
+    again = dataset_version_create(dataset=dataset, seed=0)
+    assert v1.digest == again.digest and (v1.number, again.number) == (1, 2)
+    from sampan.datasets.services import sample_label_set
+
+    sample_label_set(sample=samples[0], label="b")  # relabel after freezing
+    v3 = dataset_version_create(dataset=dataset, seed=0)
+    assert v3.digest != v1.digest
+    frozen = DatasetVersionItem.objects.get(version=v1, sample=samples[0])
+    assert v1.labels[frozen.class_index] == "a"  # the old version did not change
+
+
+def test_nothing_labeled_refuses_with_a_clear_message(dataset: Any) -> None:
+    from sampan.core.errors import ValidationFailed
+
+    with pytest.raises(ValidationFailed, match="no labeled samples"):
+        dataset_version_create(dataset=dataset)
+
+
+def test_label_one_and_many_through_the_api(project_with_roles: dict[str, Any], api: Any,
+                                             dataset: Any) -> None:
+    samples = make_samples(dataset, {"a": 3})
+    client = api(project_with_roles["editor"])
+    base = f"/api/v1/projects/{project_with_roles['project'].pk}"
+    response = client.put(f"{base}/samples/{samples[0].pk}/label/", {"class_label": "zebra"},
+                          format="json")
+    assert response.status_code == 200
+    assert [a["class_label"] for a in response.json()["annotations"]] == ["zebra"]
+    response = client.post(f"{base}/datasets/{dataset.pk}/labels/bulk/",
+                           {"sample_ids": [str(s.pk) for s in samples], "class_label": "b"},
+                           format="json")
+    assert response.json() == {"labeled": 3}
+    names = list(dataset.class_labels.values_list("name", flat=True))
+    assert names == ["a", "zebra", "b"]  # explicit, stable order: first seen first
+    listed = client.get(f"{base}/datasets/{dataset.pk}/samples/?label=b").json()
+    assert listed["count"] == 3
+    response = client.post(f"{base}/datasets/{dataset.pk}/labels/bulk/",
+                           {"sample_ids": [str(samples[0].pk), "00000000-0000-0000-0000-000000000000"],
+                            "class_label": "a"}, format="json")
+    assert response.status_code == 400 and "00000000" in response.json()["error"]["message"]
+    assert client.get(f"{base}/datasets/{dataset.pk}/samples/?label=b").json()["count"] == 3
+
+
+def test_boxes_are_stored_in_upright_pixels_and_validated(project_with_roles: dict[str, Any],
+                                                          api: Any, dataset: Any) -> None:
+    sample = make_samples(dataset, {"a": 1})[0]
+    client = api(project_with_roles["editor"])
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/samples/{sample.pk}/boxes/"
+    response = client.put(url, {"boxes": [{"x1": 1, "y1": 2, "x2": 30, "y2": 29,
+                                           "class_label": "car"}]}, format="json")
+    assert response.status_code == 200
+    boxes = [a for a in response.json()["annotations"] if a["kind"] == "box"]
+    assert [(b["x1"], b["y1"], b["x2"], b["y2"], b["class_label"]) for b in boxes] == [
+        (1.0, 2.0, 30.0, 29.0, "car")]
+    response = client.put(url, {"boxes": [{"x1": 1, "y1": 2, "x2": 30, "y2": 29,
+                                           "class_label": "car"},
+                                          {"x1": 5, "y1": 5, "x2": 41, "y2": 10,
+                                           "class_label": "car"}]}, format="json")
+    assert response.status_code == 400
+    assert "boxes[1]" in response.json()["error"]["message"]
+    assert len([a for a in client.get(url.replace("boxes/", "")).json()["annotations"]
+                if a["kind"] == "box"]) == 1  # nothing half-written
+
+
+def test_class_labels_keep_explicit_positions(dataset: Any) -> None:
+    class_labels_ensure(dataset=dataset, names=["10", "2"])
+    class_labels_ensure(dataset=dataset, names=["1", " 2 "])
+    assert list(dataset.class_labels.values_list("name", "position")) == [
+        ("10", 0), ("2", 1), ("1", 2)]
