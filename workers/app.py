@@ -18,3 +18,9 @@ from sampan.celery import app  # noqa: E402
 import workers.tasks.training  # noqa: E402,F401  (registers "training.run")
 
 __all__ = ["app"]
+
+import logging  # noqa: E402
+
+# the ONNX exporter's optimiser logs every folded initializer at INFO
+for _name in ("onnxscript", "onnx_ir", "torch.onnx"):
+    logging.getLogger(_name).setLevel(logging.WARNING)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,33 @@ log = logging.getLogger(__name__)
 # Time kept back from the engine for loading, registration and the final database writes, so
 # that a job ends within its budget plus 10% (the foundation issue).
 OVERHEAD_S = 3.0
+HEARTBEAT_INTERVAL_S = 5.0
+
+
+@contextmanager
+def heartbeating(job_id: str, alive: dict[str, bool]) -> Iterator[None]:
+    """Refresh the job's heartbeat every few seconds from a thread while the engine works, so a
+    long step (decoding, an epoch) is never mistaken for a lost worker; a SIGKILL stops it too.
+    Sets ``alive["value"] = False`` when the job is no longer RUNNING (cancelled or reaped)."""
+    from django.db import connection
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(HEARTBEAT_INTERVAL_S):
+                if not services.training_job_heartbeat(job_id=job_id):
+                    alive["value"] = False
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{job_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=HEARTBEAT_INTERVAL_S * 2)
 
 
 @shared_task(name="training.run", acks_late=True)
@@ -41,8 +71,9 @@ def run_training(training_job_id: str) -> None:
         budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
         seed=inputs.seed)
     try:
-        result = train_image_classifier(request, on_progress=on_progress,
-                                        should_stop=lambda: not alive["value"])
+        with heartbeating(training_job_id, alive):
+            result = train_image_classifier(request, on_progress=on_progress,
+                                            should_stop=lambda: not alive["value"])
     except TrainingCancelled:
         log.info("training job %s stopped: cancelled or reaped", training_job_id)
         return

@@ -59,7 +59,6 @@ class Stack:
     web_port: int = 0
     redis_port: int = 0
     agent_port: int = 0
-    worker_concurrency: int = 2
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
@@ -157,19 +156,28 @@ class Stack:
 
         wait_until(up, timeout_s=60, what="the web server")
 
-    def start_worker(self, name: str = "worker") -> subprocess.Popen[bytes]:
+    def start_worker(self, name: str = "worker", queues: str = "training,compression",
+                     pool: str = "solo", concurrency: int = 1) -> subprocess.Popen[bytes]:
+        """A Celery worker. Training runs in a ``solo`` pool: torch is imported at start-up and a
+        forked child would inherit its thread pools (slow or stuck OpenMP after fork)."""
         process = self._spawn(name, [
-            sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-B",
-            "-Q", "default,training,compression", "-c", str(self.worker_concurrency),
-            "--loglevel", "INFO", "-n", f"{name}-{self.web_port}@%h",
-            "-s", str(self.data_dir / "celerybeat-schedule")], cwd=REPO_DIR)
+            sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues,
+            "-P", pool, "-c", str(concurrency), "--loglevel", "INFO",
+            "-n", f"{name}-{self.web_port}@%h"], cwd=REPO_DIR)
 
         def ready() -> bool:
             self._check_alive(name)
             return "ready." in self.log_tail(name, 200)
 
-        wait_until(ready, timeout_s=120, what="the Celery worker")
+        wait_until(ready, timeout_s=120, what=f"the Celery worker {name}")
         return process
+
+    def start_beat(self) -> None:
+        """Celery beat (the periodic reaper). Separate from workers, so a dead worker's jobs are
+        still reaped."""
+        self._spawn("beat", [sys.executable, "-m", "celery", "-A", "sampan.celery", "beat",
+                             "--loglevel", "INFO", "-s",
+                             str(self.data_dir / "celerybeat-schedule")])
 
     def enroll_agent(self, token: str) -> None:
         if self.agent_home.exists():
@@ -199,7 +207,10 @@ class Stack:
             self.migrate()
             self.start_web()
             if worker:
-                self.start_worker()
+                self.start_beat()
+                self.start_worker("worker")
+                self.start_worker("worker-default", queues="default", pool="threads",
+                                  concurrency=2)
         except BaseException:
             self.stop()
             raise

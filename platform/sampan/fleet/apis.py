@@ -155,6 +155,8 @@ class DeviceApi(APIView):
 
 
 class DeviceEnrollApi(APIView):
+    """Exchange a one-time enrollment token for a device credential (shown once)."""
+
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
     parser_classes = [JSONParser]
@@ -172,6 +174,9 @@ class DeviceEnrollApi(APIView):
 
 
 class DeviceHeartbeatApi(DeviceApi):
+    """Record liveness (server receive time), metrics and a deployment state report; reply with
+    the desired state."""
+
     @extend_schema(request=s.HeartbeatInput, responses=s.HeartbeatOutput,
                    operation_id="device_heartbeat")
     def post(self, request: Request) -> Response:
@@ -220,6 +225,8 @@ def _package_file(version: ModelVersion, name: str) -> Path:
 
 
 class DeviceManifestApi(DeviceApi):
+    """The signed manifest of the device's desired or current model version."""
+
     @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT},
                    operation_id="device_model_version_manifest")
     def get(self, request: Request, version_id: str) -> HttpResponse:
@@ -233,6 +240,8 @@ class DeviceManifestApi(DeviceApi):
 
 
 class DeviceArtifactApi(DeviceApi):
+    """``model.onnx`` of the device's desired or current model version (HTTP Range supported)."""
+
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
                               (206, "application/octet-stream"): OpenApiTypes.BINARY},
                    parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
 from sampan.fleet.models import Device, secret_sha256
@@ -41,3 +42,14 @@ class IsEnrolledDevice(permissions.BasePermission):
 
     def has_permission(self, request: Any, view: Any) -> bool:
         return isinstance(request.auth, Device)
+
+
+class DeviceCredentialScheme(OpenApiAuthenticationExtension):
+    """OpenAPI description of the device credential (registered by being defined)."""
+
+    target_class = "sampan.fleet.authentication.DeviceCredentialAuthentication"
+    name = "deviceCredential"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Device <credential>`, the credential returned by enroll."}

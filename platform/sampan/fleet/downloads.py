@@ -39,11 +39,11 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
             raise Unsatisfiable
         return max(0, size - suffix), size - 1
     first = int(first_text)
-    last = int(last_text) if last_text else size - 1
-    if last < first:
+    if last_text and int(last_text) < first:
         return None  # syntactically invalid: ignore the header
     if first >= size:
         raise Unsatisfiable
+    last = int(last_text) if last_text else size - 1
     return first, min(last, size - 1)
 
 

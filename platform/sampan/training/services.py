@@ -18,7 +18,7 @@ from django.db import transaction
 from sampan.accounts.models import Project
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
-from sampan.core.jobs import JobStatus, job_transition
+from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.services import job_publish, job_report_progress
 from sampan.datasets import storage
 from sampan.datasets.models import DatasetVersion, Split, TaskType
@@ -120,6 +120,11 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
 def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
     """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped)."""
     return job_report_progress(TrainingJob, job_id, progress)
+
+
+def training_job_heartbeat(*, job_id: Any) -> bool:
+    """Mark a RUNNING job alive. False when it is no longer RUNNING (cancelled or reaped)."""
+    return job_heartbeat(TrainingJob, job_id)
 
 
 def training_job_fail(*, job_id: Any, message: str) -> None:

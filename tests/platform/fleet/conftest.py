@@ -27,6 +27,7 @@ def _media(settings: Any, tmp_path: Path) -> Path:
     settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
     settings.SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = 5.0
     settings.SAMPAN_DEVICE_OFFLINE_AFTER_S = 30.0
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return settings.MEDIA_ROOT
 
 

@@ -89,7 +89,7 @@ def test_state_reports_move_the_deployment_and_the_current_model(
     device.refresh_from_db()
     assert device.current_model_version_id == version.pk
     # running never goes back to downloading
-    report(heartbeat, client, deployment_id, "downloading")
+    report(heartbeat, client, deployment_id, "downloading", current=version.pk)
     assert Deployment.objects.get(pk=deployment_id).state == DeploymentState.RUNNING
     body = api.get(f"/api/v1/projects/{project.pk}/devices/{device.pk}/").json()
     assert body["current_model_version"]["id"] == str(version.pk)

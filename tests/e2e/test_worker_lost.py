@@ -1,0 +1,51 @@
+"""A worker killed with SIGKILL mid-training: the job is failed as "worker lost" by the reaper
+within 60 s, and a second delivery of the same task does not train again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from sampan.devstack.client import Client
+from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
+from sampan.devstack.stack import Stack, wait_until
+
+
+def test_sigkill_mid_training_fails_the_job_and_redelivery_does_not_train(
+        stack: Stack, client: Client, tmp_path: Any) -> None:
+    project = client.post("/api/v1/projects/", {"name": "kill"})
+    p = f"/api/v1/projects/{project['id']}"
+    dataset = client.post(p + "/datasets/", {"name": "digits"})
+    job = client.upload(f"{p}/datasets/{dataset['id']}/imports/",
+                        [zip_folder(SEEDS_DIR / "mnist" / "train", tmp_path / "d.zip")])
+    assert client.wait_job(f"{p}/imports/{job['id']}/", timeout_s=300)["status"] == "SUCCEEDED"
+    version = client.post(f"{p}/datasets/{dataset['id']}/versions/", {})
+    job = client.post(f"{p}/training-jobs/", {"dataset_version_id": version["id"],
+                                             "budget_s": 600})
+    url = f"{p}/training-jobs/{job['id']}/"
+    wait_until(lambda: client.get(url)["status"] == "RUNNING"
+               and client.get(url)["progress"].get("phase"), timeout_s=120,
+               what="training to start")
+
+    worker = stack.processes["worker"]
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=10)
+    killed_at = time.monotonic()
+    final = wait_until(lambda: (j := client.get(url))["status"] != "RUNNING" and j,
+                       timeout_s=60, what="the job to leave RUNNING")
+    assert time.monotonic() - killed_at <= 60
+    assert final["status"] == "FAILED" and final["error"].startswith("worker lost")
+
+    # a new worker; the same task delivered again returns at once
+    stack.start_worker("worker2")
+    from sampan.celery import app
+
+    app.conf.broker_url = stack.env()["SAMPAN_REDIS_URL"]
+    app.send_task("training.run", args=[job["id"]], queue="training")
+    wait_until(lambda: "already taken or finished" in stack.log_tail("worker2", 200),
+               timeout_s=60, what="the second delivery to be refused")
+    again = client.get(url)
+    assert again["status"] == "FAILED" and again["attempt"] == 1
+    assert again["model_version_id"] is None
