@@ -35,7 +35,6 @@ from .training import (
     calibrate_step_s,
     evaluate,
     finetune,
-    recalibrate_batchnorm,
     train_head,
 )
 from .weights import load_pretrained_state_dict
@@ -171,8 +170,6 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     progress.tail_s = tail_s
     deadline = progress.started + request.budget_s - tail_s
     state = TrainingState()
-    if recipe.pretrained and os.environ.get("X_ADABN", "1") == "1":
-        recalibrate_batchnorm(model, train, progress)
     if recipe.head_epochs > 0:
         train_head(model, train, val, recipe, state, progress)
     else:

@@ -138,29 +138,6 @@ def _features(model: nn.Module, data: ImageTensors, progress: Progress) -> torch
     return torch.cat(chunks)
 
 
-@torch.no_grad()
-def recalibrate_batchnorm(model: nn.Module, data: ImageTensors, progress: Progress) -> None:
-    """Replace BatchNorm running statistics by those of ``data`` (AdaBN, Li et al. 2016).
-
-    ImageNet statistics do not describe e.g. digit images; without this the features the linear
-    probe learns on (eval mode, running statistics) differ from those fine-tuning sees (train mode,
-    batch statistics) and the first fine-tuning epoch undoes the probe.
-    """
-    layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    momenta = [layer.momentum for layer in layers]
-    for layer in layers:
-        layer.reset_running_stats()
-        layer.momentum = None  # cumulative average over all batches
-    model.train()
-    for i in range(0, len(data), _EVAL_BATCH):
-        progress.check()
-        model.features(_channels_last(data.images[i : i + _EVAL_BATCH]))
-        progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
-    for layer, momentum in zip(layers, momenta):
-        layer.momentum = momentum
-    model.eval()
-
-
 def train_head(
     model: nn.Module,
     train: ImageTensors,
@@ -189,7 +166,7 @@ def train_head(
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(index)
+            total += loss.item() * len(index)
         progress.emit(
             {"phase": "head", "epoch": epoch, "epochs": recipe.head_epochs,
              "loss": round(total / len(train), 4)}
@@ -266,7 +243,7 @@ def finetune(
             loss.backward()
             optimizer.step()
             step += 1
-            running += float(loss) * len(index)
+            running += loss.item() * len(index)
             seen += len(index)
             step_times.append(time.monotonic() - began)
             progress.emit({
