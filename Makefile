@@ -34,7 +34,7 @@ demo: install
 	$(PY) -m sampan.devstack.demo
 
 bench: install
-	$(PY) -m sampan.devstack.bench
+	$(PY) -m workers.bench
 
 schema: install
 	cd platform && ../$(PY) manage.py spectacular --file ../docs/openapi.yaml --validate

@@ -20,6 +20,8 @@ def _media_root(settings: Any, tmp_path: Path) -> Path:
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.DATA_DIR = tmp_path / "data"
     settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
+    # PBKDF2's 10^6 rounds cost ~0.5 s a user; tests need a real hash, not a slow one
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.DATA_DIR.mkdir()
     return tmp_path
 

@@ -5,6 +5,9 @@ from django.http import JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from sampan.fleet.urls import device_urlpatterns
+from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
+
 
 def healthz(request):  # type: ignore[no-untyped-def]
     return JsonResponse({"status": "ok"})
@@ -21,13 +24,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
 
-try:  # the fleet app adds the project-scoped fleet API and the device API
-    from sampan.fleet.urls import device_urlpatterns
-    from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
-
-    urlpatterns += [
-        path("api/v1/", include(fleet_urlpatterns)),
-        path("api/device/v1/", include((device_urlpatterns, "device"))),
-    ]
-except ImportError:  # pragma: no cover - only while the fleet app is being written
-    pass
+urlpatterns += [
+    path("api/v1/", include(fleet_urlpatterns)),
+    path("api/device/v1/", include((device_urlpatterns, "device"))),
+]

@@ -76,11 +76,21 @@ def _check_request(request: TrainRequest) -> None:
 
 
 def _threads() -> int:
-    # Intra-op threads = the CPUs this process may use; more threads than cores only adds contention.
+    """Intra-op threads: the CPUs this process may use, minus those other processes keep busy.
+
+    Measured on the 2-core machines: with other work running, 2 OpenMP threads made a training
+    step 5-10x slower than 1 thread (the threads spin-wait for each other), so a busy machine
+    gets fewer threads. The 1-minute load average is the measure of "busy" (Linux, macOS).
+    """
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:
+        busy = 0
+    return max(1, min(cpus, cpus - busy))
 
 
 def _resolve_weights(request: TrainRequest) -> tuple[dict | None, str]:
@@ -207,7 +217,7 @@ def _finish(
     )
     progress.emit({"phase": "export", "eta_s": round(progress.tail_s, 1)}, force=True)
     onnx_path = out_dir / "model.onnx"
-    export_info = export_onnx(model, onnx_path, preprocessing.size)
+    export_info = export_onnx(model, onnx_path, preprocessing.size, recipe.exporter)
     progress.check()
     progress.emit({"phase": "evaluate"}, force=True)
     parity, probabilities = compare_with_onnx(model, onnx_path, val.images, val.sample_ids)

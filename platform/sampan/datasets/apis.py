@@ -76,22 +76,21 @@ class ImportDetailApi(ProjectApi):
 
 class SampleListApi(ProjectApi):
     @extend_schema(
-        parameters=[OpenApiParameter("label", str), OpenApiParameter("unlabeled", bool),
-                    OpenApiParameter("version", OpenApiTypes.UUID),
-                    OpenApiParameter("split", str, enum=s.SPLITS),
-                    OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        parameters=[s.SampleListQuery, OpenApiParameter("page", int),
+                    OpenApiParameter("page_size", int)],
         responses=s.SampleOutput(many=True), operation_id="samples_list")
     def get(self, request: Request, project_id: str, dataset_id: str) -> Response:
         project = self.get_project(request)
         dataset = selectors.dataset_get(project=project, dataset_id=dataset_id)
+        query = s.SampleListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        filters = query.validated_data
         version = None
-        if request.query_params.get("version"):
-            version = selectors.dataset_version_get(project=project,
-                                                    version_id=request.query_params["version"])
+        if filters.get("version"):
+            version = selectors.dataset_version_get(project=project, version_id=filters["version"])
         queryset = selectors.sample_list(
-            dataset=dataset, label=request.query_params.get("label"),
-            unlabeled=request.query_params.get("unlabeled") in {"1", "true"},
-            split_version=version, split=request.query_params.get("split"))
+            dataset=dataset, label=filters.get("label"), unlabeled=filters["unlabeled"],
+            split_version=version, split=filters.get("split"))
         return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
 
 

@@ -65,6 +65,16 @@ class SampleOutput(serializers.Serializer):
         return f"/api/v1/projects/{sample.dataset.project_id}/samples/{sample.pk}/image/"
 
 
+class SampleListQuery(serializers.Serializer):
+    label = serializers.CharField(required=False, help_text="Only samples with this class label.")
+    unlabeled = serializers.BooleanField(required=False, default=False,
+                                         help_text="Only samples without annotations.")
+    version = serializers.UUIDField(required=False,
+                                    help_text="A dataset version whose split to filter on.")
+    split = serializers.ChoiceField(choices=Split.choices, required=False,
+                                    help_text="With version: only samples in this split.")
+
+
 class LabelInput(serializers.Serializer):
     class_label = serializers.CharField(required=False, allow_null=True, max_length=200)
     class_label_id = serializers.UUIDField(required=False, allow_null=True)
@@ -127,5 +137,3 @@ class DatasetVersionOutput(serializers.Serializer):
     note = serializers.CharField()
     created_at = serializers.DateTimeField()
 
-
-SPLITS = [s.value for s in Split]

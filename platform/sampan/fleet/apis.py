@@ -26,12 +26,9 @@ from sampan.fleet import selectors, services
 from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
-from sampan.fleet.models import DeploymentState, Device, DeviceStatus
+from sampan.fleet.models import Device
 from sampan.registry.models import ModelVersion
 from sampan.registry.signing import public_key_b64
-
-#: Most deployments one list request returns (newest first).
-MAX_DEPLOYMENTS = 1000
 
 # --- project API ------------------------------------------------------------------------------
 
@@ -61,11 +58,13 @@ class EnrollmentTokenListApi(ProjectApi):
 
 
 class DeviceListApi(ProjectApi):
-    @extend_schema(parameters=[OpenApiParameter("status", str, enum=DeviceStatus.values)],
-                   responses=s.DeviceOutput(many=True), operation_id="devices_list")
+    @extend_schema(parameters=[s.DeviceListQuery], responses=s.DeviceOutput(many=True),
+                   operation_id="devices_list")
     def get(self, request: Request, project_id: str) -> Response:
-        devices = selectors.device_list(project=self.get_project(request),
-                                        status=request.query_params.get("status"))
+        project = self.get_project(request)
+        query = s.DeviceListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        devices = selectors.device_list(project=project, status=query.validated_data.get("status"))
         return Response(s.DeviceOutput(devices, many=True).data)
 
 
@@ -97,25 +96,19 @@ class DeviceTelemetryApi(ProjectApi):
 class DeploymentListApi(ProjectApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(
-        parameters=[OpenApiParameter("device", OpenApiTypes.UUID),
-                    OpenApiParameter("state", str, enum=DeploymentState.values),
-                    OpenApiParameter("active", bool),
-                    OpenApiParameter("limit", int, description=f"at most {MAX_DEPLOYMENTS}")],
-        responses=s.DeploymentOutput(many=True), operation_id="deployments_list")
+    @extend_schema(parameters=[s.DeploymentListQuery], responses=s.DeploymentOutput(many=True),
+                   operation_id="deployments_list")
     def get(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)
-        params = request.query_params
+        query = s.DeploymentListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
         device_id = None
-        if params.get("device"):
+        if "device" in params:
             device_id = selectors.device_get(project=project, device_id=params["device"]).pk
-        try:
-            limit = max(1, min(int(params.get("limit", 200)), MAX_DEPLOYMENTS))
-        except ValueError:
-            limit = 200
         deployments = selectors.deployment_list(
             project=project, device_id=device_id, state=params.get("state"),
-            active=params.get("active") in {"1", "true"})[:limit]
+            active=params["active"])[:params["limit"]]
         return Response(s.DeploymentOutput(deployments, many=True).data)
 
     @extend_schema(request=s.DeploymentInput, responses={201: s.DeploymentOutput(many=True)},

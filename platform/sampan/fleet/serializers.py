@@ -73,6 +73,10 @@ class DeviceOutput(serializers.Serializer):
         return DeploymentSummaryOutput(active[0]).data  # type: ignore[return-value]
 
 
+class DeviceListQuery(serializers.Serializer):
+    status = serializers.ChoiceField(choices=DeviceStatus.choices, required=False)
+
+
 class TelemetryOutput(serializers.Serializer):
     received_at = serializers.DateTimeField()
     device_time = serializers.DateTimeField(allow_null=True)
@@ -90,6 +94,15 @@ class DeploymentInput(serializers.Serializer):
     model_version_id = serializers.UUIDField()
     device_ids = serializers.ListField(child=serializers.UUIDField(), min_length=1,
                                        max_length=1000)
+
+
+class DeploymentListQuery(serializers.Serializer):
+    device = serializers.UUIDField(required=False, help_text="Only this device's deployments.")
+    state = serializers.ChoiceField(choices=DeploymentState.choices, required=False)
+    active = serializers.BooleanField(required=False, default=False,
+                                      help_text="Only active (not superseded) deployments.")
+    limit = serializers.IntegerField(required=False, default=200, min_value=1, max_value=1000,
+                                     help_text="Newest first, at most this many.")
 
 
 class DeploymentOutput(serializers.Serializer):

@@ -48,6 +48,10 @@ class ModelVersionOutput(serializers.Serializer):
         return version.manifest.get("files", {})
 
 
+class ModelVersionListQuery(serializers.Serializer):
+    model = serializers.UUIDField(required=False, help_text="Only versions of this model.")
+
+
 class ModelListApi(ProjectApi):
     @extend_schema(responses=ModelOutput(many=True), operation_id="models_list")
     def get(self, request: Request, project_id: str) -> Response:
@@ -56,12 +60,15 @@ class ModelListApi(ProjectApi):
 
 
 class ModelVersionListApi(ProjectApi):
-    @extend_schema(responses=ModelVersionOutput(many=True), operation_id="model_versions_list")
+    @extend_schema(parameters=[ModelVersionListQuery], responses=ModelVersionOutput(many=True),
+                   operation_id="model_versions_list")
     def get(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)
+        query = ModelVersionListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
         model = None
-        if request.query_params.get("model"):
-            model = selectors.model_get(project=project, model_id=request.query_params["model"])
+        if query.validated_data.get("model"):
+            model = selectors.model_get(project=project, model_id=query.validated_data["model"])
         versions = selectors.model_version_list(project=project, model=model)
         return Response(ModelVersionOutput(versions, many=True).data)
 

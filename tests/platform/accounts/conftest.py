@@ -123,7 +123,8 @@ def world(project_with_roles: dict[str, Any], make_user: Any, tmp_path: Path) ->
     deployment, = fleet.deployment_create(project=project, user=w.users["owner"],
                                           model_version_id=model_version.pk,
                                           device_ids=[device.pk])
-    w.ids.update(device=str(device.pk), deployment=str(deployment.pk))
+    w.ids.update(enrollment_token=str(issued.token.pk), device=str(device.pk),
+                 deployment=str(deployment.pk))
 
     # project B: the outsider's own dataset, so B's URLs reach real objects
     w.objects["other_dataset"] = datasets.dataset_create(project=other, name="Pets",

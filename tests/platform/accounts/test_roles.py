@@ -72,6 +72,19 @@ def _is(key: str) -> Callable[[Any, World], None]:
     return check
 
 
+def _has(**expected: Any) -> Callable[[Any, World], None]:
+    def check(response: Any, w: World) -> None:
+        body = _json(response)
+        assert {key: body[key] for key in expected} == expected
+    return check
+
+
+def _equals(expected: Any) -> Callable[[Any, World], None]:
+    def check(response: Any, w: World) -> None:
+        assert _json(response) == expected
+    return check
+
+
 def _image(response: Any, w: World) -> None:
     assert response["Content-Type"] == "image/png"
     assert b"".join(response.streaming_content).startswith(PNG_SIGNATURE)
@@ -102,7 +115,7 @@ def _report(response: Any, w: World) -> None:
 
 
 READS = [
-    Endpoint("GET", "projects/{p}/", check=lambda r, w: _json(r)["name"] == "Project A" or _fail()),
+    Endpoint("GET", "projects/{p}/", check=_has(name="Project A")),
     Endpoint("GET", "projects/{p}/members/", check=_lists("viewer_membership")),
     Endpoint("GET", "projects/{p}/datasets/", check=_lists("dataset")),
     Endpoint("GET", "projects/{p}/datasets/{dataset}/", check=_is("dataset")),
@@ -124,19 +137,13 @@ READS = [
              check=_onnx_file),
     Endpoint("GET", "projects/{p}/model-versions/{model_version}/files/manifest.json",
              check=_manifest_file),
-    Endpoint("GET", "projects/{p}/enrollment-tokens/",
-             check=lambda r, w: len(_json(r)) == 1 or _fail()),
+    Endpoint("GET", "projects/{p}/enrollment-tokens/", check=_lists("enrollment_token")),
     Endpoint("GET", "projects/{p}/devices/", check=_lists("device")),
     Endpoint("GET", "projects/{p}/devices/{device}/", check=_is("device")),
-    Endpoint("GET", "projects/{p}/devices/{device}/telemetry/",
-             check=lambda r, w: _json(r) == [] or _fail()),
+    Endpoint("GET", "projects/{p}/devices/{device}/telemetry/", check=_equals([])),
     Endpoint("GET", "projects/{p}/deployments/", check=_lists("deployment")),
     Endpoint("GET", "projects/{p}/deployments/{deployment}/", check=_is("deployment")),
 ]
-
-
-def _fail() -> None:
-    raise AssertionError("unexpected response content")
 
 
 def _created_dataset(response: Any, w: World) -> None:
@@ -148,6 +155,12 @@ def _sample_class(label: str) -> Callable[[Any, World], None]:
     def check(response: Any, w: World) -> None:
         classes = [a["class_label"] for a in _json(response)["annotations"] if a["kind"] == "class"]
         assert classes == [label]
+    return check
+
+
+def _class_labels(names: list[str]) -> Callable[[Any, World], None]:
+    def check(response: Any, w: World) -> None:
+        assert [c["name"] for c in _json(response)] == names
     return check
 
 
@@ -189,13 +202,13 @@ WRITES = [
              body=lambda w: {"name": "Birds", "labels": ["sparrow"]}),
     Endpoint("POST", "projects/{p}/datasets/{dataset}/class-labels/",
              body=lambda w: {"names": ["bird"]},
-             check=lambda r, w: [c["name"] for c in _json(r)] == [*LABELS, "bird"] or _fail()),
+             check=_class_labels([*LABELS, "bird"])),
     Endpoint("POST", "projects/{p}/datasets/{dataset}/imports/", 202, multipart=True,
              body=lambda w: {"files": [png_upload("new.png", (0, 250, 0))], "label": "cat"},
              check=_import_queued),
     Endpoint("POST", "projects/{p}/datasets/{dataset}/labels/bulk/",
              body=lambda w: {"sample_ids": [w.ids["sample"]], "class_label": "dog"},
-             check=lambda r, w: _json(r) == {"labeled": 1} or _fail()),
+             check=_equals({"labeled": 1})),
     Endpoint("PUT", "projects/{p}/samples/{sample}/label/",
              body=lambda w: {"class_label": "dog"}, check=_sample_class("dog")),
     Endpoint("PUT", "projects/{p}/samples/{sample}/boxes/",
@@ -207,7 +220,7 @@ WRITES = [
              body=lambda w: {"dataset_version_id": w.ids["dataset_version"], "budget_s": 30},
              check=_queued_training),
     Endpoint("POST", "projects/{p}/training-jobs/{queued_job}/cancel/",
-             check=lambda r, w: _json(r)["status"] == "CANCELLED" or _fail()),
+             check=_has(status="CANCELLED", error="cancelled by user")),
     Endpoint("POST", "projects/{p}/enrollment-tokens/", 201,
              body=lambda w: {"note": "loading dock"}, check=_enrollment_token),
     Endpoint("POST", "projects/{p}/deployments/", 201, check=_deployed,
@@ -219,7 +232,7 @@ WRITES = [
 OWNER_ONLY = [
     Endpoint("POST", "projects/{p}/members/",
              body=lambda w: {"username": "newcomer", "role": "viewer"},
-             check=lambda r, w: _json(r)["username"] == "newcomer" or _fail()),
+             check=_has(username="newcomer", role="viewer")),
     Endpoint("DELETE", "projects/{p}/members/{viewer_membership}/", 204),
 ]
 

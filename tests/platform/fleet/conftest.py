@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from sampan.accounts.models import Membership, Project, Role
+from sampan.accounts.models import Membership, Project
 from sampan.accounts.services import project_create, user_create
 from sampan.fleet import services
 from sampan.fleet.models import Device
@@ -22,13 +22,10 @@ from sampan.registry.models import ModelVersion, RegisteredModel
 
 
 @pytest.fixture(autouse=True)
-def _media(settings: Any, tmp_path: Path) -> Path:
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
+def _device_timing(settings: Any) -> None:
+    # MEDIA_ROOT, the keys folder and a fast password hasher come from tests/conftest.py.
     settings.SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = 5.0
     settings.SAMPAN_DEVICE_OFFLINE_AFTER_S = 30.0
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    return settings.MEDIA_ROOT
 
 
 @pytest.fixture
@@ -51,7 +48,8 @@ def member(project: Project) -> Callable[[str, str], Any]:
 
 
 @pytest.fixture
-def api(owner: Any) -> APIClient:
+def owner_api(owner: Any) -> APIClient:
+    """An API client authenticated as the project's owner."""
     client = APIClient()
     client.force_authenticate(owner)
     return client

@@ -12,8 +12,9 @@ from sampan.fleet import services
 from sampan.fleet.models import Device, EnrollmentToken, secret_sha256
 
 
-def test_token_create_returns_secret_once_and_enroll_command(api: APIClient, project: Any) -> None:
-    response = api.post(f"/api/v1/projects/{project.pk}/enrollment-tokens/",
+def test_token_create_returns_secret_once_and_enroll_command(owner_api: APIClient,
+                                                             project: Any) -> None:
+    response = owner_api.post(f"/api/v1/projects/{project.pk}/enrollment-tokens/",
                         {"note": "line 3", "expires_in_hours": 2}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
@@ -25,7 +26,7 @@ def test_token_create_returns_secret_once_and_enroll_command(api: APIClient, pro
     assert secret not in str(EnrollmentToken.objects.filter(pk=row.pk).values().first())
     remaining = row.expires_at - timezone.now()
     assert timedelta(hours=1, minutes=59) < remaining <= timedelta(hours=2)
-    listed = api.get(f"/api/v1/projects/{project.pk}/enrollment-tokens/").json()
+    listed = owner_api.get(f"/api/v1/projects/{project.pk}/enrollment-tokens/").json()
     assert [t["id"] for t in listed] == [body["id"]]
     assert "token" not in listed[0]
 
@@ -91,9 +92,10 @@ def test_user_session_does_not_open_the_device_api(owner: Any, heartbeat: Any) -
     assert heartbeat(client).status_code == 401
 
 
-def test_deleted_device_credential_stops_working(api: APIClient, project: Any, enrolled: Any,
+def test_deleted_device_credential_stops_working(owner_api: APIClient, project: Any, enrolled: Any,
                                                  heartbeat: Any) -> None:
     device, client = enrolled()
     assert heartbeat(client).status_code == 200
-    assert api.delete(f"/api/v1/projects/{project.pk}/devices/{device.pk}/").status_code == 204
+    url = f"/api/v1/projects/{project.pk}/devices/{device.pk}/"
+    assert owner_api.delete(url).status_code == 204
     assert heartbeat(client).status_code == 401

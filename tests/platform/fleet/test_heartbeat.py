@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -49,21 +50,22 @@ def test_status_online_offline_boundary(project: Any) -> None:
     assert never.status_at(seen) == DeviceStatus.OFFLINE
 
 
-def test_device_list_status_and_filter(api: APIClient, project: Any, enrolled: Any,
+def test_device_list_status_and_filter(owner_api: APIClient, project: Any, enrolled: Any,
                                        heartbeat: Any) -> None:
-    fresh, fresh_client = enrolled("fresh")
+    _, fresh_client = enrolled("fresh")
     stale, stale_client = enrolled("stale")
     heartbeat(fresh_client)
     heartbeat(stale_client)
     Device.objects.filter(pk=stale.pk).update(last_seen_at=timezone.now() - timedelta(seconds=31))
     enrolled("never")
     url = f"/api/v1/projects/{project.pk}/devices/"
-    body = api.get(url).json()
+    body = owner_api.get(url).json()
     assert [(d["name"], d["status"]) for d in body] == [
         ("fresh", "online"), ("never", "offline"), ("stale", "offline")]
     assert body[0]["last_metrics"]["latency_ms"]["p95"] == 9.0
-    assert [d["name"] for d in api.get(url, {"status": "online"}).json()] == ["fresh"]
-    assert [d["name"] for d in api.get(url, {"status": "offline"}).json()] == ["never", "stale"]
+    assert [d["name"] for d in owner_api.get(url, {"status": "online"}).json()] == ["fresh"]
+    offline = owner_api.get(url, {"status": "offline"}).json()
+    assert [d["name"] for d in offline] == ["never", "stale"]
 
 
 def test_invalid_heartbeat_names_the_field(enrolled: Any, heartbeat: Any) -> None:
@@ -71,7 +73,7 @@ def test_invalid_heartbeat_names_the_field(enrolled: Any, heartbeat: Any) -> Non
     response = heartbeat(client, metrics={"requests": -3})
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "metrics"
-    response = heartbeat(client, deployment={"deployment_id": "00000000-0000-0000-0000-000000000001",
+    response = heartbeat(client, deployment={"deployment_id": str(uuid.uuid4()),
                                              "state": "superseded", "error": None})
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "deployment"
@@ -88,7 +90,7 @@ def test_null_metrics_before_any_request_are_accepted(enrolled: Any, heartbeat: 
 
 
 def test_telemetry_history_is_bounded_and_served_oldest_first(
-        settings: Any, api: APIClient, project: Any, enrolled: Any, heartbeat: Any) -> None:
+        settings: Any, owner_api: APIClient, project: Any, enrolled: Any, heartbeat: Any) -> None:
     settings.SAMPAN_DEVICE_TELEMETRY_KEEP = 3
     device, client = enrolled()
     other, other_client = enrolled("other")
@@ -99,9 +101,9 @@ def test_telemetry_history_is_bounded_and_served_oldest_first(
     assert Telemetry.objects.filter(device=other).count() == 3
 
     url = f"/api/v1/projects/{project.pk}/devices/{device.pk}/telemetry/"
-    series = api.get(url).json()
+    series = owner_api.get(url).json()
     assert [p["metrics"]["requests"] for p in series] == [2, 3, 4]
-    assert [p["metrics"]["requests"] for p in api.get(url, {"limit": 2}).json()] == [3, 4]
+    assert [p["metrics"]["requests"] for p in owner_api.get(url, {"limit": 2}).json()] == [3, 4]
     since = series[0]["received_at"]
-    assert [p["metrics"]["requests"] for p in api.get(url, {"since": since}).json()] == [3, 4]
-    assert api.get(url, {"limit": 0}).status_code == 400
+    assert [p["metrics"]["requests"] for p in owner_api.get(url, {"since": since}).json()] == [3, 4]
+    assert owner_api.get(url, {"limit": 0}).status_code == 400

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework.test import APIClient
+import pytest
 
 from sampan.accounts.models import Role
 from sampan.accounts.services import project_create, user_create
@@ -12,15 +12,9 @@ from sampan.fleet.models import Deployment, EnrollmentToken
 from sampan.fleet.services import deployment_create
 
 
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def test_viewer_reads_but_cannot_create_tokens_or_deployments(
-        project: Any, member: Any, model_version: Any, enrolled: Any) -> None:
-    viewer = client_for(member("victor", Role.VIEWER))
+        api: Any, project: Any, member: Any, model_version: Any, enrolled: Any) -> None:
+    viewer = api(member("victor", Role.VIEWER))
     device, _ = enrolled()
     base = f"/api/v1/projects/{project.pk}"
     response = viewer.post(f"{base}/enrollment-tokens/", {}, format="json")
@@ -36,9 +30,9 @@ def test_viewer_reads_but_cannot_create_tokens_or_deployments(
     assert viewer.get(f"{base}/devices/{device.pk}/telemetry/").status_code == 200
 
 
-def test_editor_creates_tokens_and_deployments(project: Any, member: Any, model_version: Any,
-                                               enrolled: Any) -> None:
-    editor = client_for(member("edith", Role.EDITOR))
+def test_editor_creates_tokens_and_deployments(api: Any, project: Any, member: Any,
+                                               model_version: Any, enrolled: Any) -> None:
+    editor = api(member("edith", Role.EDITOR))
     device, _ = enrolled()
     base = f"/api/v1/projects/{project.pk}"
     assert editor.post(f"{base}/enrollment-tokens/", {}, format="json").status_code == 201
@@ -49,15 +43,15 @@ def test_editor_creates_tokens_and_deployments(project: Any, member: Any, model_
     assert response.json()[0]["created_by"] == "edith"
 
 
-def test_another_projects_member_gets_404(project: Any, owner: Any, model_version: Any,
-                                          enrolled: Any) -> None:
+def test_another_projects_member_gets_404(api: Any, project: Any, owner: Any,
+                                          model_version: Any, enrolled: Any) -> None:
     device, _ = enrolled()
     [deployment] = deployment_create(project=project, user=owner,
                                      model_version_id=model_version().pk,
                                      device_ids=[device.pk])
     stranger = user_create(username="mallory", password="pw")
     own = project_create(user=stranger, name="Mallory's")
-    mallory = client_for(stranger)
+    mallory = api(stranger)
     base = f"/api/v1/projects/{project.pk}"
     for path in ["/devices/", f"/devices/{device.pk}/", f"/devices/{device.pk}/telemetry/",
                  "/deployments/", f"/deployments/{deployment.pk}/", "/enrollment-tokens/"]:
@@ -75,5 +69,39 @@ def test_another_projects_member_gets_404(project: Any, owner: Any, model_versio
     assert Deployment.objects.count() == 1
 
 
-def test_anonymous_is_refused(project: Any) -> None:
-    assert APIClient().get(f"/api/v1/projects/{project.pk}/devices/").status_code in {401, 403}
+def test_anonymous_is_refused(api: Any, project: Any) -> None:
+    assert api().get(f"/api/v1/projects/{project.pk}/devices/").status_code == 401
+
+
+@pytest.mark.parametrize(("path", "params", "field"), [
+    ("deployments/", {"device": "not-a-uuid"}, "device"),
+    ("deployments/", {"state": "sleeping"}, "state"),
+    ("deployments/", {"limit": "many"}, "limit"),
+    ("devices/", {"status": "asleep"}, "status"),
+])
+def test_malformed_filter_is_400_naming_the_parameter(owner_api: Any, project: Any, path: str,
+                                                      params: dict[str, str], field: str) -> None:
+    response = owner_api.get(f"/api/v1/projects/{project.pk}/{path}", params)
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == field
+
+
+def test_deployment_list_filters(owner_api: Any, project: Any, owner: Any, model_version: Any,
+                                 enrolled: Any) -> None:
+    v1, v2 = model_version(b"1"), model_version(b"2")
+    one, _ = enrolled("one")
+    two, _ = enrolled("two")
+    [first] = deployment_create(project=project, user=owner, model_version_id=v1.pk,
+                                device_ids=[one.pk])
+    [newest] = deployment_create(project=project, user=owner, model_version_id=v2.pk,
+                                 device_ids=[one.pk])
+    [other] = deployment_create(project=project, user=owner, model_version_id=v1.pk,
+                                device_ids=[two.pk])
+    url = f"/api/v1/projects/{project.pk}/deployments/"
+    assert [d["state"] for d in owner_api.get(url, {"device": str(one.pk)}).json()] == [
+        "pending", "superseded"]
+    assert [d["id"] for d in owner_api.get(url, {"state": "superseded"}).json()] == [
+        str(first.pk)]
+    active = {d["id"] for d in owner_api.get(url, {"active": "true"}).json()}
+    assert active == {str(newest.pk), str(other.pk)}
+    assert [d["id"] for d in owner_api.get(url, {"limit": 1}).json()] == [str(other.pk)]

@@ -1,0 +1,147 @@
+"""Signing in: personal API tokens (``Authorization: Bearer``) and session login."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from rest_framework.test import APIClient
+
+
+def _error(response: Any) -> dict[str, Any]:
+    return json.loads(response.content)["error"]
+
+
+def test_api_token_secret_is_returned_once_and_only_its_hash_is_stored(make_user: Any,
+                                                                       api: Any) -> None:
+    from sampan.accounts.models import ApiToken
+
+    user = make_user("ana")
+
+    response = api(user).post("/api/v1/auth/tokens/", {"name": "ci"}, format="json")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert body["name"] == "ci"
+    assert body["token"].startswith("spn_") and len(body["token"]) > 40
+    assert body["prefix"] == body["token"][:12]
+    stored = ApiToken.objects.get(pk=body["id"])
+    assert stored.token_sha256 == hashlib.sha256(body["token"].encode()).hexdigest()
+    assert body["token"] not in {str(v) for v in ApiToken.objects.values_list(
+        "name", "prefix", "token_sha256").get(pk=body["id"])}
+    assert api(user).get("/api/v1/auth/tokens/").status_code == 405  # no way to read it again
+
+
+def test_bearer_token_authenticates_the_user(make_user: Any, api: Any) -> None:
+    from sampan.accounts.models import ApiToken
+    from sampan.accounts.services import project_create
+
+    user = make_user("ana")
+    project_create(user=user, name="Shelves")
+    secret = api(user).post("/api/v1/auth/tokens/", {"name": "ci"}, format="json").json()["token"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    me = client.get("/api/v1/auth/me/")
+    projects = client.get("/api/v1/projects/")
+
+    assert (me.status_code, me.json()["username"]) == (200, "ana")
+    assert [p["name"] for p in projects.json()] == ["Shelves"]
+    assert ApiToken.objects.get(user=user).last_used_at is not None
+
+
+def test_wrong_bearer_token_is_401(make_user: Any, api: Any) -> None:
+    user = make_user("ana")
+    secret = api(user).post("/api/v1/auth/tokens/", {"name": "ci"}, format="json").json()["token"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}x")
+
+    response = client.get("/api/v1/auth/me/")
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Bearer"
+    assert _error(response) == {"code": "authentication_failed",
+                                "message": "invalid or revoked API token"}
+
+
+def test_revoked_token_is_401(make_user: Any, api: Any) -> None:
+    from django.utils import timezone
+
+    from sampan.accounts.models import ApiToken
+
+    user = make_user("ana")
+    secret = api(user).post("/api/v1/auth/tokens/", {"name": "ci"}, format="json").json()["token"]
+    ApiToken.objects.filter(user=user).update(revoked_at=timezone.now())
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    assert client.get("/api/v1/auth/me/").status_code == 401
+
+
+def test_anonymous_requests_are_401(db: Any) -> None:
+    client = APIClient()
+
+    for path in ("/api/v1/auth/me/", "/api/v1/projects/"):
+        response = client.get(path)
+        assert response.status_code == 401, path
+        assert _error(response)["code"] == "not_authenticated"
+    assert client.post("/api/v1/auth/tokens/", {"name": "x"}, format="json").status_code == 401
+
+
+def test_session_login_then_requests_as_the_user(make_user: Any) -> None:
+    make_user("ana")
+    client = APIClient()
+
+    login = client.post("/api/v1/auth/login/", {"username": "ana", "password": "pw"},
+                        format="json")
+    me = client.get("/api/v1/auth/me/")
+
+    assert (login.status_code, login.json()["username"]) == (200, "ana")
+    assert "sessionid" in client.cookies and "csrftoken" in client.cookies
+    assert (me.status_code, me.json()["username"]) == (200, "ana")
+
+
+def test_session_login_with_a_wrong_password_is_401_with_a_message(make_user: Any) -> None:
+    make_user("ana")
+    client = APIClient()
+
+    response = client.post("/api/v1/auth/login/", {"username": "ana", "password": "nope"},
+                           format="json")
+
+    assert response.status_code == 401
+    assert _error(response) == {"code": "unauthenticated", "message": "wrong username or password"}
+    assert "sessionid" not in client.cookies
+    assert client.get("/api/v1/auth/me/").status_code == 401
+
+
+def test_session_login_without_a_password_is_400_naming_the_field(db: Any) -> None:
+    response = APIClient().post("/api/v1/auth/login/", {"username": "ana"}, format="json")
+
+    assert response.status_code == 400
+    assert _error(response)["field"] == "password"
+
+
+def test_session_writes_need_the_csrf_token(make_user: Any) -> None:
+    make_user("ana")
+    client = APIClient(enforce_csrf_checks=True)
+    client.post("/api/v1/auth/login/", {"username": "ana", "password": "pw"}, format="json")
+
+    without = client.post("/api/v1/projects/", {"name": "Shelves"}, format="json")
+    with_token = client.post("/api/v1/projects/", {"name": "Shelves"}, format="json",
+                             HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
+
+    assert without.status_code == 403
+    assert "CSRF" in _error(without)["message"]
+    assert (with_token.status_code, with_token.json()["name"]) == (201, "Shelves")
+
+
+def test_logout_ends_the_session(make_user: Any) -> None:
+    make_user("ana")
+    client = APIClient()
+    client.post("/api/v1/auth/login/", {"username": "ana", "password": "pw"}, format="json")
+
+    response = client.post("/api/v1/auth/logout/")
+
+    assert response.status_code == 204
+    assert client.get("/api/v1/auth/me/").status_code == 401
