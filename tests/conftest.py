@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+# pytest-django imports the settings before this file runs, so these reach only the processes
+# that tests start (workers, agents); this process gets its settings from ``_media_root``.
 _DATA = Path(tempfile.mkdtemp(prefix="sampan-test-"))
 os.environ.setdefault("SAMPAN_DATA_DIR", str(_DATA))
 os.environ.setdefault("SAMPAN_CHANNEL_LAYER", "memory")
@@ -22,6 +24,8 @@ def _media_root(settings: Any, tmp_path: Path) -> Path:
     settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
     # PBKDF2's 10^6 rounds cost ~0.5 s a user; tests need a real hash, not a slow one
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # job progress goes to an in-process layer, never to a Redis that may or may not be running
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.DATA_DIR.mkdir()
     return tmp_path
 
