@@ -42,6 +42,9 @@ class AgentHTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: AgentHTTPServer
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes; with Nagle on, the client's delayed ACK holds the
+    # second one ~40 ms (measured: p50 47 ms -> 2.4 ms at batch 1)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("%s %s", self.address_string(), format % args)
