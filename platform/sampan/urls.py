@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from sampan.fleet.urls import device_urlpatterns
@@ -14,6 +15,8 @@ def healthz(request):  # type: ignore[no-untyped-def]
 
 
 urlpatterns = [
+    # the browser console (frontend/) is served here once it is built; until then, the API docs
+    path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("api/v1/", include("sampan.accounts.urls")),
