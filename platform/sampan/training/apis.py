@@ -50,6 +50,9 @@ class EvaluationReportOutput(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField())
     report = serializers.JSONField()
     parity = serializers.JSONField()
+    pretrained = serializers.BooleanField(source="training_job.pretrained", allow_null=True,
+                                          help_text="False: trained from random initialisation.")
+    weights_note = serializers.CharField(source="training_job.weights_note")
     created_at = serializers.DateTimeField()
 
 
