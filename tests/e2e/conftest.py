@@ -34,3 +34,16 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+def frozen_digits_version(client: Client, name: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """A new project with the seed digits imported and frozen: (project API prefix, version)."""
+    from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
+
+    project = client.post("/api/v1/projects/", {"name": name})
+    p = f"/api/v1/projects/{project['id']}"
+    dataset = client.post(p + "/datasets/", {"name": "digits"})
+    job = client.upload(f"{p}/datasets/{dataset['id']}/imports/",
+                        [zip_folder(SEEDS_DIR / "mnist" / "train", tmp_path / "d.zip")])
+    assert client.wait_job(f"{p}/imports/{job['id']}/", timeout_s=300)["status"] == "SUCCEEDED"
+    return p, client.post(f"{p}/datasets/{dataset['id']}/versions/", {})

@@ -5,18 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from sampan.devstack.client import Client
-from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
 from sampan.devstack.stack import Stack, wait_until
+from tests.e2e.conftest import frozen_digits_version
 
 
 def test_cancel_stops_a_running_training_job(stack: Stack, client: Client, tmp_path: Any) -> None:
-    project = client.post("/api/v1/projects/", {"name": "cancel"})
-    p = f"/api/v1/projects/{project['id']}"
-    dataset = client.post(p + "/datasets/", {"name": "digits"})
-    job = client.upload(f"{p}/datasets/{dataset['id']}/imports/",
-                        [zip_folder(SEEDS_DIR / "mnist" / "train", tmp_path / "d.zip")])
-    assert client.wait_job(f"{p}/imports/{job['id']}/", timeout_s=300)["status"] == "SUCCEEDED"
-    version = client.post(f"{p}/datasets/{dataset['id']}/versions/", {})
+    p, version = frozen_digits_version(client, "cancel", tmp_path)
     job = client.post(f"{p}/training-jobs/", {"dataset_version_id": version["id"],
                                              "budget_s": 600})
     url = f"{p}/training-jobs/{job['id']}/"

@@ -6,20 +6,10 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 
+from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
-from sampan.core.errors import NotFound
 from sampan.datasets.models import (Annotation, AnnotationKind, Dataset, DatasetVersion,
                                     ImportJob, Sample)
-
-
-def _get(queryset: QuerySet[Any], what: str, **filters: Any) -> Any:
-    try:
-        found = queryset.filter(**filters).first()
-    except (ValueError, TypeError):
-        found = None
-    if found is None:
-        raise NotFound(f"{what} not found")
-    return found
 
 
 def dataset_list(*, project: Project) -> QuerySet[Dataset]:
@@ -27,7 +17,7 @@ def dataset_list(*, project: Project) -> QuerySet[Dataset]:
 
 
 def dataset_get(*, project: Project, dataset_id: Any) -> Dataset:
-    return _get(dataset_list(project=project), "dataset", pk=dataset_id)
+    return get_or_not_found(dataset_list(project=project), "dataset", pk=dataset_id)
 
 
 def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool = False,
@@ -49,7 +39,7 @@ def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool =
 
 
 def sample_get(*, project: Project, sample_id: Any) -> Sample:
-    return _get(Sample.objects.select_related("dataset").prefetch_related(
+    return get_or_not_found(Sample.objects.select_related("dataset").prefetch_related(
         Prefetch("annotations", queryset=Annotation.objects.select_related("class_label"))),
         "sample", pk=sample_id, dataset__project=project)
 
@@ -62,7 +52,7 @@ def sample_class_label(sample: Sample) -> str | None:
 
 
 def import_job_get(*, project: Project, job_id: Any) -> ImportJob:
-    return _get(ImportJob.objects.all(), "import job", pk=job_id, project=project)
+    return get_or_not_found(ImportJob.objects.all(), "import job", pk=job_id, project=project)
 
 
 def dataset_version_list(*, project: Project, dataset: Dataset | None = None
@@ -74,5 +64,5 @@ def dataset_version_list(*, project: Project, dataset: Dataset | None = None
 
 
 def dataset_version_get(*, project: Project, version_id: Any) -> DatasetVersion:
-    return _get(DatasetVersion.objects.select_related("dataset"), "dataset version",
+    return get_or_not_found(DatasetVersion.objects.select_related("dataset"), "dataset version",
                 pk=version_id, project=project)

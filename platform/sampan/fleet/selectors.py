@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
-from sampan.core.errors import NotFound
 from sampan.fleet.models import (
     Deployment,
     DeploymentState,
@@ -24,16 +24,6 @@ from sampan.registry.models import ModelVersion
 
 #: Most telemetry points one request returns.
 MAX_TELEMETRY_POINTS = 5000
-
-
-def _get(queryset: QuerySet[Any], what: str, **filters: Any) -> Any:
-    try:
-        found = queryset.filter(**filters).first()
-    except (ValueError, TypeError):
-        found = None
-    if found is None:
-        raise NotFound(f"{what} not found")
-    return found
 
 
 def _active_deployments() -> QuerySet[Deployment]:
@@ -64,7 +54,7 @@ def device_list(*, project: Project, status: str | None = None,
 
 
 def device_get(*, project: Project, device_id: Any) -> Device:
-    return _get(device_list(project=project), "device", pk=device_id)
+    return get_or_not_found(device_list(project=project), "device", pk=device_id)
 
 
 def device_telemetry(*, device: Device, since: datetime | None = None,
@@ -91,7 +81,7 @@ def deployment_list(*, project: Project, device_id: Any = None, state: str | Non
 
 
 def deployment_get(*, project: Project, deployment_id: Any) -> Deployment:
-    return _get(deployment_list(project=project), "deployment", pk=deployment_id)
+    return get_or_not_found(deployment_list(project=project), "deployment", pk=deployment_id)
 
 
 def device_desired_deployment(*, device: Device) -> Deployment | None:
@@ -107,5 +97,5 @@ def device_model_version_get(*, device: Device, version_id: Any) -> ModelVersion
     allowed = Q(pk__in=desired)
     if device.current_model_version_id is not None:
         allowed |= Q(pk=device.current_model_version_id)
-    return _get(ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
+    return get_or_not_found(ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
                 "model version", pk=version_id)
