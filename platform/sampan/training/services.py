@@ -118,7 +118,16 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
 
 
 def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
-    """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped)."""
+    """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped).
+
+    An end-of-epoch event (one that carries ``val_accuracy`` and ``epoch``) is also appended to
+    ``history`` at once, so live loss and validation curves survive a reconnect. Only the job's
+    own worker writes ``history`` while it runs.
+    """
+    if progress.get("epoch") is not None and "val_accuracy" in progress:
+        history = TrainingJob.objects.filter(pk=job_id).values_list("history", flat=True).first()
+        TrainingJob.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
+            history=[*(history or []), progress])
     return job_report_progress(TrainingJob, job_id, progress)
 
 

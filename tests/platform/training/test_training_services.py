@@ -154,3 +154,16 @@ def test_job_transition_table_rejects_running_from_pending(project_with_roles: d
                                      dataset_version=version, task_type=version.task_type,
                                      model_name="m", budget_s=30)
     assert not job_transition(TrainingJob, job.pk, JobStatus.RUNNING)
+
+
+def test_epoch_ends_are_kept_in_history_while_running(project_with_roles: dict[str, Any],
+                                                      version: Any) -> None:
+    job = start(project_with_roles["project"], version)
+    services.training_job_progress(job_id=job.pk, progress={"phase": "head", "step": 3})
+    services.training_job_progress(job_id=job.pk, progress={"phase": "head", "epoch": 1,
+                                                            "loss": 0.9, "val_accuracy": 0.5})
+    services.training_job_progress(job_id=job.pk, progress={"phase": "head", "epoch": 2,
+                                                            "loss": 0.4, "val_accuracy": 0.75})
+    job.refresh_from_db()
+    assert [h["val_accuracy"] for h in job.history] == [0.5, 0.75]
+    assert job.progress["epoch"] == 2
