@@ -60,9 +60,8 @@ def test_main_job_serves_heldout_digits_through_the_agent(stack: Stack, client: 
         image = client.get(f"{p}/samples/{row['sample_id']}/image/")
         served = requests.post(stack.agent_url + "/v1/predict", data=image, timeout=10).json()
         assert served["predictions"][0]["label"] == labels[row["predicted"]]
-        if "probability" in row:
-            assert np.isclose(served["predictions"][0]["probability"], row["probability"],
-                              atol=1e-3)
+        assert np.isclose(served["predictions"][0]["probability"], row["probability"],
+                          atol=1e-3)
 
     # the device reports back: online, running the version, with request counts
     devices = client.get(f"{p}/devices/")

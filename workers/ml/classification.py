@@ -227,8 +227,9 @@ def _finish(
         probabilities=probabilities.max(axis=1).tolist(),
     )
     report["skipped_samples"] = train.skipped + val.skipped
-    report["predictions"] = [
-        {"sample_id": sid, "predicted": int(p)} for sid, p in zip(val.sample_ids, predicted)
+    report["predictions"] = [  # what the device should answer for each validation sample
+        {"sample_id": sid, "predicted": int(p), "probability": float(row[p])}
+        for sid, p, row in zip(val.sample_ids, predicted, probabilities)
     ]
     elapsed = progress.elapsed_s()
     recipe_dict.update(
