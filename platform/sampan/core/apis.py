@@ -28,9 +28,13 @@ class ProjectApi(APIView):
         needed = role or (self.read_role if request.method in SAFE_METHODS else self.write_role)
         return project_get_for(user=request.user, project_id=self.kwargs["project_id"], role=needed)
 
-    def paginate(self, request: Request, queryset: Any, serializer_class: Any) -> Any:
-        from rest_framework.settings import api_settings
+    # A view that pages its list sets this; drf-spectacular reads it, so the OpenAPI schema
+    # describes the ``{count, next, previous, results}`` envelope that ``paginate`` returns.
+    pagination_class: type | None = None
 
-        paginator = api_settings.DEFAULT_PAGINATION_CLASS()
+    def paginate(self, request: Request, queryset: Any, serializer_class: Any) -> Any:
+        if self.pagination_class is None:
+            raise TypeError(f"{type(self).__name__} pages its list: set pagination_class")
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
+from sampan.core.pagination import Pagination
 from sampan.datasets import selectors, services, storage
 from sampan.datasets import serializers as s
 from sampan.datasets.versions import dataset_version_create
@@ -75,6 +76,8 @@ class ImportDetailApi(ProjectApi):
 
 
 class SampleListApi(ProjectApi):
+    pagination_class = Pagination
+
     @extend_schema(
         parameters=[s.SampleListQuery, OpenApiParameter("page", int),
                     OpenApiParameter("page_size", int)],

@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 CHUNK_BYTES = 1 * MiB
+MAX_LABEL_CHARS = 200  # ClassLabel.name max_length
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SUFFIX = re.compile(r"^\.[a-z0-9]{1,10}$")
@@ -104,11 +105,17 @@ def normalise_label(name: str) -> str:
 
     ``"Cat "`` and ``"Cat"`` (and NFD ``"Cafe\\u0301"`` vs NFC ``"Caf\\u00e9"``, as macOS writes
     them) are the same class. Numeric-looking names stay strings (``"10"``). Case is kept.
-    Raises ValueError when nothing is left.
+    Raises ValueError when nothing is left, when it holds control characters, or when it is
+    longer than ``MAX_LABEL_CHARS``.
     """
     label = unicodedata.normalize("NFC", name).strip()
     if not label:
         raise ValueError(f"empty class name {name!r}")
+    if any(unicodedata.category(ch) == "Cc" for ch in label):
+        raise ValueError(f"class name {label!r} contains control characters")
+    if len(label) > MAX_LABEL_CHARS:
+        raise ValueError(f"class name {label[:20]!r}... is {len(label)} characters long "
+                         f"(at most {MAX_LABEL_CHARS})")
     return label
 
 

@@ -76,8 +76,23 @@ class SampleListQuery(serializers.Serializer):
 
 
 class LabelInput(serializers.Serializer):
-    class_label = serializers.CharField(required=False, allow_null=True, max_length=200)
+    """Exactly one of ``class_label`` (a name; a new name creates the class) and
+    ``class_label_id``; ``{"class_label": null}`` removes the sample's label."""
+
+    class_label = serializers.CharField(required=False, allow_null=True, max_length=200,
+                                        help_text="Class name; a new name creates the class. "
+                                                  "null removes the label.")
     class_label_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "class_label" not in attrs and "class_label_id" not in attrs:
+            raise serializers.ValidationError(
+                {"class_label": "give class_label (a name), class_label_id, or "
+                                "class_label: null to remove the label"})
+        if attrs.get("class_label") is not None and attrs.get("class_label_id") is not None:
+            raise serializers.ValidationError(
+                {"class_label": "give class_label or class_label_id, not both"})
+        return attrs
 
 
 class BulkLabelInput(LabelInput):
@@ -117,7 +132,7 @@ class ImportJobOutput(serializers.Serializer):
 
 
 class DatasetVersionInput(serializers.Serializer):
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
     val_fraction = serializers.FloatField(default=0.2, min_value=0.0, max_value=0.9)
     test_fraction = serializers.FloatField(default=0.0, min_value=0.0, max_value=0.9)
     note = serializers.CharField(required=False, allow_blank=True, default="")

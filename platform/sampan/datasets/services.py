@@ -73,6 +73,13 @@ def class_labels_ensure(*, dataset: Dataset, names: list[str]) -> dict[str, Clas
 
 
 def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> ClassLabel:
+    """The class named ``label`` (created when new) or the existing class ``label_id``.
+
+    Raises ValidationFailed when both or neither are given, or ``label_id`` is not in the dataset.
+    """
+    if label is not None and label_id is not None:
+        raise ValidationFailed("give class_label (a name) or class_label_id, not both",
+                               field="class_label")
     if label_id is not None:
         found = ClassLabel.objects.filter(dataset=dataset, pk=label_id).first()
         if found is None:
@@ -132,7 +139,14 @@ def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, 
 @transaction.atomic
 def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]]) -> list[Annotation]:
     """Replace the bounding boxes of a sample. Each box: x1, y1, x2, y2 (px, upright image) and
-    ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid."""
+    ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid.
+
+    Raises ValidationFailed on a dataset whose task is not object detection: boxes there would
+    add classes that an image classifier would learn as dead outputs.
+    """
+    if sample.dataset.task_type != TaskType.OBJECT_DETECTION:
+        raise ValidationFailed(f"bounding boxes need an {TaskType.OBJECT_DETECTION} dataset; this "
+                               f"one is {sample.dataset.task_type}", field="boxes")
     checked = []
     for index, box in enumerate(boxes):
         coords = _check_box(sample, box, index)
@@ -242,16 +256,24 @@ def _import_one(job: ImportJob, name: str, path: Path, label: str | None,
     if existing is not None:
         return "duplicate", f"same content as {existing.original_name}"
     relative = storage.store_normalised_image(image, digest)
-    with transaction.atomic():
-        sample = Sample.objects.create(dataset=job.dataset, content_sha256=digest, file=relative,
-                                       original_name=name[:500], width=image.width,
-                                       height=image.height, import_job=job)
-        if label:
-            if label not in labels:
-                labels.update(class_labels_ensure(dataset=job.dataset, names=[label]))
-            Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
-                                      class_label=labels[normalise_label(label)])
+    try:
+        with transaction.atomic():
+            _create_sample(job, digest, relative, name, image.width, image.height, label, labels)
+    except IntegrityError:  # another import stored the same bytes meanwhile
+        return "duplicate", "same content as a file imported at the same time"
     return "imported", None
+
+
+def _create_sample(job: ImportJob, digest: str, relative: str, name: str, width: int,
+                   height: int, label: str | None, labels: dict[str, ClassLabel]) -> None:
+    sample = Sample.objects.create(dataset=job.dataset, content_sha256=digest, file=relative,
+                                   original_name=name[:500], width=width, height=height,
+                                   import_job=job)
+    if label:
+        if label not in labels:
+            labels.update(class_labels_ensure(dataset=job.dataset, names=[label]))
+        Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
+                                  class_label=labels[normalise_label(label)])
 
 
 def import_job_run(*, job_id: Any) -> None:
@@ -265,6 +287,7 @@ def import_job_run(*, job_id: Any) -> None:
         return
     job = ImportJob.objects.select_related("dataset").get(pk=job_id)
     report: dict[str, Any] = {"imported": 0, "duplicates": [], "ignored": [], "rejected": []}
+    before = set(ClassLabel.objects.filter(dataset=job.dataset).values_list("pk", flat=True))
     work = _staging_dir()
     try:
         files = _staged_files(job, work, report)
@@ -292,6 +315,9 @@ def import_job_run(*, job_id: Any) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(job.staging_dir, ignore_errors=True)
+        # a class folder whose files were all rejected must not leave an empty class behind
+        (ClassLabel.objects.filter(dataset=job.dataset).exclude(pk__in=before)
+         .exclude(pk__in=Annotation.objects.values("class_label_id")).delete())
     report["counts"] = {"imported": report["imported"], "duplicates": len(report["duplicates"]),
                         "ignored": len(report["ignored"]), "rejected": len(report["rejected"])}
     job_transition(ImportJob, job.pk, JobStatus.SUCCEEDED, report=report,

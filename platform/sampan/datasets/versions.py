@@ -88,6 +88,10 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
             continue
         if dataset.task_type == TaskType.OBJECT_DETECTION and not boxes:
             continue
+        if dataset.task_type == TaskType.IMAGE_CLASSIFICATION:
+            boxes = []  # a classifier learns image-level labels only
+        else:
+            cls = None  # a detector learns boxes only
         per_sample[s.pk] = (cls, boxes)
         used.update([cls] if cls else [])
         used.update(b.class_label_id for b in boxes)

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sampan.core.apis import ProjectApi
+from sampan.core.pagination import Pagination
 from sampan.datasets.selectors import dataset_version_get
 from sampan.training import selectors, services
 
@@ -15,7 +16,7 @@ from sampan.training import selectors, services
 class TrainingJobInput(serializers.Serializer):
     dataset_version_id = serializers.UUIDField()
     budget_s = serializers.FloatField(default=300.0, help_text="Wall-clock budget, seconds.")
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
     model_name = serializers.CharField(required=False, allow_blank=True, default="",
                                        max_length=200)
 
@@ -57,6 +58,8 @@ class EvaluationReportOutput(serializers.Serializer):
 
 
 class TrainingJobListApi(ProjectApi):
+    pagination_class = Pagination
+
     @extend_schema(responses=TrainingJobOutput(many=True), operation_id="training_jobs_list")
     def get(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)

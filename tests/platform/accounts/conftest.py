@@ -96,6 +96,11 @@ def world(project_with_roles: dict[str, Any], make_user: Any, tmp_path: Path) ->
     assert job.report["imported"] == 2, job.report
     sample = dataset.samples.order_by("original_name").first()
     version = dataset_version_create(dataset=dataset, seed=0)
+    detection = datasets.dataset_create(project=project, name="Shelf", task_type="object_detection")
+    boxes_job = datasets.import_job_create(dataset=detection,
+                                           files=[png_upload("shelf.png", (9, 99, 9))])
+    datasets.import_job_run(job_id=boxes_job.pk)
+    w.ids["box_sample"] = str(detection.samples.get().pk)
 
     trained = training.training_job_create(project=project, dataset_version=version,
                                            budget_s=60)

@@ -211,7 +211,7 @@ WRITES = [
              check=_equals({"labeled": 1})),
     Endpoint("PUT", "projects/{p}/samples/{sample}/label/",
              body=lambda w: {"class_label": "dog"}, check=_sample_class("dog")),
-    Endpoint("PUT", "projects/{p}/samples/{sample}/boxes/",
+    Endpoint("PUT", "projects/{p}/samples/{box_sample}/boxes/",
              body=lambda w: {"boxes": [{"x1": 0, "y1": 1, "x2": 4, "y2": 5, "class_label": "cat"}]},
              check=_boxes),
     Endpoint("POST", "projects/{p}/datasets/{dataset}/versions/", 201,

@@ -180,3 +180,50 @@ def test_not_a_zip_is_a_clear_400(ctx: dict[str, Any]) -> None:
     response = upload(ctx, "fake.zip", b"this is not a zip")
     assert response.status_code == 400
     assert "fake.zip" in response.json()["error"]["message"]
+
+
+def test_a_class_whose_files_are_all_rejected_leaves_no_empty_class(ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "mixed.zip", make_zip({"good/a.png": images.png_bytes(),
+                                                 "junk/readme.txt": b"not an image",
+                                                 "junk/fake.png": b"not a png either"}))
+    assert job["report"]["counts"]["rejected"] == 2
+    dataset = ctx["client"].get(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/").json()
+    assert [c["name"] for c in dataset["class_labels"]] == ["good"]
+
+
+@pytest.mark.parametrize("folder, reason", [("a" * 201, "at most 200"),
+                                            ("ctl\x01", "control characters")])
+def test_bad_class_folder_names_reject_the_archive(ctx: dict[str, Any], folder: str,
+                                                   reason: str) -> None:
+    response = upload(ctx, "names.zip", make_zip({f"{folder}/a.png": images.png_bytes()}))
+    assert response.status_code == 400 and reason in response.json()["error"]["message"]
+
+
+def test_the_same_bytes_imported_twice_at_once_are_duplicates_not_a_failure(
+        ctx: dict[str, Any]) -> None:
+    from sampan.datasets import services
+
+    data = make_zip({"a/1.png": images.png_bytes()})
+    first = upload(ctx, "one.zip", data).json()
+    second = upload(ctx, "two.zip", data).json()
+    real = services.storage.store_normalised_image
+    raced = {"done": False}
+
+    def racing(image: Any, digest: str) -> str:
+        # the other import stores the same content between our duplicate check and our insert
+        if not raced["done"]:
+            raced["done"] = True
+            import_job_run(job_id=first["id"])
+        return real(image, digest)
+
+    services.storage.store_normalised_image = racing
+    try:
+        import_job_run(job_id=second["id"])
+    finally:
+        services.storage.store_normalised_image = real
+    assert raced["done"]
+    report = ctx["client"].get(f"{ctx['base']}/imports/{second['id']}/").json()
+    assert report["status"] == "SUCCEEDED"
+    assert report["report"]["counts"] == {"imported": 0, "duplicates": 1, "ignored": 0,
+                                          "rejected": 0}
+    assert Sample.objects.count() == 1

@@ -98,7 +98,9 @@ def test_label_one_and_many_through_the_api(project_with_roles: dict[str, Any], 
 
 
 def test_boxes_are_stored_in_upright_pixels_and_validated(project_with_roles: dict[str, Any],
-                                                          api: Any, dataset: Any) -> None:
+                                                          api: Any) -> None:
+    dataset = dataset_create(project=project_with_roles["project"], name="shelf",
+                             task_type="object_detection")
     sample = make_samples(dataset, {"a": 1})[0]
     client = api(project_with_roles["editor"])
     url = f"/api/v1/projects/{project_with_roles['project'].pk}/samples/{sample.pk}/boxes/"
@@ -123,3 +125,37 @@ def test_class_labels_keep_explicit_positions(dataset: Any) -> None:
     class_labels_ensure(dataset=dataset, names=["1", " 2 "])
     assert list(dataset.class_labels.values_list("name", "position")) == [
         ("10", 0), ("2", 1), ("1", 2)]
+
+
+def test_boxes_on_a_classification_dataset_are_refused(project_with_roles: dict[str, Any],
+                                                       api: Any, dataset: Any) -> None:
+    sample = make_samples(dataset, {"a": 1})[0]
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/samples/{sample.pk}/boxes/"
+    response = api(project_with_roles["editor"]).put(
+        url, {"boxes": [{"x1": 1, "y1": 1, "x2": 9, "y2": 9, "class_label": "new"}]},
+        format="json")
+    assert response.status_code == 400 and response.json()["error"]["field"] == "boxes"
+    assert list(dataset.class_labels.values_list("name", flat=True)) == ["a"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ({}, "class_label: null to remove"),
+    ({"class_label": "a", "class_label_id": "00000000-0000-0000-0000-000000000000"}, "not both"),
+])
+def test_label_input_must_say_what_it_means(project_with_roles: dict[str, Any], api: Any,
+                                            dataset: Any, body: dict[str, Any], message: str
+                                            ) -> None:
+    sample = make_samples(dataset, {"a": 1})[0]
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/samples/{sample.pk}/label/"
+    response = api(project_with_roles["editor"]).put(url, body, format="json")
+    assert response.status_code == 400 and message in response.json()["error"]["message"]
+    response = api(project_with_roles["editor"]).put(url, {"class_label": None}, format="json")
+    assert response.status_code == 200 and response.json()["annotations"] == []
+
+
+def test_huge_seed_is_a_400_not_a_crash(project_with_roles: dict[str, Any], api: Any,
+                                        dataset: Any) -> None:
+    make_samples(dataset, {"a": 2, "b": 2})
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/datasets/{dataset.pk}/versions/"
+    response = api(project_with_roles["editor"]).post(url, {"seed": 2**70}, format="json")
+    assert response.status_code == 400 and response.json()["error"]["field"] == "seed"
