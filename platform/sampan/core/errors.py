@@ -93,3 +93,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, drf_exceptions.APIException):
         response.data = _payload(exc.default_code, str(exc.detail))
     return response
+
+
+def not_found_view(request: Any, exception: Exception) -> Any:
+    """Django's 404 handler: API paths answer in the API's JSON error format, others in HTML."""
+    from django.http import JsonResponse
+    from django.views.defaults import page_not_found
+
+    if request.path.startswith("/api/"):
+        return JsonResponse(_payload("not_found", f"no such API path: {request.path}"),
+                            status=404)
+    return page_not_found(request, exception)

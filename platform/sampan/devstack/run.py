@@ -65,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         recipe = json.loads((SEEDS_DIR / "demo.json").read_text())
         print("loading the demo project ...", flush=True)
         project = load_demo_project(client, recipe)
-        token = client.post(f"/api/v1/projects/{project['id']}/enrollment-tokens/",
-                            {"note": "local agent (make run)"})
-        stack.enroll_agent(token["token"])
+        if not (stack.agent_home / "agent.json").exists():  # enrolled once, then reused
+            token = client.post(f"/api/v1/projects/{project['id']}/enrollment-tokens/",
+                                {"note": "local agent (make run)"})
+            stack.enroll_agent(token["token"])
         stack.start_agent()
         print(f"\nSampan is running at {stack.url}/\n  login: {args.username} / {args.password}\n"
               f"  API token: {user['token']}\n  API docs: {stack.url}/api/docs/\n"
