@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run test test-python lint-imports demo bench schema clean
+.PHONY: install run test test-python test-frontend frontend lint-imports demo bench schema clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,10 +19,28 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-run: install
+# The browser console (frontend/): `npm ci` when node_modules is missing or older than the lock
+# file, `npm run build` (types from docs/openapi.yaml, tsc, vite) when dist/index.html is older
+# than any input.
+FRONTEND_DEPS := frontend/node_modules/.sampan-npm-ci
+FRONTEND_INPUTS := $(shell find frontend/src frontend/public -type f 2>/dev/null) \
+	frontend/index.html frontend/package.json frontend/vite.config.ts frontend/tsconfig.json \
+	frontend/tsconfig.node.json docs/openapi.yaml
+
+$(FRONTEND_DEPS): frontend/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ (apt-get install nodejs npm)"; exit 1; }
+	cd frontend && npm ci --no-audit --no-fund
+	@touch $@
+
+frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_INPUTS)
+	cd frontend && npm run build
+
+frontend: frontend/dist/index.html
+
+run: install frontend
 	$(PY) -m sampan.devstack.run
 
-test: install lint-imports test-python
+test: install lint-imports test-python test-frontend
 
 lint-imports: install
 	cd $(CURDIR) && $(VENV)/bin/lint-imports
@@ -30,14 +48,18 @@ lint-imports: install
 test-python: install
 	$(PY) -m pytest
 
+test-frontend: frontend
+	cd frontend && npm run test
+
 demo: install
 	$(PY) -m sampan.devstack.demo
 
 bench: install
 	$(PY) -m workers.bench
 
-schema: install
+schema: install $(FRONTEND_DEPS)
 	cd platform && ../$(PY) manage.py spectacular --file ../docs/openapi.yaml --validate
+	cd frontend && npm run gen:api
 
 clean:
 	rm -rf var .pytest_cache

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "channels",
     "sampan.core",
@@ -106,6 +107,13 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+# The browser console built by Vite (frontend/dist, see sampan.console). WhiteNoise serves its
+# files at the site root (/assets/...) when the build exists at start-up; Vite's assets carry a
+# content hash in their names, so they may be cached forever.
+SAMPAN_CONSOLE_DIR = Path(os.environ.get("SAMPAN_CONSOLE_DIR", REPO_DIR / "frontend" / "dist"))
+if SAMPAN_CONSOLE_DIR.is_dir():
+    WHITENOISE_ROOT = SAMPAN_CONSOLE_DIR
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^/assets/.+-[\w-]{8}\.\w+$"
 MEDIA_ROOT = Path(os.environ.get("SAMPAN_MEDIA_ROOT", DATA_DIR / "media"))
 MEDIA_URL = "/media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
@@ -158,6 +166,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from the drf-spectacular-sidecar package, not a CDN: self-hosted sites are offline
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Jobs

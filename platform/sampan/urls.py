@@ -1,11 +1,11 @@
-"""URL map: the user API (/api/v1/), the device API (/api/device/v1/), schema and docs."""
+"""URL map: the user API (/api/v1/), the device API (/api/device/v1/), schema, docs, console."""
 
 from django.contrib import admin
 from django.http import JsonResponse
-from django.urls import include, path
-from django.views.generic import RedirectView
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from sampan.console import CONSOLE_PATH_PATTERN, console_index
 from sampan.fleet.urls import device_urlpatterns
 from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
 
@@ -15,8 +15,6 @@ def healthz(request):  # type: ignore[no-untyped-def]
 
 
 urlpatterns = [
-    # the browser console (frontend/) is served here once it is built; until then, the API docs
-    path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("api/v1/", include("sampan.accounts.urls")),
@@ -31,3 +29,8 @@ urlpatterns += [
     path("api/v1/", include(fleet_urlpatterns)),
     path("api/device/v1/", include((device_urlpatterns, "device"))),
 ]
+
+# Last: every other path is a route of the browser console (sampan.console).
+urlpatterns += [re_path(CONSOLE_PATH_PATTERN, console_index, name="console")]
+
+handler404 = "sampan.core.errors.not_found_view"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.contrib.auth import authenticate, login, logout
 from django.middleware.csrf import get_token
-from drf_spectacular.utils import extend_schema
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -26,6 +28,23 @@ class UserSerializer(serializers.Serializer):
 class LoginInput(serializers.Serializer):
     username = serializers.CharField()
     password = serializers.CharField(style={"input_type": "password"})
+
+
+@method_decorator(ensure_csrf_cookie, name="dispatch")
+class CsrfApi(APIView):
+    """Sets the ``csrftoken`` cookie for a browser that has none yet (the console's sign-in page).
+
+    A session-authenticated write must send the cookie's value back in the ``X-CSRFToken`` header.
+    """
+
+    permission_classes = [AllowAny]
+    authentication_classes: list[type] = []
+
+    @extend_schema(responses=inline_serializer("CsrfOutput", {
+        "csrf_token": serializers.CharField(help_text="Also set as the csrftoken cookie.")}),
+        operation_id="auth_csrf")
+    def get(self, request: Request) -> Response:
+        return Response({"csrf_token": get_token(request._request)})
 
 
 class LoginApi(APIView):

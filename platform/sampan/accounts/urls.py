@@ -3,6 +3,7 @@ from django.urls import path
 from sampan.accounts import apis
 
 urlpatterns = [
+    path("auth/csrf/", apis.CsrfApi.as_view(), name="auth-csrf"),
     path("auth/login/", apis.LoginApi.as_view(), name="auth-login"),
     path("auth/logout/", apis.LogoutApi.as_view(), name="auth-logout"),
     path("auth/me/", apis.MeApi.as_view(), name="auth-me"),

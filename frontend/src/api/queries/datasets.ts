@@ -1,0 +1,174 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+
+import { api, type Schemas } from "../client";
+import { unwrap } from "../errors";
+
+export type Dataset = Schemas["DatasetOutput"];
+export type Sample = Schemas["SampleOutput"];
+export type ImportJob = Schemas["ImportJobOutput"];
+export type TaskType = Schemas["TaskTypeEnum"];
+export const TASK_TYPES: readonly TaskType[] = ["image_classification", "object_detection"];
+
+/** Job states (platform/sampan/core/jobs.py); the terminal ones end polling. */
+export const TERMINAL_JOB_STATES = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+
+/** What the import job writes into `report` and `progress` (platform/sampan/datasets/services.py). */
+export interface ImportFileOutcome {
+  name: string;
+  reason: string;
+}
+export interface ImportReport {
+  imported: number;
+  duplicates: ImportFileOutcome[];
+  ignored: ImportFileOutcome[];
+  rejected: ImportFileOutcome[];
+}
+export interface JobProgress {
+  fraction?: number;
+  done?: number;
+  total?: number;
+  message?: string;
+}
+
+export function importReportOf(job: ImportJob): ImportReport | null {
+  const report = job.report as Partial<ImportReport> | null | undefined;
+  if (!report || typeof report !== "object" || !("imported" in report)) return null;
+  return {
+    imported: report.imported ?? 0,
+    duplicates: report.duplicates ?? [],
+    ignored: report.ignored ?? [],
+    rejected: report.rejected ?? [],
+  };
+}
+
+export function progressOf(job: { progress?: unknown }): JobProgress {
+  return (job.progress && typeof job.progress === "object" ? job.progress : {}) as JobProgress;
+}
+
+export const datasetKeys = {
+  list: (projectId: string) => ["projects", projectId, "datasets"] as const,
+  detail: (projectId: string, datasetId: string) => ["projects", projectId, "datasets", datasetId] as const,
+  samples: (projectId: string, datasetId: string) => ["projects", projectId, "datasets", datasetId, "samples"] as const,
+  importJob: (projectId: string, jobId: string) => ["projects", projectId, "imports", jobId] as const,
+};
+
+export function useDatasets(projectId: string) {
+  return useQuery({
+    queryKey: datasetKeys.list(projectId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/", { params: { path: { project_id: projectId } } }),
+      ),
+  });
+}
+
+export function useDataset(projectId: string, datasetId: string) {
+  return useQuery({
+    queryKey: datasetKeys.detail(projectId, datasetId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+        }),
+      ),
+  });
+}
+
+export function useCreateDataset(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["DatasetInputRequest"]) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/datasets/", {
+          params: { path: { project_id: projectId } },
+          body,
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.list(projectId) }),
+  });
+}
+
+export function useAddClassLabels(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (names: string[]) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/datasets/{dataset_id}/class-labels/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+          body: { names },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.detail(projectId, datasetId) }),
+  });
+}
+
+/** Polls an import job every second until it ends. */
+export function useImportJob(projectId: string, jobId: string) {
+  return useQuery({
+    queryKey: datasetKeys.importJob(projectId, jobId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/imports/{job_id}/", {
+          params: { path: { project_id: projectId, job_id: jobId } },
+        }),
+      ),
+    refetchInterval: (query) => (query.state.data && TERMINAL_JOB_STATES.has(query.state.data.status) ? false : 1000),
+  });
+}
+
+export interface SampleFilter {
+  label?: string;
+  unlabeled?: boolean;
+  page: number;
+  pageSize: number;
+}
+
+export function useSamples(projectId: string, datasetId: string, filter: SampleFilter) {
+  return useQuery({
+    queryKey: [...datasetKeys.samples(projectId, datasetId), filter],
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/", {
+          params: {
+            path: { project_id: projectId, dataset_id: datasetId },
+            query: {
+              page: filter.page,
+              page_size: filter.pageSize,
+              ...(filter.label ? { label: filter.label } : {}),
+              ...(filter.unlabeled ? { unlabeled: true } : {}),
+            },
+          },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** Sets (or with null, clears) a sample's class label. */
+export function useLabelSample(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (vars: { sampleId: string; classLabelId: string | null }) =>
+      unwrap(
+        await api().PUT("/api/v1/projects/{project_id}/samples/{sample_id}/label/", {
+          params: { path: { project_id: projectId, sample_id: vars.sampleId } },
+          body: { class_label_id: vars.classLabelId },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) }),
+  });
+}
+
+export function useBulkLabel(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (vars: { sampleIds: string[]; classLabelId: string | null }) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/datasets/{dataset_id}/labels/bulk/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+          body: { sample_ids: vars.sampleIds, class_label_id: vars.classLabelId },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) }),
+  });
+}

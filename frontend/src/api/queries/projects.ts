@@ -1,0 +1,77 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+
+import { api, type Schemas } from "../client";
+import { unwrap } from "../errors";
+
+export type Project = Schemas["Project"];
+export type Membership = Schemas["Membership"];
+export type Role = Schemas["RoleEnum"];
+export const ROLES: readonly Role[] = ["viewer", "editor", "owner"];
+
+export const projectKeys = {
+  all: ["projects"] as const,
+  detail: (projectId: string) => ["projects", projectId] as const,
+  members: (projectId: string) => ["projects", projectId, "members"] as const,
+};
+
+export function useProjects() {
+  return useQuery({
+    queryKey: projectKeys.all,
+    queryFn: async () => unwrap(await api().GET("/api/v1/projects/")),
+  });
+}
+
+export function useProject(projectId: string) {
+  return useQuery({
+    queryKey: projectKeys.detail(projectId),
+    queryFn: async () =>
+      unwrap(await api().GET("/api/v1/projects/{project_id}/", { params: { path: { project_id: projectId } } })),
+  });
+}
+
+export function useCreateProject() {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["ProjectInputRequest"]) =>
+      unwrap(await api().POST("/api/v1/projects/", { body })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.all }),
+  });
+}
+
+export function useMembers(projectId: string) {
+  return useQuery({
+    queryKey: projectKeys.members(projectId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/members/", { params: { path: { project_id: projectId } } }),
+      ),
+  });
+}
+
+/** Invites a user or changes a member's role (the API sets the role of `username`). */
+export function useSetMember(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["MembershipInputRequest"]) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/members/", {
+          params: { path: { project_id: projectId } },
+          body,
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.members(projectId) }),
+  });
+}
+
+export function useRemoveMember(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (membershipId: string) =>
+      unwrap(
+        await api().DELETE("/api/v1/projects/{project_id}/members/{membership_id}/", {
+          params: { path: { project_id: projectId, membership_id: membershipId } },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.members(projectId) }),
+  });
+}

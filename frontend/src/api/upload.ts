@@ -1,0 +1,76 @@
+// Multipart upload with progress. fetch() cannot report upload progress, so this one call uses
+// XMLHttpRequest; its URL, form fields and response type still come from the OpenAPI schema.
+import { csrfHeaders } from "./csrf";
+import { apiErrorFrom, networkError } from "./errors";
+import type { paths } from "./schema";
+
+type ImportsPost = paths["/api/v1/projects/{project_id}/datasets/{dataset_id}/imports/"]["post"];
+export type ImportJob = ImportsPost["responses"]["202"]["content"]["application/json"];
+type ImportForm = ImportsPost["requestBody"]["content"]["multipart/form-data"];
+
+/**
+ * Django refuses a request with more files than DATA_UPLOAD_MAX_NUMBER_FILES (default 100),
+ * so many loose files go up in batches of this size, one import job per batch.
+ */
+export const MAX_FILES_PER_REQUEST = 100;
+
+export interface UploadProgress {
+  loaded: number; // bytes sent
+  total: number; // bytes to send
+}
+
+export function importUrl(projectId: string, datasetId: string): string {
+  return `/api/v1/projects/${encodeURIComponent(projectId)}/datasets/${encodeURIComponent(datasetId)}/imports/`;
+}
+
+/** Uploads files as one import; resolves with the import job (202), rejects with an ApiError. */
+export function uploadImport(options: {
+  projectId: string;
+  datasetId: string;
+  files: File[];
+  label?: ImportForm["label"];
+  onProgress?: (progress: UploadProgress) => void;
+  signal?: AbortSignal;
+}): Promise<ImportJob> {
+  const form = new FormData();
+  for (const file of options.files) form.append("files", file, file.name);
+  if (options.label) form.append("label", options.label);
+
+  return new Promise<ImportJob>((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", importUrl(options.projectId, options.datasetId));
+    xhr.withCredentials = true;
+    xhr.setRequestHeader("Accept", "application/json");
+    for (const [name, value] of Object.entries(csrfHeaders("POST"))) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable) options.onProgress?.({ loaded: event.loaded, total: event.total });
+    };
+    xhr.onload = () => {
+      let body: unknown = xhr.responseText;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        // not JSON: apiErrorFrom describes it
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body as ImportJob);
+      else reject(apiErrorFrom(xhr.status, body, xhr.statusText));
+    };
+    xhr.onerror = () => reject(networkError(new Error("upload failed: connection lost")));
+    xhr.onabort = () => reject(networkError(new Error("upload cancelled")));
+    options.signal?.addEventListener("abort", () => xhr.abort());
+    xhr.send(form);
+  });
+}
+
+/** Splits files into request-sized batches; a zip always travels alone. */
+export function uploadBatches(files: File[], size = MAX_FILES_PER_REQUEST): File[][] {
+  const zips = files.filter(isZip).map((file) => [file]);
+  const loose = files.filter((file) => !isZip(file));
+  const batches: File[][] = [...zips];
+  for (let i = 0; i < loose.length; i += size) batches.push(loose.slice(i, i + size));
+  return batches;
+}
+
+export function isZip(file: File): boolean {
+  return file.name.toLowerCase().endsWith(".zip") || file.type === "application/zip";
+}

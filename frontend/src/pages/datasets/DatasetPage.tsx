@@ -1,0 +1,87 @@
+import { PlusOutlined } from "@ant-design/icons";
+import { Breadcrumb, Button, Input, Skeleton, Space, Tabs, Tag, Typography } from "antd";
+import { useState } from "react";
+import { useTranslation } from "react-i18next";
+import { Link, useParams, useSearchParams } from "react-router";
+
+import { useAddClassLabels, useDataset } from "../../api/queries/datasets";
+import { ErrorAlert, useReportError } from "../../components/errors";
+import { SampleGallery } from "./SampleGallery";
+import { UploadPanel } from "./UploadPanel";
+
+const TABS = ["samples", "upload"] as const;
+type Tab = (typeof TABS)[number];
+
+export function DatasetPage() {
+  const { t } = useTranslation();
+  const { projectId = "", datasetId = "" } = useParams();
+  const [params, setParams] = useSearchParams();
+  const dataset = useDataset(projectId, datasetId);
+  const tab: Tab = (TABS as readonly string[]).includes(params.get("tab") ?? "") ? (params.get("tab") as Tab) : "samples";
+
+  if (dataset.isError) return <ErrorAlert error={dataset.error} onRetry={() => void dataset.refetch()} />;
+  if (!dataset.data) return <Skeleton active />;
+  const d = dataset.data;
+
+  return (
+    <Space orientation="vertical" size="small" style={{ width: "100%" }}>
+      <Breadcrumb
+        items={[{ title: <Link to={`/projects/${projectId}/datasets`}>{t("datasets.title")}</Link> }, { title: d.name }]}
+      />
+      <Space align="baseline" wrap>
+        <Typography.Title level={3} style={{ margin: 0 }}>
+          {d.name}
+        </Typography.Title>
+        <Tag>{t(`datasets.taskTypes.${d.task_type}`)}</Tag>
+        <Typography.Text type="secondary">{t("gallery.total", { count: d.sample_count ?? 0 })}</Typography.Text>
+      </Space>
+      <ClassLabels projectId={projectId} datasetId={datasetId} names={d.class_labels.map((c) => c.name)} />
+      <Tabs
+        activeKey={tab}
+        onChange={(key) => setParams((p) => ({ ...Object.fromEntries(p), tab: key }), { replace: true })}
+        items={[
+          { key: "samples", label: t("datasets.tabs.samples"), children: <SampleGallery projectId={projectId} dataset={d} /> },
+          { key: "upload", label: t("datasets.tabs.upload"), children: <UploadPanel projectId={projectId} datasetId={datasetId} /> },
+        ]}
+      />
+    </Space>
+  );
+}
+
+function ClassLabels({ projectId, datasetId, names }: { projectId: string; datasetId: string; names: string[] }) {
+  const { t } = useTranslation();
+  const add = useAddClassLabels(projectId, datasetId);
+  const reportError = useReportError();
+  const [draft, setDraft] = useState("");
+
+  const submit = () => {
+    const name = draft.trim();
+    if (!name) return;
+    add.mutate([name], { onSuccess: () => setDraft(""), onError: (error) => reportError(error) });
+  };
+
+  return (
+    <Space wrap size={[4, 4]}>
+      <Typography.Text type="secondary">{t("datasets.classes")}:</Typography.Text>
+      {names.length === 0 && <Typography.Text type="secondary">{t("datasets.noClasses")}</Typography.Text>}
+      {names.map((name) => (
+        <Tag key={name} color="blue">
+          {name}
+        </Tag>
+      ))}
+      <Space.Compact size="small">
+        <Input
+          size="small"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          onPressEnter={submit}
+          placeholder={t("datasets.addClassPlaceholder")}
+          aria-label={t("datasets.addClass")}
+          style={{ width: 160 }}
+          maxLength={200}
+        />
+        <Button size="small" icon={<PlusOutlined />} onClick={submit} loading={add.isPending} aria-label={t("datasets.addClass")} />
+      </Space.Compact>
+    </Space>
+  );
+}

@@ -1,0 +1,142 @@
+// Classification labeling, keyboard first: a number key (or a click) sets the class, saves at once
+// (no save button) and moves on to the next unlabeled sample; arrows move without labeling.
+import { CloseOutlined } from "@ant-design/icons";
+import { App, Button, Card, Space, Tag, Typography } from "antd";
+import { useEffect, useRef } from "react";
+import { useTranslation } from "react-i18next";
+
+import { useLabelSample, type Dataset, type Sample } from "../../api/queries/datasets";
+import { useReportError } from "../../components/errors";
+import { classIndexForKey, classLabelOf, isTypingTarget, keyForClassIndex, nextUnlabeledId } from "./labeling";
+
+export function LabelingPanel(props: {
+  projectId: string;
+  dataset: Dataset;
+  samples: Sample[];
+  current: Sample;
+  onNavigate: (sampleId: string) => void;
+  onClose: () => void;
+}) {
+  const { t } = useTranslation();
+  const { message } = App.useApp();
+  const reportError = useReportError();
+  const label = useLabelSample(props.projectId, props.dataset.id);
+  const classes = [...props.dataset.class_labels].sort((a, b) => a.position - b.position);
+  const currentLabel = classLabelOf(props.current);
+  const index = props.samples.findIndex((s) => s.id === props.current.id);
+
+  const assign = (classLabelId: string | null) => {
+    const sampleId = props.current.id;
+    const following = classLabelId ? nextUnlabeledId(props.samples, sampleId) : null;
+    label.mutate(
+      { sampleId, classLabelId },
+      {
+        onSuccess: (sample) => {
+          if (!classLabelId) return;
+          void message.success({ content: t("labeling.saved", { label: classLabelOf(sample) ?? "" }), duration: 1 });
+          if (following) props.onNavigate(following);
+          else void message.info(t("labeling.allLabeled"));
+        },
+        onError: (error) => reportError(error),
+      },
+    );
+  };
+
+  const move = (step: number) => {
+    const target = props.samples[index + step];
+    if (target) props.onNavigate(target.id);
+  };
+
+  // the latest handlers for the one window listener
+  const handlers = useRef({ assign, move, close: props.onClose, classes });
+  handlers.current = { assign, move, close: props.onClose, classes };
+
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.ctrlKey || event.metaKey || event.altKey || isTypingTarget(event.target)) return;
+      const h = handlers.current;
+      const classIndex = classIndexForKey(event.key);
+      if (classIndex !== null) {
+        const cls = h.classes[classIndex];
+        if (cls) {
+          event.preventDefault();
+          h.assign(cls.id);
+        }
+      } else if (event.key === "ArrowRight") {
+        event.preventDefault();
+        h.move(1);
+      } else if (event.key === "ArrowLeft") {
+        event.preventDefault();
+        h.move(-1);
+      } else if (event.key === "Escape") {
+        h.close();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+
+  return (
+    <Card
+      size="small"
+      style={{ width: 320, flex: "none", position: "sticky", top: 16 }}
+      title={t("labeling.title")}
+      extra={<Button type="text" size="small" icon={<CloseOutlined />} onClick={props.onClose} aria-label={t("common.cancel")} />}
+      data-testid="labeling-panel"
+    >
+      <Space orientation="vertical" style={{ width: "100%" }}>
+        <img
+          src={props.current.image_url}
+          alt={props.current.original_name}
+          style={{ width: "100%", height: 200, objectFit: "contain", background: "#fafafa", imageRendering: props.current.width < 120 ? "pixelated" : "auto" }}
+        />
+        <Typography.Text ellipsis title={props.current.original_name}>
+          {props.current.original_name}
+        </Typography.Text>
+        <Typography.Text>
+          {t("labeling.current")}: {currentLabel ? <Tag color="blue">{currentLabel}</Tag> : <Tag>{t("labeling.none")}</Tag>}
+        </Typography.Text>
+        <Space wrap size={[6, 6]}>
+          {classes.map((c, i) => {
+            const key = keyForClassIndex(i);
+            return (
+              <Button
+                key={c.id}
+                type={c.name === currentLabel ? "primary" : "default"}
+                onClick={() => assign(c.id)}
+                disabled={label.isPending}
+              >
+                {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
+                {c.name}
+              </Button>
+            );
+          })}
+        </Space>
+        <Space wrap>
+          <Button size="small" onClick={() => move(-1)} disabled={index <= 0}>
+            {t("labeling.previous")}
+          </Button>
+          <Button size="small" onClick={() => move(1)} disabled={index < 0 || index >= props.samples.length - 1}>
+            {t("labeling.next")}
+          </Button>
+          <Button
+            size="small"
+            onClick={() => {
+              const next = nextUnlabeledId(props.samples, props.current.id);
+              if (next) props.onNavigate(next);
+              else void message.info(t("labeling.allLabeled"));
+            }}
+          >
+            {t("labeling.nextUnlabeled")}
+          </Button>
+          <Button size="small" danger onClick={() => assign(null)} disabled={!currentLabel || label.isPending}>
+            {t("labeling.clear")}
+          </Button>
+        </Space>
+        <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+          {t("labeling.hint")}
+        </Typography.Text>
+      </Space>
+    </Card>
+  );
+}
