@@ -12,6 +12,7 @@ evaluate the exported model on the validation split.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -75,12 +76,15 @@ def _check_request(request: TrainRequest) -> None:
             raise ValueError(f"sample {sample.sample_id}: label index {sample.label} out of range")
 
 
+@functools.lru_cache(maxsize=1)
 def _threads() -> int:
     """Intra-op threads: the CPUs this process may use, minus those other processes keep busy.
 
     Measured on the 2-core machines: with other work running, 2 OpenMP threads made a training
     step 5-10x slower than 1 thread (the threads spin-wait for each other), so a busy machine
     gets fewer threads. The 1-minute load average is the measure of "busy" (Linux, macOS).
+    Decided once per process: the thread count keys the step-time calibration, so a choice that
+    followed the load from run to run would break "same seed, same model" within a worker.
     """
     try:
         cpus = len(os.sched_getaffinity(0))
