@@ -10,11 +10,14 @@ from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
 from sampan.registry import selectors
+from sampan.registry.inference import model_version_predict
 
 
 class ModelOutput(serializers.Serializer):
@@ -79,6 +82,42 @@ class ModelVersionDetailApi(ProjectApi):
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         return Response(ModelVersionOutput(version).data)
+
+
+class PredictInput(serializers.Serializer):
+    file = serializers.FileField(help_text="One image (JPEG, PNG, ...).")
+    top_k = serializers.IntegerField(default=5, min_value=1, max_value=100)
+
+
+class PredictionOutput(serializers.Serializer):
+    label = serializers.CharField()
+    index = serializers.IntegerField()
+    probability = serializers.FloatField()
+
+
+class PredictOutput(serializers.Serializer):
+    model_version_id = serializers.UUIDField()
+    predictions = PredictionOutput(many=True)
+    latency_ms = serializers.FloatField()
+
+
+class ModelVersionPredictApi(ProjectApi):
+    """Try a model version on one image, as a device would run it. Viewers may try models."""
+
+    write_role = Role.VIEWER
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request={"multipart/form-data": PredictInput}, responses=PredictOutput,
+                   operation_id="model_versions_predict")
+    def post(self, request: Request, project_id: str, version_id: str) -> Response:
+        version = selectors.model_version_get(project=self.get_project(request),
+                                              version_id=version_id)
+        data = PredictInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        result = model_version_predict(version=version, data=upload.read(),
+                                       top_k=data.validated_data["top_k"])
+        return Response(PredictOutput(result).data)
 
 
 class ModelVersionFileApi(ProjectApi):

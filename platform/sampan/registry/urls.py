@@ -10,6 +10,8 @@ urlpatterns = [
          name="model-version"),
     path(P + "model-versions/<uuid:version_id>/package/", apis.ModelVersionPackageApi.as_view(),
          name="model-version-package"),
+    path(P + "model-versions/<uuid:version_id>/predict/", apis.ModelVersionPredictApi.as_view(),
+         name="model-version-predict"),
     path(P + "model-versions/<uuid:version_id>/files/<str:name>", apis.ModelVersionFileApi.as_view(),
          name="model-version-file"),
 ]

@@ -1,0 +1,65 @@
+"""Trying a model version on one image in the control plane, as a device would run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from edge_agent.runtime import ClassifierSession
+from sampan.registry.services import model_version_register
+from tests.fixtures import images
+from tests.platform.training.test_training_services import tiny_onnx
+
+pytestmark = pytest.mark.django_db
+
+PREPROCESSING = {"size": [4, 4], "resize": "stretch", "mean": [0.5] * 3, "std": [0.5] * 3,
+                 "colour_order": "RGB", "layout": "NCHW", "dtype": "float32"}
+
+
+@pytest.fixture
+def version(project_with_roles: dict[str, Any], tmp_path: Path) -> Any:
+    return model_version_register(
+        project=project_with_roles["project"], model_name="m",
+        task_type="image_classification", labels=["cat", "dog"], preprocessing=PREPROCESSING,
+        onnx_path=tiny_onnx(tmp_path / "m.onnx"), input_shape=["N", 3, 4, 4], metrics={},
+        lineage={}, onnx_info={"opset": 18, "ir_version": 9}, pretrained=False)
+
+
+def predict(api: Any, user: Any, project: Any, version: Any, data: bytes, **extra: Any) -> Any:
+    return api(user).post(f"/api/v1/projects/{project.pk}/model-versions/{version.pk}/predict/",
+                          {"file": SimpleUploadedFile("x.png", data), **extra},
+                          format="multipart")
+
+
+def test_a_viewer_gets_the_same_answer_as_the_package_on_a_device(
+        project_with_roles: dict[str, Any], api: Any, version: Any, settings: Any) -> None:
+    data = images.png_bytes((200, 30, 90), size=(12, 9))
+    response = predict(api, project_with_roles["viewer"], project_with_roles["project"],
+                       version, data, top_k=2)
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    package = Path(settings.MEDIA_ROOT) / version.package_dir
+    expected = ClassifierSession(package).predict_image(data, top_k=2)
+    assert [p["label"] for p in body["predictions"]] == [p["label"] for p in expected]
+    assert body["predictions"][0]["probability"] == pytest.approx(expected[0]["probability"],
+                                                                  abs=1e-6)
+    assert body["model_version_id"] == str(version.pk) and body["latency_ms"] >= 0
+
+
+def test_an_undecodable_image_is_a_400_naming_the_file(project_with_roles: dict[str, Any],
+                                                       api: Any, version: Any) -> None:
+    response = predict(api, project_with_roles["editor"], project_with_roles["project"],
+                       version, images.truncated_jpeg())
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "file"
+    assert "truncated" in response.json()["error"]["message"].lower()
+
+
+def test_another_projects_member_cannot_try_it(project_with_roles: dict[str, Any], api: Any,
+                                               version: Any) -> None:
+    response = predict(api, project_with_roles["outsider"], project_with_roles["other"],
+                       version, images.png_bytes())
+    assert response.status_code == 404
