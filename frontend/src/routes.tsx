@@ -7,10 +7,15 @@ import { RequireAuth } from "./components/RequireAuth";
 import { ComingSoonPage } from "./pages/ComingSoonPage";
 import { DatasetListPage } from "./pages/datasets/DatasetListPage";
 import { DatasetPage } from "./pages/datasets/DatasetPage";
+import { DatasetVersionPage } from "./pages/datasets/DatasetVersionPage";
 import { LoginPage } from "./pages/LoginPage";
 import { MembersPage } from "./pages/MembersPage";
+import { ModelVersionPage } from "./pages/models/ModelVersionPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { ProjectsPage } from "./pages/ProjectsPage";
+import { ReportPage } from "./pages/reports/ReportPage";
+import { TrainingJobPage } from "./pages/training/TrainingJobPage";
+import { TrainingPage } from "./pages/training/TrainingPage";
 
 export const routes: RouteObject[] = [
   { path: "/login", element: <LoginPage /> },
@@ -29,9 +34,13 @@ export const routes: RouteObject[] = [
           { index: true, element: <Navigate to="datasets" replace /> },
           { path: "datasets", element: <DatasetListPage /> },
           { path: "datasets/:datasetId", element: <DatasetPage /> },
+          { path: "datasets/:datasetId/versions/:versionId", element: <DatasetVersionPage /> },
           { path: "members", element: <MembersPage /> },
-          { path: "training", element: <ComingSoonPage section="training" /> },
+          { path: "training", element: <TrainingPage /> },
+          { path: "training/:jobId", element: <TrainingJobPage /> },
+          { path: "training/:jobId/report", element: <ReportPage /> },
           { path: "models", element: <ComingSoonPage section="models" /> },
+          { path: "models/versions/:versionId", element: <ModelVersionPage /> },
           { path: "devices", element: <ComingSoonPage section="devices" /> },
         ],
       },

@@ -141,7 +141,9 @@ CELERY_BEAT_SCHEDULE = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        # redis-py's default 5 s socket timeout equals channels-redis's blocking receive: a quiet
+        # websocket would be closed (1011) every few seconds
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }
 if os.environ.get("SAMPAN_CHANNEL_LAYER") == "memory":

@@ -691,6 +691,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/model-versions/{version_id}/predict/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Try a model version on one image, as a device would run it. Viewers may try models. */
+        post: operations["model_versions_predict"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/models/": {
         parameters: {
             query?: never;
@@ -1324,6 +1341,28 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["TrainingJobOutput"][];
+        };
+        PredictInputRequest: {
+            /**
+             * Format: binary
+             * @description One image (JPEG, PNG, ...).
+             */
+            file: string;
+            /** @default 5 */
+            top_k?: number;
+        };
+        PredictOutput: {
+            /** Format: uuid */
+            model_version_id: string;
+            predictions: components["schemas"]["PredictionOutput"][];
+            /** Format: double */
+            latency_ms: number;
+        };
+        PredictionOutput: {
+            label: string;
+            index: number;
+            /** Format: double */
+            probability: number;
         };
         Project: {
             /** Format: uuid */
@@ -2391,6 +2430,32 @@ export interface operations {
                 };
                 content: {
                     "application/zip": string;
+                };
+            };
+        };
+    };
+    model_versions_predict: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["PredictInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PredictOutput"];
                 };
             };
         };

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,8 @@ _last_publish: dict[str, float] = {}
 
 def job_group_name(job_model: type[Job], pk: Any) -> str:
     """The Channels group that carries a job's progress: ``job.<app>_<model>.<uuid hex>``."""
-    return f"job.{job_model._meta.label_lower.replace('.', '_')}.{getattr(pk, 'hex', pk)}"
+    # workers pass ids as strings, models hold UUIDs: both must name the same group
+    return f"job.{job_model._meta.label_lower.replace('.', '_')}.{uuid.UUID(str(pk)).hex}"
 
 
 def job_publish(job_model: type[Job], pk: Any, event: dict[str, Any], *, force: bool = False,

@@ -47,8 +47,9 @@ async def test_progress_is_pushed_and_snapshot_sent_on_connect(make_user: Any) -
     assert snapshot["status"] == "RUNNING" and snapshot["progress"] == {"fraction": 0.25}
     # events are throttled (at most one each 0.5 s per job); the next one may be dropped, the
     # database keeps it, and a forced event (a state change) always goes out
-    await database_sync_to_async(job_report_progress)(ImportJob, job.pk, {"fraction": 0.5})
-    await database_sync_to_async(job_publish)(ImportJob, job.pk,
+    # the worker passes the id as a string, as Celery delivers it
+    await database_sync_to_async(job_report_progress)(ImportJob, str(job.pk), {"fraction": 0.5})
+    await database_sync_to_async(job_publish)(ImportJob, str(job.pk),
                                               {"status": "RUNNING", "progress": {"fraction": 0.75}},
                                               force=True)
     event = await comm.receive_json_from(timeout=5)

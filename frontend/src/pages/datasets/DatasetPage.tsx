@@ -8,8 +8,9 @@ import { useAddClassLabels, useDataset } from "../../api/queries/datasets";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { SampleGallery } from "./SampleGallery";
 import { UploadPanel } from "./UploadPanel";
+import { VersionsPanel } from "./VersionsPanel";
 
-const TABS = ["samples", "upload"] as const;
+const TABS = ["samples", "upload", "versions"] as const;
 type Tab = (typeof TABS)[number];
 
 export function DatasetPage() {
@@ -42,6 +43,7 @@ export function DatasetPage() {
         items={[
           { key: "samples", label: t("datasets.tabs.samples"), children: <SampleGallery projectId={projectId} dataset={d} /> },
           { key: "upload", label: t("datasets.tabs.upload"), children: <UploadPanel projectId={projectId} datasetId={datasetId} /> },
+          { key: "versions", label: t("datasets.tabs.versions"), children: <VersionsPanel projectId={projectId} datasetId={datasetId} /> },
         ]}
       />
     </Space>

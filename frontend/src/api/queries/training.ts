@@ -1,0 +1,180 @@
+// Training jobs, their evaluation reports and the model versions they produce
+// (platform/sampan/training, platform/sampan/registry).
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+
+import { api, type Schemas } from "../client";
+import { unwrap } from "../errors";
+import { TERMINAL_JOB_STATES } from "./datasets";
+
+export type TrainingJob = Schemas["TrainingJobOutput"];
+export type EvaluationReport = Schemas["EvaluationReportOutput"];
+export type ModelVersion = Schemas["ModelVersionOutput"];
+
+/** `progress` as the worker reports it (workers/ml/classification.py); keys present when known. */
+export interface TrainingProgress {
+  phase?: string;
+  epoch?: number;
+  epochs?: number;
+  step?: number;
+  steps?: number;
+  loss?: number;
+  val_loss?: number;
+  val_accuracy?: number;
+  eta_s?: number;
+  elapsed_s?: number;
+}
+/** One `history` entry per finished epoch. */
+export interface EpochRecord {
+  /** "head" (linear probe on frozen features) or "finetune"; each counts epochs from 1 */
+  phase?: string;
+  epoch: number;
+  loss?: number;
+  val_loss?: number;
+  val_accuracy?: number;
+}
+export interface PerClassRow {
+  label: string;
+  index: number;
+  precision: number;
+  recall: number;
+  f1: number;
+  support: number;
+}
+export interface Misclassified {
+  sample_id: string;
+  true: string;
+  predicted: string;
+  probability: number | null;
+}
+export interface Prediction {
+  sample_id: string;
+  /** index into the report's labels */
+  predicted: number;
+  probability: number;
+}
+/** `report` of an evaluation (workers/ml/evaluation.py): rows of the matrix are true classes. */
+export interface ClassificationReport {
+  n: number;
+  accuracy: number;
+  macro_f1: number;
+  per_class: PerClassRow[];
+  confusion_matrix: number[][];
+  misclassified: Misclassified[];
+  predictions: Prediction[];
+}
+
+export function trainingProgressOf(job: { progress?: unknown }): TrainingProgress {
+  return (job.progress && typeof job.progress === "object" ? job.progress : {}) as TrainingProgress;
+}
+
+export function historyOf(job: { history?: unknown }): EpochRecord[] {
+  return Array.isArray(job.history) ? (job.history as EpochRecord[]) : [];
+}
+
+export function classificationReportOf(report: EvaluationReport): ClassificationReport {
+  const raw = (report.report && typeof report.report === "object" ? report.report : {}) as Partial<ClassificationReport>;
+  return {
+    n: raw.n ?? 0,
+    accuracy: raw.accuracy ?? 0,
+    macro_f1: raw.macro_f1 ?? 0,
+    per_class: raw.per_class ?? [],
+    confusion_matrix: raw.confusion_matrix ?? [],
+    misclassified: raw.misclassified ?? [],
+    predictions: raw.predictions ?? [],
+  };
+}
+
+export const trainingKeys = {
+  list: (projectId: string) => ["projects", projectId, "training-jobs"] as const,
+  detail: (projectId: string, jobId: string) => ["projects", projectId, "training-jobs", jobId] as const,
+  report: (projectId: string, jobId: string) => ["projects", projectId, "training-jobs", jobId, "report"] as const,
+  modelVersion: (projectId: string, versionId: string) => ["projects", projectId, "model-versions", versionId] as const,
+};
+
+export function useTrainingJobs(projectId: string, page: number, pageSize: number) {
+  return useQuery({
+    queryKey: [...trainingKeys.list(projectId), page, pageSize],
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/training-jobs/", {
+          params: { path: { project_id: projectId }, query: { page, page_size: pageSize } },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+    // the list shows running jobs' status: refresh while any is not finished
+    refetchInterval: (query) =>
+      query.state.data?.results.some((job) => !TERMINAL_JOB_STATES.has(job.status)) ? 3000 : false,
+  });
+}
+
+/**
+ * One job. While it is not finished it is refetched every `pollMs` (2 s without a live
+ * websocket, 5 s with one: the socket carries progress, the refetch keeps history exact).
+ */
+export function useTrainingJob(projectId: string, jobId: string, pollMs: number) {
+  return useQuery({
+    queryKey: trainingKeys.detail(projectId, jobId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/training-jobs/{job_id}/", {
+          params: { path: { project_id: projectId, job_id: jobId } },
+        }),
+      ),
+    refetchInterval: (query) => (query.state.data && TERMINAL_JOB_STATES.has(query.state.data.status) ? false : pollMs),
+  });
+}
+
+export function useStartTraining(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["TrainingJobInputRequest"]) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/training-jobs/", {
+          params: { path: { project_id: projectId } },
+          body,
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: trainingKeys.list(projectId) }),
+  });
+}
+
+export function useCancelTraining(projectId: string, jobId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async () =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/training-jobs/{job_id}/cancel/", {
+          params: { path: { project_id: projectId, job_id: jobId } },
+        }),
+      ),
+    onSuccess: (job) => {
+      queryClient.setQueryData(trainingKeys.detail(projectId, jobId), job);
+      void queryClient.invalidateQueries({ queryKey: trainingKeys.list(projectId) });
+    },
+  });
+}
+
+export function useTrainingReport(projectId: string, jobId: string) {
+  return useQuery({
+    queryKey: trainingKeys.report(projectId, jobId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/training-jobs/{job_id}/report/", {
+          params: { path: { project_id: projectId, job_id: jobId } },
+        }),
+      ),
+  });
+}
+
+export function useModelVersion(projectId: string, versionId: string | null | undefined) {
+  return useQuery({
+    queryKey: trainingKeys.modelVersion(projectId, versionId ?? ""),
+    enabled: Boolean(versionId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/model-versions/{version_id}/", {
+          params: { path: { project_id: projectId, version_id: versionId ?? "" } },
+        }),
+      ),
+  });
+}

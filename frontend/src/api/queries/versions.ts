@@ -1,0 +1,78 @@
+// Dataset versions: frozen, immutable snapshots of a dataset's labels and splits
+// (platform/sampan/datasets/versions.py).
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+
+import { api, type Schemas } from "../client";
+import { unwrap } from "../errors";
+
+export type DatasetVersion = Schemas["DatasetVersionOutput"];
+export const SPLITS = ["train", "val", "test"] as const;
+export type Split = (typeof SPLITS)[number];
+
+/** `stats`: samples, samples per split, and per class the samples in each split. */
+export interface VersionStats {
+  samples: number;
+  splits: Partial<Record<Split, number>>;
+  classes: Record<string, Partial<Record<Split, number>>>;
+}
+/** `flags`: warnings found while freezing (a class too small to appear in validation). */
+export interface VersionFlag {
+  code: string;
+  class?: string;
+  class_index?: number;
+  message: string;
+}
+
+export function statsOf(version: DatasetVersion): VersionStats {
+  const raw = (version.stats && typeof version.stats === "object" ? version.stats : {}) as Partial<VersionStats>;
+  return { samples: raw.samples ?? 0, splits: raw.splits ?? {}, classes: raw.classes ?? {} };
+}
+
+export function flagsOf(version: DatasetVersion): VersionFlag[] {
+  return Array.isArray(version.flags) ? (version.flags as VersionFlag[]) : [];
+}
+
+export const versionKeys = {
+  list: (projectId: string, datasetId: string) => ["projects", projectId, "datasets", datasetId, "versions"] as const,
+  detail: (projectId: string, versionId: string) => ["projects", projectId, "dataset-versions", versionId] as const,
+};
+
+export function useDatasetVersions(projectId: string, datasetId: string | undefined) {
+  return useQuery({
+    queryKey: versionKeys.list(projectId, datasetId ?? ""),
+    enabled: Boolean(datasetId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/versions/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId ?? "" } },
+        }),
+      ),
+  });
+}
+
+export function useDatasetVersion(projectId: string, versionId: string | undefined) {
+  return useQuery({
+    queryKey: versionKeys.detail(projectId, versionId ?? ""),
+    enabled: Boolean(versionId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/dataset-versions/{version_id}/", {
+          params: { path: { project_id: projectId, version_id: versionId ?? "" } },
+        }),
+      ),
+  });
+}
+
+export function useFreezeVersion(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["DatasetVersionInputRequest"]) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/datasets/{dataset_id}/versions/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+          body,
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: versionKeys.list(projectId, datasetId) }),
+  });
+}

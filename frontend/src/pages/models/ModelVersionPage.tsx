@@ -1,0 +1,96 @@
+// One model version: metrics, lineage (dataset version, training job), files and the package.
+// The Models section's list and deployment come later (issue 3); this is the page a finished
+// training job links to.
+import { DownloadOutlined } from "@ant-design/icons";
+import { Breadcrumb, Button, Descriptions, Skeleton, Space, Statistic, Table, Tag, Typography } from "antd";
+import { useTranslation } from "react-i18next";
+import { Link, useParams } from "react-router";
+
+import { useModelVersion } from "../../api/queries/training";
+import { ErrorAlert } from "../../components/errors";
+import { formatBytes, formatDate } from "../../format";
+
+interface FileRow {
+  name: string;
+  size?: number;
+  sha256?: string;
+}
+
+export function ModelVersionPage() {
+  const { t } = useTranslation();
+  const { projectId = "", versionId = "" } = useParams();
+  const version = useModelVersion(projectId, versionId);
+  if (version.isError) return <ErrorAlert error={version.error} onRetry={() => void version.refetch()} />;
+  if (!version.data) return <Skeleton active />;
+  const v = version.data;
+  const metrics = (v.metrics && typeof v.metrics === "object" ? v.metrics : {}) as Record<string, unknown>;
+  const files: FileRow[] = Object.entries(v.files).map(([name, info]) => ({
+    name,
+    ...(info && typeof info === "object" ? (info as Omit<FileRow, "name">) : {}),
+  }));
+  const num = (key: string) => (typeof metrics[key] === "number" ? (metrics[key] as number) : null);
+  const acc = num("val_accuracy");
+  const f1 = num("macro_f1");
+
+  return (
+    <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      <Breadcrumb items={[{ title: t("nav.models") }, { title: `${v.model_name} v${v.version}` }]} />
+      <Space style={{ width: "100%", justifyContent: "space-between" }} wrap>
+        <Space align="baseline">
+          <Typography.Title level={3} style={{ margin: 0 }}>
+            {t("models.versionTitle", { name: v.model_name, version: v.version })}
+          </Typography.Title>
+          <Tag>{t(`datasets.taskTypes.${v.task_type as "image_classification"}`, { defaultValue: v.task_type })}</Tag>
+          {!v.pretrained && <Tag color="warning">{t("models.fromScratch")}</Tag>}
+        </Space>
+        <Button icon={<DownloadOutlined />} href={`/api/v1/projects/${projectId}/model-versions/${v.id}/package/`}>
+          {t("models.download")}
+        </Button>
+      </Space>
+      <Space size="large" wrap>
+        {acc !== null && <Statistic title={t("report.accuracy")} value={`${(100 * acc).toFixed(1)}%`} />}
+        {f1 !== null && <Statistic title={t("report.macroF1")} value={`${(100 * f1).toFixed(1)}%`} />}
+        <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
+        <Statistic title={t("versions.classes")} value={v.labels.length} />
+      </Space>
+      <Descriptions
+        size="small"
+        bordered
+        column={1}
+        items={[
+          {
+            key: "job",
+            label: t("models.trainingJob"),
+            children: v.training_job_id ? (
+              <Space>
+                <Link to={`/projects/${projectId}/training/${v.training_job_id}`}>{v.training_job_id.slice(0, 8)}</Link>
+                <Link to={`/projects/${projectId}/training/${v.training_job_id}/report`}>{t("training.openReport")}</Link>
+              </Space>
+            ) : (
+              "—"
+            ),
+          },
+          { key: "dataset", label: t("training.version"), children: v.dataset_version_id ? <Typography.Text code>{v.dataset_version_id.slice(0, 8)}</Typography.Text> : "—" },
+          { key: "labels", label: t("versions.classes"), children: v.labels.join(", ") },
+          { key: "sha", label: "SHA-256", children: <Typography.Text code copyable>{v.model_sha256}</Typography.Text> },
+          { key: "created", label: t("common.createdAt"), children: formatDate(v.created_at) },
+        ]}
+      />
+      <Table<FileRow>
+        rowKey="name"
+        size="small"
+        pagination={false}
+        dataSource={files}
+        columns={[
+          {
+            title: t("models.file"),
+            dataIndex: "name",
+            render: (name: string) => <a href={`/api/v1/projects/${projectId}/model-versions/${v.id}/files/${name}`}>{name}</a>,
+          },
+          { title: t("models.size"), dataIndex: "size", render: (size?: number) => (typeof size === "number" ? formatBytes(size) : "") },
+          { title: "SHA-256", dataIndex: "sha256", ellipsis: true },
+        ]}
+      />
+    </Space>
+  );
+}

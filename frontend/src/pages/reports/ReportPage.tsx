@@ -1,0 +1,233 @@
+// A training job's evaluation report: accuracy and macro-F1, where the weights came from, the
+// per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
+import { useQuery } from "@tanstack/react-query";
+import { Alert, Breadcrumb, Card, Col, Empty, Pagination, Row, Skeleton, Space, Statistic, Table, Typography } from "antd";
+import { useMemo, useState } from "react";
+import { useTranslation } from "react-i18next";
+import { Link, useParams } from "react-router";
+
+import { api } from "../../api/client";
+import { unwrap } from "../../api/errors";
+import {
+  classificationReportOf,
+  useTrainingJob,
+  useTrainingReport,
+  type ClassificationReport,
+  type PerClassRow,
+} from "../../api/queries/training";
+import { useDatasetVersion } from "../../api/queries/versions";
+import { Chart, type ChartClick } from "../../components/charts/Chart";
+import { ErrorAlert } from "../../components/errors";
+import { cellSamples, heatmapData, maxOffDiagonal } from "./confusion";
+import { SampleThumb } from "./SampleThumb";
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const THUMBS_PER_PAGE = 48;
+
+export function ReportPage() {
+  const { t } = useTranslation();
+  const { projectId = "", jobId = "" } = useParams();
+  const evaluation = useTrainingReport(projectId, jobId);
+  const job = useTrainingJob(projectId, jobId, 10_000);
+  const [cell, setCell] = useState<{ row: number; col: number } | null>(null);
+
+  const report = useMemo(() => (evaluation.data ? classificationReportOf(evaluation.data) : null), [evaluation.data]);
+  const labels = evaluation.data?.labels ?? [];
+  // only reports without `predictions` need the validation samples' true labels (diagonal cells)
+  const trueLabels = useValTrueLabels(projectId, job.data?.dataset_version_id, Boolean(report && report.predictions.length === 0));
+
+  if (evaluation.isError) return <ErrorAlert error={evaluation.error} onRetry={() => void evaluation.refetch()} />;
+  if (!evaluation.data || !report) return <Skeleton active />;
+  const e = evaluation.data;
+  const name = job.data?.model_name || jobId.slice(0, 8);
+  const selected = cell ? cellSamples(report, labels, cell.row, cell.col, trueLabels) : [];
+
+  return (
+    <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      <Breadcrumb
+        items={[
+          { title: <Link to={`/projects/${projectId}/training`}>{t("training.title")}</Link> },
+          { title: <Link to={`/projects/${projectId}/training/${jobId}`}>{name}</Link> },
+          { title: t("report.title") },
+        ]}
+      />
+      <Typography.Title level={3} style={{ margin: 0 }}>
+        {t("report.heading", { name })}
+      </Typography.Title>
+      <Space size="large" wrap>
+        <Statistic title={t("report.accuracy")} value={pct(report.accuracy)} data-testid="report-accuracy" />
+        <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} />
+        <Statistic title={t("report.evaluated")} value={report.n} />
+        <Statistic title={t("report.misclassified")} value={report.misclassified.length} />
+      </Space>
+      {e.pretrained === false ? (
+        <Alert type="warning" showIcon title={t("report.notPretrained")} description={e.weights_note || undefined} />
+      ) : e.pretrained === true ? (
+        <Alert type="info" showIcon title={t("report.pretrained")} description={e.weights_note || undefined} />
+      ) : e.weights_note ? (
+        <Alert type="info" showIcon title={e.weights_note} />
+      ) : null}
+      <Typography.Text type="secondary">{t("report.splitNote", { split: t(`versions.splits.${e.split as "val"}`, { defaultValue: e.split }) })}</Typography.Text>
+      <Row gutter={[16, 16]}>
+        <Col xs={24} xl={13}>
+          <Card size="small" title={t("report.confusion")} extra={<Typography.Text type="secondary">{t("report.confusionHint")}</Typography.Text>}>
+            <ConfusionHeatmap report={report} labels={labels} onCell={(row, col) => setCell({ row, col })} />
+          </Card>
+        </Col>
+        <Col xs={24} xl={11}>
+          <Card
+            size="small"
+            data-testid="cell-samples"
+            title={
+              cell
+                ? t("report.cellTitle", { true: labels[cell.row], predicted: labels[cell.col], count: selected.length })
+                : t("report.cellNone")
+            }
+          >
+            {cell ? <ThumbGrid projectId={projectId} samples={selected} /> : <Typography.Text type="secondary">{t("report.cellPick")}</Typography.Text>}
+          </Card>
+        </Col>
+      </Row>
+      <Card size="small" title={t("report.perClass")}>
+        <PerClassTable rows={report.per_class} />
+      </Card>
+      <Card size="small" title={t("report.misclassifiedTitle", { count: report.misclassified.length })}>
+        <ThumbGrid projectId={projectId} samples={report.misclassified} emptyText={t("report.noneMisclassified")} />
+      </Card>
+    </Space>
+  );
+}
+
+function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[]; onCell: (row: number, col: number) => void }) {
+  const { t } = useTranslation();
+  const { report, labels, onCell } = props;
+  const option = useMemo(() => {
+    const points = heatmapData(report.confusion_matrix);
+    return {
+      tooltip: {
+        position: "top",
+        formatter: (p: { data: [number, number, number] }) =>
+          t("report.cellTooltip", { true: labels[p.data[1]], predicted: labels[p.data[0]], count: p.data[2] }),
+      },
+      grid: { left: 72, right: 24, top: 16, bottom: 96 },
+      xAxis: { type: "category", data: labels, name: t("report.predicted"), nameLocation: "middle", nameGap: 32, splitArea: { show: true } },
+      yAxis: { type: "category", data: labels, name: t("report.true"), nameLocation: "middle", nameGap: 52, inverse: true, splitArea: { show: true } },
+      visualMap: {
+        seriesIndex: 0,
+        min: 0,
+        max: maxOffDiagonal(report.confusion_matrix),
+        calculable: false,
+        orient: "horizontal",
+        left: "center",
+        bottom: 0,
+        itemHeight: 120,
+        itemWidth: 12,
+        inRange: { color: ["#fafafa", "#ff7a45", "#a8071a"] },
+        text: [t("report.errorsMore"), t("report.errorsNone")],
+      },
+      series: [
+        {
+          name: t("report.errors"),
+          type: "heatmap",
+          data: points.filter(([col, row]) => col !== row),
+          label: { show: true, formatter: (p: { data: number[] }) => (p.data[2] ? String(p.data[2]) : "") },
+          emphasis: { itemStyle: { borderColor: "#000", borderWidth: 1 } },
+        },
+        {
+          name: t("report.correct"),
+          type: "heatmap",
+          data: points.filter(([col, row]) => col === row),
+          itemStyle: { color: "#b7eb8f" },
+          label: { show: true },
+          emphasis: { itemStyle: { borderColor: "#000", borderWidth: 1 } },
+        },
+      ],
+    };
+  }, [report, labels, t]);
+  const size = Math.min(560, Math.max(300, 120 + labels.length * 36));
+  return (
+    <Chart
+      option={option}
+      height={size}
+      ariaLabel={t("report.confusion")}
+      onClick={(p: ChartClick) => {
+        const d = p.data as number[] | undefined;
+        if (Array.isArray(d) && typeof d[0] === "number" && typeof d[1] === "number") onCell(d[1], d[0]);
+      }}
+    />
+  );
+}
+
+function PerClassTable({ rows }: { rows: PerClassRow[] }) {
+  const { t } = useTranslation();
+  const num = (x: number) => x.toFixed(3);
+  return (
+    <Table<PerClassRow>
+      rowKey="label"
+      size="small"
+      dataSource={rows}
+      pagination={rows.length > 20 ? { pageSize: 20, showSizeChanger: false } : false}
+      columns={[
+        { title: t("report.class"), dataIndex: "label" },
+        { title: t("report.precision"), dataIndex: "precision", render: num, sorter: (a, b) => a.precision - b.precision },
+        { title: t("report.recall"), dataIndex: "recall", render: num, sorter: (a, b) => a.recall - b.recall },
+        { title: t("report.f1"), dataIndex: "f1", render: num, sorter: (a, b) => a.f1 - b.f1, defaultSortOrder: undefined },
+        { title: t("report.support"), dataIndex: "support", sorter: (a, b) => a.support - b.support },
+      ]}
+    />
+  );
+}
+
+function ThumbGrid(props: {
+  projectId: string;
+  samples: { sample_id: string; true: string; predicted: string; probability: number | null }[];
+  emptyText?: string;
+}) {
+  const { t } = useTranslation();
+  const [page, setPage] = useState(1);
+  const { samples } = props;
+  if (samples.length === 0) return <Empty image={Empty.PRESENTED_IMAGE_SIMPLE} description={props.emptyText ?? t("report.cellEmpty")} />;
+  const start = (Math.min(page, Math.ceil(samples.length / THUMBS_PER_PAGE)) - 1) * THUMBS_PER_PAGE;
+  return (
+    <Space orientation="vertical" style={{ width: "100%" }}>
+      <div style={{ display: "flex", flexWrap: "wrap", gap: 8 }}>
+        {samples.slice(start, start + THUMBS_PER_PAGE).map((s) => (
+          <SampleThumb key={s.sample_id} projectId={props.projectId} sampleId={s.sample_id} predicted={s.predicted} true={s.true} probability={s.probability} />
+        ))}
+      </div>
+      {samples.length > THUMBS_PER_PAGE && (
+        <Pagination size="small" current={page} pageSize={THUMBS_PER_PAGE} total={samples.length} onChange={setPage} showSizeChanger={false} />
+      )}
+    </Space>
+  );
+}
+
+/** Sample id -> true label name of a version's validation samples (all pages of 500). */
+function useValTrueLabels(projectId: string, versionId: string | undefined, enabled: boolean): Map<string, string> | undefined {
+  const version = useDatasetVersion(projectId, enabled ? versionId : undefined);
+  const datasetId = version.data?.dataset_id;
+  const query = useQuery({
+    queryKey: ["projects", projectId, "dataset-versions", versionId, "val-labels"],
+    enabled: enabled && Boolean(datasetId && versionId),
+    queryFn: async () => {
+      const out = new Map<string, string>();
+      for (let page = 1; page < 1000; page += 1) {
+        const data = unwrap(
+          await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/", {
+            params: {
+              path: { project_id: projectId, dataset_id: datasetId ?? "" },
+              query: { version: versionId, split: "val", page, page_size: 500 },
+            },
+          }),
+        );
+        for (const s of data.results) {
+          const label = s.annotations.find((a) => a.kind === "class")?.class_label;
+          if (label) out.set(s.id, label);
+        }
+        if (!data.next) break;
+      }
+      return out;
+    },
+  });
+  return query.data;
+}

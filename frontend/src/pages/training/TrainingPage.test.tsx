@@ -1,0 +1,62 @@
+import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+
+import { json, renderRoutes } from "../../test/render";
+import { TrainingPage } from "./TrainingPage";
+
+const routes = [
+  { path: "/projects/:projectId/training", element: <TrainingPage /> },
+  { path: "/projects/:projectId/training/:jobId", element: <p>job page</p> },
+];
+
+const version = {
+  id: "v2",
+  dataset_id: "d1",
+  number: 2,
+  task_type: "image_classification",
+  labels: ["cat", "dog"],
+  seed: 0,
+  split_fractions: { val: 0.2, test: 0 },
+  digest: "sha256:x",
+  flags: [],
+  stats: { samples: 40, splits: { train: 32, val: 8 }, classes: {} },
+  note: "",
+  created_at: "2026-11-29T00:00:00Z",
+};
+
+function api(posted: unknown[]) {
+  return async (request: Request) => {
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname.endsWith("/training-jobs/")) {
+      posted.push(await request.json());
+      return json(201, { id: "job1", status: "QUEUED" });
+    }
+    if (url.pathname.endsWith("/training-jobs/")) return json(200, { count: 0, next: null, previous: null, results: [] });
+    if (url.pathname.endsWith("/dataset-versions/v2/")) return json(200, version);
+    if (url.pathname.endsWith("/datasets/d1/versions/")) return json(200, [{ ...version, id: "v1", number: 1 }, version]);
+    if (url.pathname.endsWith("/datasets/")) return json(200, [{ id: "d1", name: "pets", task_type: "image_classification" }]);
+    return json(404, { error: { code: "not_found", message: url.pathname } });
+  };
+}
+
+describe("TrainingPage", () => {
+  it("without ?version= preselects the first dataset and its newest version", async () => {
+    const posted: unknown[] = [];
+    renderRoutes(routes, "/projects/p1/training", api(posted) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("pets")).toBeInTheDocument();
+    expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
+  });
+
+  it("preselects the version from ?version=, starts with the default budget and opens the job", async () => {
+    const posted: unknown[] = [];
+    const { router } = renderRoutes(routes, "/projects/p1/training?version=v2", api(posted) as unknown as typeof globalThis.fetch);
+
+    expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
+    expect(screen.getByRole("spinbutton", { name: "Time budget" })).toHaveValue("90");
+    await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
+
+    await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
+    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0 }]);
+  });
+});

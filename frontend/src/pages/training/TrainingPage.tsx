@@ -1,0 +1,288 @@
+// The Training section: a one-form wizard (dataset version, task, time budget) and the jobs.
+import { ExperimentOutlined } from "@ant-design/icons";
+import {
+  Alert,
+  Button,
+  Card,
+  Collapse,
+  Empty,
+  Form,
+  Input,
+  InputNumber,
+  Radio,
+  Segmented,
+  Select,
+  Space,
+  Table,
+  Typography,
+} from "antd";
+import { useEffect, useState } from "react";
+import { useTranslation } from "react-i18next";
+import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+
+import { useDatasets } from "../../api/queries/datasets";
+import { useStartTraining, useTrainingJobs, type TrainingJob } from "../../api/queries/training";
+import { useDatasetVersion, useDatasetVersions, statsOf } from "../../api/queries/versions";
+import { ErrorAlert, useReportError } from "../../components/errors";
+import { formatDate } from "../../format";
+import { formatDuration } from "./jobState";
+import { JobStatusTag } from "./JobStatusTag";
+
+/** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
+export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
+export const DEFAULT_BUDGET_S = 90;
+const TASKS = ["image_classification", "object_detection"] as const;
+const SUPPORTED_TASKS = new Set<string>(["image_classification"]);
+
+interface WizardValues {
+  dataset_id?: string;
+  dataset_version_id?: string;
+  task_type: string;
+  budget_s: number;
+  seed: number;
+  model_name?: string;
+}
+
+export function TrainingPage() {
+  const { t } = useTranslation();
+  return (
+    <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      <Typography.Title level={3} style={{ margin: 0 }}>
+        {t("training.title")}
+      </Typography.Title>
+      <TrainingWizard />
+      <TrainingJobsTable />
+    </Space>
+  );
+}
+
+function TrainingWizard() {
+  const { t } = useTranslation();
+  const { projectId = "" } = useParams();
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const reportError = useReportError();
+  const [form] = Form.useForm<WizardValues>();
+  const datasets = useDatasets(projectId);
+  const datasetId = Form.useWatch("dataset_id", form);
+  const versionId = Form.useWatch("dataset_version_id", form);
+  const taskType = Form.useWatch("task_type", form);
+  const budget = Form.useWatch("budget_s", form) ?? DEFAULT_BUDGET_S;
+  const versions = useDatasetVersions(projectId, datasetId);
+  const preset = useDatasetVersion(projectId, params.get("version") ?? undefined);
+  const start = useStartTraining(projectId);
+  const [prefilled, setPrefilled] = useState(false);
+
+  // ?version=<id> (from a version's page): preselect its dataset and the version
+  useEffect(() => {
+    if (prefilled || !preset.data) return;
+    form.setFieldsValue({ dataset_id: preset.data.dataset_id, dataset_version_id: preset.data.id });
+    setPrefilled(true);
+  }, [preset.data, prefilled, form]);
+
+  // no ?version=: preselect the first dataset, so a project with one dataset needs no picking
+  useEffect(() => {
+    if (params.get("version") || !datasets.data?.length || form.getFieldValue("dataset_id")) return;
+    form.setFieldValue("dataset_id", datasets.data[0]!.id);
+  }, [datasets.data, params, form]);
+
+  // a dataset picked by hand: preselect its newest version
+  useEffect(() => {
+    const list = versions.data;
+    if (!list || list.length === 0) return;
+    const current = form.getFieldValue("dataset_version_id") as string | undefined;
+    if (!current || !list.some((v) => v.id === current)) {
+      const newest = list.reduce((a, b) => (b.number > a.number ? b : a));
+      form.setFieldValue("dataset_version_id", newest.id);
+    }
+  }, [versions.data, form]);
+
+  const version = versions.data?.find((v) => v.id === versionId);
+  const versionTaskMismatch = version && taskType && version.task_type !== taskType;
+  const supported = SUPPORTED_TASKS.has(taskType ?? "");
+
+  const submit = (values: WizardValues) => {
+    if (!values.dataset_version_id) return;
+    start.mutate(
+      {
+        dataset_version_id: values.dataset_version_id,
+        budget_s: values.budget_s,
+        seed: values.seed,
+        ...(values.model_name?.trim() ? { model_name: values.model_name.trim() } : {}),
+      },
+      {
+        onSuccess: (job) => void navigate(`/projects/${projectId}/training/${job.id}`),
+        onError: (error) => reportError(error, form),
+      },
+    );
+  };
+
+  return (
+    <Card size="small" title={t("training.newJob")}>
+      {datasets.isError && <ErrorAlert error={datasets.error} onRetry={() => void datasets.refetch()} />}
+      <Form<WizardValues>
+        form={form}
+        layout="horizontal"
+        labelCol={{ flex: "160px" }}
+        style={{ maxWidth: 760 }}
+        initialValues={{ task_type: "image_classification", budget_s: DEFAULT_BUDGET_S, seed: 0 }}
+        onFinish={submit}
+      >
+        <Form.Item label={t("training.step1")} required style={{ marginBottom: 0 }}>
+          <Space wrap>
+            <Form.Item name="dataset_id" rules={[{ required: true, message: t("training.pickDataset") }]}>
+              <Select
+                aria-label={t("training.dataset")}
+                placeholder={t("training.dataset")}
+                style={{ width: 220 }}
+                loading={datasets.isPending}
+                options={(datasets.data ?? []).map((d) => ({ value: d.id, label: d.name }))}
+                onChange={() => form.setFieldValue("dataset_version_id", undefined)}
+              />
+            </Form.Item>
+            <Form.Item name="dataset_version_id" rules={[{ required: true, message: t("training.pickVersion") }]}>
+              <Select
+                aria-label={t("training.version")}
+                placeholder={t("training.version")}
+                style={{ width: 280 }}
+                disabled={!datasetId}
+                loading={versions.isFetching}
+                notFoundContent={datasetId ? t("training.noVersions") : undefined}
+                options={(versions.data ?? []).map((v) => ({
+                  value: v.id,
+                  label: t("training.versionOption", {
+                    number: v.number,
+                    samples: statsOf(v).samples,
+                    classes: v.labels.length,
+                  }),
+                }))}
+              />
+            </Form.Item>
+          </Space>
+        </Form.Item>
+        {datasetId && versions.data?.length === 0 && (
+          <Form.Item label=" " colon={false}>
+            <Alert
+              type="info"
+              showIcon
+              title={t("training.noVersions")}
+              action={
+                <Link to={`/projects/${projectId}/datasets/${datasetId}?tab=versions`}>{t("training.freezeOne")}</Link>
+              }
+            />
+          </Form.Item>
+        )}
+        {versions.isError && <ErrorAlert error={versions.error} onRetry={() => void versions.refetch()} />}
+        <Form.Item name="task_type" label={t("training.step2")}>
+          <Radio.Group
+            options={TASKS.map((task) => ({
+              value: task,
+              label: SUPPORTED_TASKS.has(task)
+                ? t(`datasets.taskTypes.${task}`)
+                : `${t(`datasets.taskTypes.${task}`)} (${t("training.later")})`,
+              disabled: !SUPPORTED_TASKS.has(task),
+            }))}
+          />
+        </Form.Item>
+        {versionTaskMismatch && (
+          <Form.Item label=" " colon={false}>
+            <Alert type="warning" showIcon title={t("training.taskMismatch")} />
+          </Form.Item>
+        )}
+        <Form.Item label={t("training.step3")} tooltip={t("training.budgetHint")} required>
+          <Space wrap>
+            <Segmented
+              aria-label={t("training.budget")}
+              value={(BUDGET_PRESETS as readonly number[]).includes(budget) ? budget : undefined}
+              onChange={(value) => form.setFieldValue("budget_s", value)}
+              options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s) }))}
+            />
+            <Form.Item name="budget_s" noStyle rules={[{ required: true }]}>
+              <InputNumber min={10} max={86400} precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
+            </Form.Item>
+          </Space>
+        </Form.Item>
+        <Form.Item label=" " colon={false}>
+          <Collapse
+            size="small"
+            ghost
+            items={[
+              {
+                key: "advanced",
+                label: t("training.advanced"),
+                forceRender: true,
+                children: (
+                  <Space wrap>
+                    <Form.Item name="model_name" label={t("training.modelName")} tooltip={t("training.modelNameHint")} style={{ marginBottom: 0 }}>
+                      <Input maxLength={200} style={{ width: 200 }} />
+                    </Form.Item>
+                    <Form.Item name="seed" label={t("versions.seed")} style={{ marginBottom: 0 }}>
+                      <InputNumber min={0} precision={0} style={{ width: 100 }} />
+                    </Form.Item>
+                  </Space>
+                ),
+              },
+            ]}
+          />
+        </Form.Item>
+        <Form.Item label=" " colon={false}>
+          <Button
+            type="primary"
+            htmlType="submit"
+            icon={<ExperimentOutlined />}
+            loading={start.isPending}
+            disabled={!supported || Boolean(versionTaskMismatch)}
+          >
+            {t("training.start")}
+          </Button>
+        </Form.Item>
+      </Form>
+    </Card>
+  );
+}
+
+function TrainingJobsTable() {
+  const { t } = useTranslation();
+  const { projectId = "" } = useParams();
+  const [page, setPage] = useState(1);
+  const pageSize = 20;
+  const jobs = useTrainingJobs(projectId, page, pageSize);
+
+  if (jobs.isError) return <ErrorAlert error={jobs.error} onRetry={() => void jobs.refetch()} />;
+  return (
+    <Card size="small" title={t("training.jobs")}>
+      <Table<TrainingJob>
+        rowKey="id"
+        size="small"
+        data-testid="training-jobs"
+        loading={jobs.isPending}
+        dataSource={jobs.data?.results}
+        locale={{ emptyText: <Empty description={t("training.noJobs")} /> }}
+        pagination={{ current: page, pageSize, total: jobs.data?.count ?? 0, onChange: setPage, showSizeChanger: false, hideOnSinglePage: true }}
+        columns={[
+          {
+            title: t("training.job"),
+            render: (_, job) => (
+              <Space size={4}>
+                <Link to={`/projects/${projectId}/training/${job.id}`}>{job.model_name || job.id.slice(0, 8)}</Link>
+                <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+                  {job.id.slice(0, 8)}
+                </Typography.Text>
+              </Space>
+            ),
+          },
+          { title: t("training.status"), dataIndex: "status", render: (status: string) => <JobStatusTag status={status} /> },
+          { title: t("training.budget"), dataIndex: "budget_s", render: (s: number) => formatDuration(s) },
+          {
+            title: t("training.valAccuracy"),
+            render: (_, job) => {
+              const acc = (job.metrics as { val_accuracy?: number } | null)?.val_accuracy;
+              return typeof acc === "number" ? `${(100 * acc).toFixed(1)}%` : "";
+            },
+          },
+          { title: t("common.createdAt"), dataIndex: "created_at", render: (value: string) => formatDate(value) },
+        ]}
+      />
+    </Card>
+  );
+}
