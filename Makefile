@@ -45,7 +45,8 @@ test: install lint-imports test-python test-frontend
 lint-imports: install
 	cd $(CURDIR) && $(VENV)/bin/lint-imports
 
-test-python: install
+# the browser tests (tests/e2e/test_console_browser.py) need the built console
+test-python: install frontend
 	$(PY) -m pytest
 
 test-frontend: frontend

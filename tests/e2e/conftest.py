@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 
 from sampan.devstack.client import Client
-from sampan.devstack.stack import Stack
+from sampan.devstack.stack import REPO_DIR, Stack
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +49,72 @@ def frozen_digits_version(client: Client, name: str, tmp_path: Path) -> tuple[st
                         [zip_folder(SEEDS_DIR / "mnist" / "train", tmp_path / "d.zip")])
     assert client.wait_job(f"{p}/imports/{job['id']}/", timeout_s=300)["status"] == "SUCCEEDED"
     return p, client.post(f"{p}/datasets/{dataset['id']}/versions/", {})
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser: the real Chromium from the system (Debian's `chromium` package), driven by
+# Playwright. `playwright install` cannot download browsers here, so Playwright is pointed at the
+# system binary. A missing Chromium FAILS the browser tests (it is not a reason to skip them):
+# `.ci/run` installs it; by hand, `apt-get install -y chromium fonts-noto-cjk`.
+CHROMIUM = os.environ.get("SAMPAN_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """A headless Chromium (Playwright ``Browser``), one per test module."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(f"Chromium is missing: no executable at {CHROMIUM}. The browser tests need the "
+                    "real Chromium: run `apt-get install -y chromium fonts-noto-cjk` (what .ci/run "
+                    "does), or set SAMPAN_CHROMIUM to a Chromium binary.", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def frontend_dist() -> Path:
+    """The built console that the web process serves at "/" (``make frontend``; ``make test``
+    builds it before the Python tests)."""
+    dist = Path(os.environ.get("SAMPAN_CONSOLE_DIR") or REPO_DIR / "frontend" / "dist")
+    if not (dist / "index.html").is_file():
+        pytest.fail(f"the console is not built: {dist / 'index.html'} is missing. Run "
+                    "`make frontend` (`make test` does it first).", pytrace=False)
+    return dist
+
+
+class Screenshots:
+    """Screenshots for a reviewer: written to ``<stack data dir>/var/screenshots/`` and
+    copied to ``$SAMPAN_SCREENSHOT_DIR`` (default ``test-artifacts/screenshots/`` in the repo,
+    ignored by git). Names are ``<prefix>-NN-<name>.png`` in the order taken."""
+
+    def __init__(self, stack_dir: Path, artifact_dir: Path, prefix: str) -> None:
+        self.stack_dir, self.artifact_dir, self.prefix = stack_dir, artifact_dir, prefix
+        self.stack_dir.mkdir(parents=True, exist_ok=True)
+        self.artifact_dir.mkdir(parents=True, exist_ok=True)
+        self.taken: list[Path] = []
+
+    def take(self, page: Any, name: str, *, full_page: bool = False) -> Path:
+        """What the person sees: the viewport (1280x720), or the whole page."""
+        filename = f"{self.prefix}-{len(self.taken) + 1:02d}-{name}.png"
+        path = self.stack_dir / filename
+        # finite CSS animations and transitions (antd fades) are fast-forwarded to their end
+        page.screenshot(path=str(path), full_page=full_page, animations="disabled")
+        shutil.copyfile(path, self.artifact_dir / filename)
+        self.taken.append(self.artifact_dir / filename)
+        return path
+
+
+@pytest.fixture(scope="module")
+def screenshots(stack: Stack, request: pytest.FixtureRequest) -> Screenshots:
+    prefix = Path(str(request.path)).stem.removeprefix("test_")
+    artifact_dir = Path(os.environ.get("SAMPAN_SCREENSHOT_DIR")
+                        or REPO_DIR / "test-artifacts" / "screenshots")
+    return Screenshots(stack.data_dir / "var" / "screenshots", artifact_dir, prefix)

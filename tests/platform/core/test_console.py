@@ -82,3 +82,8 @@ def test_console_routes_refuse_writes(built_console: Path) -> None:
     response = Client().post("/projects")
 
     assert response.status_code == 405
+
+
+def test_an_unknown_asset_is_a_404_not_the_index_page(client: Any) -> None:
+    response = client.get("/assets/index-doesnotexist.js")
+    assert response.status_code == 404
