@@ -4,12 +4,14 @@ import { Navigate, type RouteObject } from "react-router";
 
 import { AppLayout } from "./components/AppLayout";
 import { RequireAuth } from "./components/RequireAuth";
-import { ComingSoonPage } from "./pages/ComingSoonPage";
 import { DatasetListPage } from "./pages/datasets/DatasetListPage";
 import { DatasetPage } from "./pages/datasets/DatasetPage";
 import { DatasetVersionPage } from "./pages/datasets/DatasetVersionPage";
+import { DevicePage } from "./pages/devices/DevicePage";
+import { DevicesPage } from "./pages/devices/DevicesPage";
 import { LoginPage } from "./pages/LoginPage";
 import { MembersPage } from "./pages/MembersPage";
+import { ModelsPage } from "./pages/models/ModelsPage";
 import { ModelVersionPage } from "./pages/models/ModelVersionPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { ProjectsPage } from "./pages/ProjectsPage";
@@ -39,9 +41,10 @@ export const routes: RouteObject[] = [
           { path: "training", element: <TrainingPage /> },
           { path: "training/:jobId", element: <TrainingJobPage /> },
           { path: "training/:jobId/report", element: <ReportPage /> },
-          { path: "models", element: <ComingSoonPage section="models" /> },
+          { path: "models", element: <ModelsPage /> },
           { path: "models/versions/:versionId", element: <ModelVersionPage /> },
-          { path: "devices", element: <ComingSoonPage section="devices" /> },
+          { path: "devices", element: <DevicesPage /> },
+          { path: "devices/:deviceId", element: <DevicePage /> },
         ],
       },
       { path: "*", element: <NotFoundPage /> },

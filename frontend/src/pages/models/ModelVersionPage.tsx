@@ -1,6 +1,5 @@
 // One model version: metrics, lineage (dataset version, training job), files and the package.
-// The Models section's list and deployment come later (issue 3); this is the page a finished
-// training job links to.
+// Also "Try it" (one image through the version) and deploying it to devices with their live state.
 import { DownloadOutlined } from "@ant-design/icons";
 import { Breadcrumb, Button, Descriptions, Skeleton, Space, Statistic, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
@@ -9,6 +8,8 @@ import { Link, useParams } from "react-router";
 import { useModelVersion } from "../../api/queries/training";
 import { ErrorAlert } from "../../components/errors";
 import { formatBytes, formatDate } from "../../format";
+import { DeployButton, DeploymentsCard } from "./DeployPanel";
+import { TryItCard } from "./TryItCard";
 
 interface FileRow {
   name: string;
@@ -34,7 +35,7 @@ export function ModelVersionPage() {
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
-      <Breadcrumb items={[{ title: t("nav.models") }, { title: `${v.model_name} v${v.version}` }]} />
+      <Breadcrumb items={[{ title: <Link to={`/projects/${projectId}/models`}>{t("nav.models")}</Link> }, { title: `${v.model_name} v${v.version}` }]} />
       <Space style={{ width: "100%", justifyContent: "space-between" }} wrap>
         <Space align="baseline">
           <Typography.Title level={3} style={{ margin: 0 }}>
@@ -43,9 +44,12 @@ export function ModelVersionPage() {
           <Tag>{t(`datasets.taskTypes.${v.task_type as "image_classification"}`, { defaultValue: v.task_type })}</Tag>
           {!v.pretrained && <Tag color="warning">{t("models.fromScratch")}</Tag>}
         </Space>
-        <Button icon={<DownloadOutlined />} href={`/api/v1/projects/${projectId}/model-versions/${v.id}/package/`}>
-          {t("models.download")}
-        </Button>
+        <Space>
+          <DeployButton projectId={projectId} version={v} />
+          <Button icon={<DownloadOutlined />} href={`/api/v1/projects/${projectId}/model-versions/${v.id}/package/`}>
+            {t("models.download")}
+          </Button>
+        </Space>
       </Space>
       <Space size="large" wrap>
         {acc !== null && <Statistic title={t("report.accuracy")} value={`${(100 * acc).toFixed(1)}%`} />}
@@ -53,6 +57,8 @@ export function ModelVersionPage() {
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
+      <TryItCard projectId={projectId} versionId={v.id} />
+      <DeploymentsCard projectId={projectId} versionId={v.id} />
       <Descriptions
         size="small"
         bordered

@@ -1,0 +1,62 @@
+// Models, their versions and trying a version on one image (platform/sampan/registry).
+import { useMutation, useQuery } from "@tanstack/react-query";
+
+import { api, type Schemas } from "../client";
+import { unwrap } from "../errors";
+
+export type Model = Schemas["ModelOutput"];
+export type Prediction = Schemas["PredictionOutput"];
+export type PredictResult = Schemas["PredictOutput"];
+
+export const modelKeys = {
+  list: (projectId: string) => ["projects", projectId, "models"] as const,
+  versions: (projectId: string, modelId: string) => ["projects", projectId, "models", modelId, "versions"] as const,
+};
+
+export function useModels(projectId: string) {
+  return useQuery({
+    queryKey: modelKeys.list(projectId),
+    queryFn: async () =>
+      unwrap(await api().GET("/api/v1/projects/{project_id}/models/", { params: { path: { project_id: projectId } } })),
+  });
+}
+
+/** The versions of one model (fetched when its row is shown). */
+export function useModelVersions(projectId: string, modelId: string) {
+  return useQuery({
+    queryKey: modelKeys.versions(projectId, modelId),
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/model-versions/", {
+          params: { path: { project_id: projectId }, query: { model: modelId } },
+        }),
+      ),
+  });
+}
+
+/** A number from a version's free-form `metrics`, or null. */
+export function metricOf(metrics: unknown, key: string): number | null {
+  if (!metrics || typeof metrics !== "object") return null;
+  const value = (metrics as Record<string, unknown>)[key];
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+/** Runs a model version on one image (multipart `file`, `top_k`). */
+export function usePredict(projectId: string, versionId: string) {
+  return useMutation({
+    mutationFn: async (vars: { file: File; topK: number }) =>
+      unwrap(
+        await api().POST("/api/v1/projects/{project_id}/model-versions/{version_id}/predict/", {
+          params: { path: { project_id: projectId, version_id: versionId } },
+          // the schema types the binary as a string; the serializer sends the File itself
+          body: { file: vars.file as unknown as string, top_k: vars.topK },
+          bodySerializer: (body) => {
+            const form = new FormData();
+            form.append("file", body.file as unknown as Blob);
+            if (body.top_k !== undefined) form.append("top_k", String(body.top_k));
+            return form;
+          },
+        }),
+      ),
+  });
+}

@@ -1,0 +1,121 @@
+// The fleet: every enrolled device with its status and last metrics (refreshed every 5 s), and
+// "Add device", which issues an enrollment token and shows the enroll command once.
+import { PlusOutlined } from "@ant-design/icons";
+import { Alert, Button, Modal, Skeleton, Space, Table, Tooltip, Typography } from "antd";
+import { useTranslation } from "react-i18next";
+import { Link, useNavigate, useParams } from "react-router";
+
+import { metricsOf, useCreateEnrollmentToken, useDevices, type Device } from "../../api/queries/fleet";
+import { ErrorAlert, useReportError } from "../../components/errors";
+import { formatDate } from "../../format";
+import { DeviceStatusBadge } from "./DeploymentStateTag";
+import { relativeTime } from "./telemetry";
+
+const TOKEN_HOURS = 24;
+
+export function LastSeen({ value }: { value: string | null }) {
+  const { t } = useTranslation();
+  if (!value) return <Typography.Text type="secondary">{t("devices.never")}</Typography.Text>;
+  const { key, count } = relativeTime(value);
+  return <Tooltip title={formatDate(value)}>{t(key, { count })}</Tooltip>;
+}
+
+function AddDeviceButton({ projectId }: { projectId: string }) {
+  const { t } = useTranslation();
+  const reportError = useReportError();
+  const create = useCreateEnrollmentToken(projectId);
+  const issued = create.data;
+  return (
+    <>
+      <Button
+        type="primary"
+        icon={<PlusOutlined />}
+        loading={create.isPending}
+        onClick={() => create.mutate({ expires_in_hours: TOKEN_HOURS }, { onError: (error) => reportError(error) })}
+      >
+        {t("devices.add")}
+      </Button>
+      <Modal
+        open={Boolean(issued)}
+        title={t("devices.addTitle")}
+        onCancel={() => create.reset()}
+        footer={<Button onClick={() => create.reset()}>{t("common.close")}</Button>}
+        width={720}
+      >
+        {issued && (
+          <Space orientation="vertical" style={{ width: "100%" }}>
+            <Typography.Paragraph>{t("devices.addIntro", { hours: TOKEN_HOURS })}</Typography.Paragraph>
+            <Alert type="warning" showIcon title={t("devices.shownOnce")} />
+            <Typography.Paragraph data-testid="enroll-command" copyable={{ text: issued.enroll_command }} code style={{ whiteSpace: "pre-wrap", wordBreak: "break-all" }}>
+              {issued.enroll_command}
+            </Typography.Paragraph>
+            <Typography.Text type="secondary">
+              {t("devices.tokenExpires")}: {formatDate(issued.expires_at)}
+            </Typography.Text>
+          </Space>
+        )}
+      </Modal>
+    </>
+  );
+}
+
+export function DevicesPage() {
+  const { t } = useTranslation();
+  const { projectId = "" } = useParams();
+  const navigate = useNavigate();
+  const devices = useDevices(projectId);
+  if (devices.isError) return <ErrorAlert error={devices.error} onRetry={() => void devices.refetch()} />;
+  return (
+    <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      <Space style={{ width: "100%", justifyContent: "space-between" }} wrap>
+        <Typography.Title level={3} style={{ margin: 0 }}>
+          {t("nav.devices")}
+        </Typography.Title>
+        <AddDeviceButton projectId={projectId} />
+      </Space>
+      {!devices.data ? (
+        <Skeleton active />
+      ) : (
+        <Table<Device>
+          data-testid="devices-table"
+          rowKey="id"
+          size="small"
+          pagination={false}
+          dataSource={devices.data}
+          locale={{ emptyText: t("devices.empty") }}
+          onRow={(device) => ({ onClick: () => void navigate(`/projects/${projectId}/devices/${device.id}`), style: { cursor: "pointer" } })}
+          columns={[
+            {
+              title: t("common.name"),
+              dataIndex: "name",
+              render: (name: string, d) => <Link to={`/projects/${projectId}/devices/${d.id}`}>{name}</Link>,
+            },
+            { title: t("devices.status"), dataIndex: "status", render: (_, d) => <DeviceStatusBadge status={d.status} /> },
+            { title: t("devices.lastSeen"), dataIndex: "last_seen_at", render: (value: string | null) => <LastSeen value={value} /> },
+            {
+              title: t("devices.modelVersion"),
+              key: "model",
+              render: (_, d) =>
+                d.current_model_version ? (
+                  <Link to={`/projects/${projectId}/models/versions/${d.current_model_version.id}`} onClick={(e) => e.stopPropagation()}>
+                    {d.current_model_version.model_name} v{d.current_model_version.version}
+                  </Link>
+                ) : (
+                  <Typography.Text type="secondary">{t("devices.none")}</Typography.Text>
+                ),
+            },
+            { title: t("devices.requests"), key: "requests", render: (_, d) => metricsOf(d.last_metrics).requests ?? "—" },
+            {
+              title: t("devices.p95"),
+              key: "p95",
+              render: (_, d) => {
+                const p95 = metricsOf(d.last_metrics).latency_ms?.p95;
+                return typeof p95 === "number" ? t("models.latencyMs", { ms: p95.toFixed(1) }) : "—";
+              },
+            },
+          ]}
+        />
+      )}
+    </Space>
+  );
+}

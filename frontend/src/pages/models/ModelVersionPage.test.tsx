@@ -1,0 +1,56 @@
+import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+
+import { json, renderRoutes } from "../../test/render";
+import { ModelVersionPage } from "./ModelVersionPage";
+
+const routes = [{ path: "/projects/:projectId/models/versions/:versionId", element: <ModelVersionPage /> }];
+const ref = { id: "mv1", model_id: "m1", model_name: "digits", version: 1 };
+const version = {
+  ...ref, task_type: "image_classification", labels: ["0", "1"], metrics: { val_accuracy: 0.9, macro_f1: 0.8 },
+  pretrained: true, dataset_version_id: null, training_job_id: null, parent_id: null, model_sha256: "abc",
+  model_size: 2048, files: {}, manifest: {}, created_at: "2026-11-29T00:00:00Z",
+};
+const devices = [
+  { id: "dev1", name: "camera-1", status: "online", last_seen_at: null, device_time: null, agent_version: "", info: {}, current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
+  { id: "dev2", name: "gate", status: "offline", last_seen_at: null, device_time: null, agent_version: "", info: {}, current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
+];
+
+function api(state: { posted: unknown[]; deployments: unknown[] }) {
+  return async (request: Request) => {
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname.endsWith("/deployments/")) {
+      const body = (await request.json()) as { device_ids: string[] };
+      state.posted.push(body);
+      state.deployments = body.device_ids.map((id, i) => ({
+        id: `d${i}`, device_id: id, device_name: id === "dev1" ? "camera-1" : "gate", model_version: ref,
+        state: id === "dev1" ? "downloading" : "failed", error: id === "dev1" ? "" : "sha256 mismatch",
+        created_at: "2026-11-29T00:00:00Z", state_changed_at: "2026-11-29T00:00:00Z", finished_at: null,
+      }));
+      return json(201, state.deployments);
+    }
+    if (url.pathname.endsWith("/deployments/")) return json(200, state.deployments);
+    if (url.pathname.endsWith("/devices/")) return json(200, devices);
+    if (url.pathname.endsWith("/model-versions/mv1/")) return json(200, version);
+    return json(404, { error: { code: "not_found", message: url.pathname } });
+  };
+}
+
+describe("ModelVersionPage deploy", () => {
+  it("deploys to the picked devices in one click and shows each one's state", async () => {
+    const state = { posted: [] as unknown[], deployments: [] as unknown[] };
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state) as unknown as typeof globalThis.fetch);
+    await userEvent.click(await screen.findByRole("button", { name: /Deploy/ }));
+    expect(await screen.findByText("camera-1")).toBeInTheDocument();
+    expect(screen.getByText("offline")).toBeInTheDocument();
+    await userEvent.click(screen.getByRole("checkbox", { name: /camera-1/ }));
+    await userEvent.click(screen.getByRole("checkbox", { name: /gate/ }));
+    await userEvent.click(screen.getByRole("button", { name: "Deploy to 2 devices" }));
+    await waitFor(() => expect(state.posted).toEqual([{ model_version_id: "mv1", device_ids: ["dev1", "dev2"] }]));
+    expect(await screen.findByText("downloading")).toBeInTheDocument();
+    expect(screen.getByTestId("deployments-table")).toHaveTextContent("camera-1");
+    expect(screen.getByText("failed")).toBeInTheDocument();
+    expect(screen.getByText("sha256 mismatch")).toBeInTheDocument();
+  }, 30_000); // antd's modal and checkboxes are slow in jsdom
+});

@@ -1,0 +1,38 @@
+import { screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+
+import { json, renderRoutes } from "../../test/render";
+import { ModelsPage } from "./ModelsPage";
+
+const routes = [{ path: "/projects/:projectId/models", element: <ModelsPage /> }];
+const mv = (id: string, version: number, metrics: unknown, pretrained: boolean) => ({
+  id, model_id: "m1", model_name: "digits", version, task_type: "image_classification", labels: [], metrics, pretrained,
+  dataset_version_id: null, training_job_id: null, parent_id: null, model_sha256: "", model_size: 1536, files: {},
+  manifest: {}, created_at: "2026-11-29T00:00:00Z",
+});
+
+const fetcher = async (request: Request) => {
+  const url = new URL(request.url);
+  if (url.pathname.endsWith("/models/"))
+    return json(200, [{ id: "m1", name: "digits", task_type: "image_classification", description: "", version_count: 2, created_at: "2026-11-29T00:00:00Z" }]);
+  if (url.pathname.endsWith("/model-versions/") && url.searchParams.get("model") === "m1")
+    return json(200, [mv("a", 1, { val_accuracy: 0.9, macro_f1: 0.875 }, true), mv("b", 2, {}, false)]);
+  return json(404, { error: { code: "not_found", message: url.pathname } });
+};
+
+describe("ModelsPage", () => {
+  it("shows each model with its versions, newest first, linking to the version page", async () => {
+    renderRoutes(routes, "/projects/p1/models", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("2 versions")).toBeInTheDocument();
+    expect(screen.getAllByTestId("model-card")).toHaveLength(1);
+    const links = await screen.findAllByRole("link", { name: /^v\d$/ });
+    expect(links.map((a) => a.textContent)).toEqual(["v2", "v1"]);
+    expect(links[1]).toHaveAttribute("href", "/projects/p1/models/versions/a");
+    const v1 = links[1]!.closest("tr") as HTMLElement;
+    expect(within(v1).getByText("90.0%")).toBeInTheDocument();
+    expect(within(v1).getByText("87.5%")).toBeInTheDocument();
+    expect(within(v1).getByText("pretrained")).toBeInTheDocument();
+    expect(within(v1).getByText("1.5 KB")).toBeInTheDocument();
+    expect(within(links[0]!.closest("tr") as HTMLElement).getByText("trained from scratch")).toBeInTheDocument();
+  });
+});
