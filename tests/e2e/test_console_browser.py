@@ -14,11 +14,15 @@ read the import reports; the gallery and its filters; label the loose images by 
 and by a number key, reload and see the labels kept; switch the language to Chinese (kept across
 a reload) and back to English.
 
-Later sessions add the steps of pages not built yet, in this module, after ``label_and_reload``:
+Then, from the datasets list the language step ends on: freeze a dataset version on the Versions
+tab and see its numbers, split counts and class-balance chart, and the versions table's row;
+start training from the wizard ("Train a model on it") with the 0:30 budget, see the epoch and
+loss while it runs and the curves, and the status reach "Done"; open the report (accuracy,
+macro-F1, the confusion matrix), click a diagonal cell of the matrix (a canvas: the cell is found
+by its tooltip) and see that cell's samples as thumbnails; open the model version page.
+
+Later sessions add the steps of pages not built yet, in this module:
   - detection: draw a bounding box, move/resize it, reload and see it kept;
-  - freeze a dataset version and see its class balance chart and flags;
-  - training: the wizard with a small budget, watch live progress reach done;
-  - report: accuracy / macro-F1, click a confusion-matrix cell and see those samples;
   - registry and deploy: deploy the version to the local agent (``stack.enroll_agent`` +
     ``stack.start_agent``) and see the device reach "running";
   - devices: the enroll command, the fleet table and the device page's charts.
@@ -100,6 +104,10 @@ def test_console_sign_in_upload_label_and_languages(page: Page, stack: Stack, co
     step("gallery", open_gallery, page, screenshots)
     step("label_and_reload", label_and_reload, page, screenshots)
     step("languages", switch_languages, page, screenshots)
+    step("freeze_version", freeze_version, page, screenshots)
+    step("train", train_small_budget, page, screenshots)
+    step("report", open_report, page, screenshots)
+    step("model_version", open_model_version, page, screenshots)
     print("console browser steps (s):", json.dumps(timings))
 
 
@@ -360,3 +368,202 @@ def switch_languages(page: Page, screenshots: Any) -> None:
     expect(page.get_by_role("columnheader", name="Samples")).to_be_visible()
     expect(page.get_by_role("menuitem", name="Members")).to_be_visible()
     screenshots.take(page, "datasets")
+
+
+def freeze_version(page: Page, screenshots: Any) -> None:
+    # from the datasets list (where the language step ends) to the dataset's Versions tab
+    page.get_by_role("link", name="digits", exact=True).click()
+    expect(page.get_by_role("heading", name="digits")).to_be_visible()
+    page.get_by_role("tab", name="Versions").click()
+    expect(page).to_have_url(re.compile(r"tab=versions"))
+    expect(page.get_by_text("No versions yet. Label samples, then freeze a version to train on it.")
+           ).to_be_visible()
+    # the API's defaults: 20 % validation, no test split, seed 0
+    expect(page.get_by_role("spinbutton", name="Validation fraction")).to_have_value("0.20")
+    page.get_by_role("button", name="Freeze version").click()
+    expect(page.locator(".ant-message").get_by_text("Version 1 frozen")).to_be_visible()
+    # the new version's page: its numbers, split counts and the class balance chart
+    expect(page).to_have_url(re.compile(r"/datasets/[^/]+/versions/[^/?]+$"))
+    expect(page.get_by_role("heading", name="digits v1")).to_be_visible()
+    samples, classes = statistic(page, "Samples"), statistic(page, "Classes")
+    expect(samples).to_have_text("403")
+    expect(classes).to_have_text("10")
+    train, val = statistic(page, "Train"), statistic(page, "Validation")
+    expect(train).to_have_text(re.compile(r"^\d+$"))
+    expect(val).to_have_text(re.compile(r"^\d+$"))
+    n_train, n_val = int(train.inner_text()), int(val.inner_text())
+    assert n_train + n_val == 403 and 70 <= n_val <= 90, (n_train, n_val)  # ~20 % per class
+    expect(statistic(page, "Test")).to_have_count(0)  # no test split: no test count
+    balance = page.get_by_role("img", name="Class balance per split")
+    expect(balance.locator("canvas").first).to_be_visible()
+    wait_for_chart(balance)
+    # every class has 40+ samples: no warnings about this version
+    expect(page.get_by_test_id("version-flags")).to_have_count(0)
+    expect(page.get_by_text("validation 20%, test 0%")).to_be_visible()
+    screenshots.take(page, "dataset-version")
+
+    # the versions table lists it with its counts and no flags
+    page.locator(".ant-breadcrumb").get_by_role("link", name="digits").click()
+    expect(page).to_have_url(re.compile(r"tab=versions"))
+    row = page.get_by_test_id("versions-table").get_by_role("row").filter(
+        has=page.get_by_role("link", name="v1", exact=True))
+    expect(row).to_contain_text(f"{n_train} / {n_val} / 0")
+    expect(row.get_by_role("cell", name="403", exact=True)).to_be_visible()
+    expect(row.get_by_role("cell", name="10", exact=True)).to_be_visible()
+    expect(row.locator(".ant-tag")).to_have_text("OK")
+    screenshots.take(page, "versions")
+    row.get_by_role("link", name="v1", exact=True).click()
+    expect(page.get_by_role("heading", name="digits v1")).to_be_visible()
+
+
+def statistic(page: Page, title: str) -> Locator:
+    """The value of the antd Statistic titled exactly ``title``."""
+    return page.locator(".ant-statistic").filter(
+        has=page.locator(".ant-statistic-title", has_text=re.compile(rf"^{re.escape(title)}$"))
+    ).locator(".ant-statistic-content")
+
+
+def wait_for_chart(chart: Locator) -> None:
+    """ECharts has drawn into the chart's canvas and its animation has ended: something on the
+    canvas is not transparent, and the picture did not change between two looks 300 ms apart
+    (a canvas animation is not one that the screenshot's ``animations="disabled"`` stops)."""
+    chart.locator("canvas").first.wait_for()
+    chart.page.wait_for_function("""(el) => {
+        const canvas = el.querySelector('canvas');
+        if (!canvas || canvas.width === 0) return false;
+        const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+        let drawn = false;
+        for (let i = 3; i < data.length; i += 4 * 97) if (data[i] !== 0) { drawn = true; break; }
+        const picture = canvas.toDataURL();
+        const still = el.__sampanLastPicture === picture;
+        el.__sampanLastPicture = picture;
+        return drawn && still;
+    }""", arg=chart.element_handle(), polling=300)
+
+
+def train_small_budget(page: Page, screenshots: Any) -> None:
+    # "Train a model on it" opens the wizard with this version chosen
+    page.get_by_role("button", name="Train a model on it").click()
+    expect(page).to_have_url(re.compile(r"/training\?version="))
+    expect(page.get_by_role("heading", name="Training", exact=True)).to_be_visible()
+    def select(name: str) -> Locator:  # an antd Select shows its choice beside the combobox
+        return page.locator(".ant-select").filter(
+            has=page.get_by_role("combobox", name=name, exact=True))
+
+    expect(select("Dataset")).to_contain_text("digits")
+    expect(select("Dataset version")).to_contain_text("v1 · 403 samples · 10 classes")
+    budget = page.get_by_role("spinbutton", name="Time budget")
+    expect(budget).to_have_value("90")  # the default
+    page.locator(".ant-segmented").get_by_text("0:30", exact=True).click()  # the smallest preset
+    expect(budget).to_have_value("30")
+    expect(page.get_by_test_id("training-jobs")).to_contain_text("No training jobs yet.")
+    screenshots.take(page, "training-wizard")
+    page.get_by_role("button", name="Start training").click()
+
+    # the job page: status, epoch and loss while it runs, then "Done" with the curves
+    expect(page).to_have_url(re.compile(r"/training/[^/]+$"))
+    expect(page.get_by_role("heading", name="Training digits")).to_be_visible()
+    status = page.get_by_test_id("job-status")
+    expect(status).to_have_text(re.compile(r"^(Pending|Queued|Running|Done)$"))
+    # record what the person sees as the job runs (the page polls or listens on its socket)
+    page.evaluate("""() => {
+        window.__sampanSeen = {epoch: [], loss: [], live: []};
+        const value = (title) => {
+            for (const s of document.querySelectorAll('.ant-statistic')) {
+                const t = s.querySelector('.ant-statistic-title');
+                if (t && t.textContent.trim() === title)
+                    return s.querySelector('.ant-statistic-content').textContent.trim();
+            }
+            return null;
+        };
+        const timer = setInterval(() => {
+            const seen = window.__sampanSeen;
+            const epoch = value('Epoch'), loss = value('Loss');
+            const tag = document.querySelector('[data-testid=live-tag]');
+            if (epoch && /^\\d+ \\/ \\d+$/.test(epoch) && !seen.epoch.includes(epoch))
+                seen.epoch.push(epoch);
+            if (loss && /^\\d+\\.\\d{4}$/.test(loss) && !seen.loss.includes(loss))
+                seen.loss.push(loss);
+            if (tag && !seen.live.includes(tag.textContent)) seen.live.push(tag.textContent);
+            if (!location.pathname.match(/\\/training\\/[^/]+$/)) clearInterval(timer);
+        }, 100);
+    }""")
+    expect(page.get_by_test_id("live-tag")).to_have_text(re.compile(r"^(live|polling)$"))
+    # a running epoch: "n / m" and a loss
+    page.wait_for_function("() => window.__sampanSeen.epoch.length > 0 "
+                           "&& window.__sampanSeen.loss.length > 0", timeout=120_000)
+    if status.inner_text() == "Running":
+        screenshots.take(page, "training-running")
+    expect(status).to_have_text("Done", timeout=120_000)
+    seen = page.evaluate("() => window.__sampanSeen")
+    print("training job page showed:", json.dumps(seen))
+    expect(page.get_by_test_id("live-tag")).to_have_count(0)  # only while the job runs
+    expect(page.get_by_text("Training finished")).to_be_visible()
+    expect(page.get_by_test_id("training-progress")).to_have_attribute("aria-valuenow", "100")
+    expect(statistic(page, "Phase")).to_have_text("Done")
+    expect(statistic(page, "Validation accuracy")).to_have_text(re.compile(r"^\d+\.\d%$"))
+    curves = page.get_by_role("img", name="Loss and validation accuracy per epoch")
+    expect(curves.locator("canvas").first).to_be_visible()
+    wait_for_chart(curves)
+    expect(page.get_by_test_id("report-link")).to_have_text("Open the evaluation report")
+    expect(page.get_by_test_id("model-link")).to_have_text("Model digits v1")
+    screenshots.take(page, "training-done")
+
+
+def open_report(page: Page, screenshots: Any) -> None:
+    page.get_by_test_id("report-link").click()
+    expect(page).to_have_url(re.compile(r"/training/[^/]+/report$"))
+    expect(page.get_by_role("heading", name="Evaluation of digits")).to_be_visible()
+    expect(statistic(page, "Accuracy")).to_have_text(re.compile(r"^\d+\.\d%$"))
+    expect(statistic(page, "Macro-F1")).to_have_text(re.compile(r"^\d+\.\d%$"))
+    accuracy = float(statistic(page, "Accuracy").inner_text().rstrip("%"))
+    assert accuracy >= 50, f"accuracy {accuracy}% after a 30 s budget"  # ten classes: chance is 10%
+    expect(statistic(page, "Samples evaluated")).to_have_text(re.compile(r"^\d+$"))
+    matrix = page.get_by_role("img", name="Confusion matrix")
+    expect(matrix.locator("canvas").first).to_be_visible()
+    wait_for_chart(matrix)
+    cells = page.get_by_test_id("cell-samples")
+    expect(cells).to_contain_text("Click a cell of the matrix to list its samples here.")
+
+    # the matrix is a canvas: aim at the diagonal cell of class "0" from the chart's grid
+    # (ReportPage: grid left 72, right 24, top 16, bottom 96; 10 classes), check by its tooltip
+    matrix.scroll_into_view_if_needed()
+    box = matrix.locator("canvas").first.bounding_box()
+    assert box is not None
+    n, left, right, top, bottom = 10, 72, 24, 16, 96
+    x = box["x"] + left + 0.5 * (box["width"] - left - right) / n
+    y = box["y"] + top + 0.5 * (box["height"] - top - bottom) / n
+    page.mouse.move(x, y)
+    tooltip = re.compile(r"True 0, predicted 0: (\d+)")
+    expect(matrix).to_contain_text(tooltip)  # the tooltip lives in the chart's element
+    correct = int(tooltip.search(matrix.inner_text()).group(1))  # type: ignore[union-attr]
+    assert correct > 0
+    page.mouse.click(x, y)
+    title = "sample" if correct == 1 else "samples"
+    expect(cells).to_contain_text(f"True 0, predicted 0: {correct} {title}")
+    thumbs = cells.get_by_test_id("report-sample")
+    expect(thumbs).to_have_count(min(correct, 48))  # 48 a page
+    expect(thumbs.first).to_have_attribute("title", "predicted 0, true 0")
+    cells.scroll_into_view_if_needed()
+    page.wait_for_function("""() => {
+        const imgs = [...document.querySelectorAll('[data-testid=cell-samples] img')];
+        return imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0);
+    }""")
+    screenshots.take(page, "report")
+    expect(page.get_by_text(re.compile(r"^(\d+ misclassified samples?|"
+                                       r"Every sample was classified correctly\.)$")).first
+           ).to_be_visible()
+    page.get_by_role("link", name="digits", exact=True).click()  # the breadcrumb: the job
+    expect(page.get_by_role("heading", name="Training digits")).to_be_visible()
+
+
+def open_model_version(page: Page, screenshots: Any) -> None:
+    page.get_by_test_id("model-link").click()
+    expect(page).to_have_url(re.compile(r"/models/versions/[^/]+$"))
+    expect(page.get_by_role("heading", name="Model digits v1")).to_be_visible()
+    expect(page.locator(".ant-breadcrumb")).to_contain_text("digits v1")
+    expect(statistic(page, "Accuracy")).to_have_text(re.compile(r"^\d+\.\d%$"))
+    expect(statistic(page, "Classes")).to_have_text("10")
+    expect(page.get_by_role("link", name="Download package")).to_be_visible()
+    expect(page.get_by_role("link", name="model.onnx")).to_be_visible()
+    screenshots.take(page, "model-version")
