@@ -1,4 +1,4 @@
-import { Alert, Card, Collapse, Progress, Space, Statistic, Table, Tag, Typography } from "antd";
+import { Alert, Card, Collapse, Progress, Space, Statistic, Table, Typography } from "antd";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { useTranslation } from "react-i18next";
@@ -13,17 +13,7 @@ import {
   type ImportJob,
 } from "../../api/queries/datasets";
 import { ErrorAlert } from "../../components/errors";
-
-const STATUS_COLOURS: Record<string, string> = {
-  PENDING: "default",
-  QUEUED: "default",
-  RUNNING: "processing",
-  SUCCEEDED: "success",
-  FAILED: "error",
-  CANCELLED: "warning",
-};
-
-type StatusKey = keyof typeof import("../../i18n/locales/en.json")["imports"]["status"];
+import { JobStatusTag } from "../../components/JobStatusTag";
 
 /** One import job: its progress while it runs (polled every second), then its report. */
 export function ImportJobCard({ projectId, datasetId, jobId }: { projectId: string; datasetId: string; jobId: string }) {
@@ -49,9 +39,7 @@ export function ImportJobCard({ projectId, datasetId, jobId }: { projectId: stri
       data-testid="import-job"
       title={t("imports.title", { id: jobId.slice(0, 8) })}
       extra={
-        <Tag color={STATUS_COLOURS[job.data.status]}>
-          {t(`imports.status.${job.data.status as StatusKey}`, { defaultValue: job.data.status })}
-        </Tag>
+        <JobStatusTag status={job.data.status} />
       }
     >
       <JobBody job={job.data} />

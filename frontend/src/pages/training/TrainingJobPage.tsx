@@ -13,7 +13,7 @@ import { Chart } from "../../components/charts/Chart";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatDate } from "../../format";
 import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, percentDone, type JobMessage, type LiveJob } from "./jobState";
-import { JobStatusTag } from "./JobStatusTag";
+import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
 type PhaseKey = keyof typeof import("../../i18n/locales/en.json")["training"]["phases"];

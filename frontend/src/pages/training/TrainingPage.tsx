@@ -26,7 +26,7 @@ import { useDatasetVersion, useDatasetVersions, statsOf } from "../../api/querie
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatDate } from "../../format";
 import { formatDuration } from "./jobState";
-import { JobStatusTag } from "./JobStatusTag";
+import { JobStatusTag } from "../../components/JobStatusTag";
 
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;

@@ -10,7 +10,7 @@ export const STATUS_COLOURS: Record<string, string> = {
   CANCELLED: "warning",
 };
 
-type StatusKey = keyof typeof import("../../i18n/locales/en.json")["imports"]["status"];
+type StatusKey = keyof typeof import("../i18n/locales/en.json")["imports"]["status"];
 
 /** A job's state (the same states for import and training jobs: platform/sampan/core/jobs.py). */
 export function JobStatusTag({ status }: { status: string }) {
