@@ -38,6 +38,43 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+class JobSocket:
+    """A websocket client on ``/ws/jobs/<kind>/<id>/`` as a signed-in browser opens it (session
+    cookie, same Origin), collecting every event on a thread. ``events`` excludes the state sent
+    on connect (``{status, progress, error}``); ``snapshot`` holds it."""
+
+    def __init__(self, stack: Stack, username: str, password: str, kind: str, job_id: str) -> None:
+        import threading
+
+        import requests
+        from websockets.sync.client import connect
+
+        session = requests.Session()
+        session.post(stack.url + "/api/v1/auth/login/",
+                     json={"username": username, "password": password}).raise_for_status()
+        cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.get_dict().items())
+        self.socket = connect(stack.url.replace("http", "ws", 1) + f"/ws/jobs/{kind}/{job_id}/",
+                              additional_headers={"Cookie": cookie, "Origin": stack.url},
+                              open_timeout=10)
+        self.snapshot: dict[str, Any] = json.loads(self.socket.recv(timeout=10))
+        self.events: list[dict[str, Any]] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            for message in self.socket:
+                self.events.append(json.loads(message))
+        except ConnectionClosed:
+            pass
+
+    def close(self) -> None:
+        self.socket.close()
+        self.thread.join(timeout=10)
+
+
 def frozen_digits_version(client: Client, name: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:
     """A new project with the seed digits imported and frozen: (project API prefix, version)."""
     from sampan.devstack.mainjob import SEEDS_DIR, zip_folder

@@ -458,6 +458,14 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     expect(budget).to_have_value("30")
     expect(page.get_by_test_id("training-jobs")).to_contain_text("No training jobs yet.")
     screenshots.take(page, "training-wizard")
+    # what the job's websocket brings to the page (the page also polls while the socket is down)
+    frames: list[dict[str, Any]] = []
+
+    def on_socket(socket: Any) -> None:
+        if "/ws/jobs/training/" in socket.url:
+            socket.on("framereceived", lambda payload: frames.append(json.loads(payload)))
+
+    page.on("websocket", on_socket)
     page.get_by_role("button", name="Start training").click()
 
     # the job page: status, epoch and loss while it runs, then "Done" with the curves
@@ -496,7 +504,11 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
         screenshots.take(page, "training-running")
     expect(status).to_have_text("Done", timeout=120_000)
     seen = page.evaluate("() => window.__sampanSeen")
-    print("training job page showed:", json.dumps(seen))
+    print("training job page showed:", json.dumps(seen), f"({len(frames)} websocket events)")
+    # progress came over the websocket: epochs with a loss, then the end, and the page said "live"
+    assert any("epoch" in f.get("progress", {}) and "loss" in f["progress"] for f in frames), frames
+    assert frames and frames[-1].get("status") == "SUCCEEDED", frames[-3:]
+    assert "live" in seen["live"], f"the job page never showed 'live': {seen['live']}"
     expect(page.get_by_test_id("live-tag")).to_have_count(0)  # only while the job runs
     expect(page.get_by_text("Training finished")).to_be_visible()
     expect(page.get_by_test_id("training-progress")).to_have_attribute("aria-valuenow", "100")

@@ -86,6 +86,11 @@ class Stack:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
+        # the stack is several processes: its channel layer must be Redis. The unit tests' one
+        # process layer (SAMPAN_CHANNEL_LAYER=memory, set by tests/conftest.py) would give the
+        # web server and each worker a layer of its own, and no worker event would reach a
+        # websocket (the job page then only polls).
+        env.pop("SAMPAN_CHANNEL_LAYER", None)
         env.update({
             "SAMPAN_DATA_DIR": str(self.data_dir),
             "SAMPAN_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
