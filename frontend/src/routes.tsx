@@ -1,23 +1,20 @@
 // The console's routes. Django answers every non-API path with index.html (sampan/console.py),
 // so these paths work on reload and as links.
+//
+// Each page is its own chunk, loaded when its route is first visited (react-router's `lazy`):
+// the first paint only needs the layout and the login page, and the heavy parts (charts, the
+// annotation library) come with the pages that use them.
 import { Navigate, type RouteObject } from "react-router";
 
 import { AppLayout } from "./components/AppLayout";
 import { RequireAuth } from "./components/RequireAuth";
-import { DatasetListPage } from "./pages/datasets/DatasetListPage";
-import { DatasetPage } from "./pages/datasets/DatasetPage";
-import { DatasetVersionPage } from "./pages/datasets/DatasetVersionPage";
-import { DevicePage } from "./pages/devices/DevicePage";
-import { DevicesPage } from "./pages/devices/DevicesPage";
 import { LoginPage } from "./pages/LoginPage";
-import { MembersPage } from "./pages/MembersPage";
-import { ModelsPage } from "./pages/models/ModelsPage";
-import { ModelVersionPage } from "./pages/models/ModelVersionPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
-import { ProjectsPage } from "./pages/ProjectsPage";
-import { ReportPage } from "./pages/reports/ReportPage";
-import { TrainingJobPage } from "./pages/training/TrainingJobPage";
-import { TrainingPage } from "./pages/training/TrainingPage";
+
+/** A route's `lazy` for the page component exported as `name` from a module. */
+function page<M extends Record<string, unknown>>(load: () => Promise<M>, name: keyof M & string): RouteObject["lazy"] {
+  return async () => ({ Component: (await load())[name] as React.ComponentType });
+}
 
 export const routes: RouteObject[] = [
   { path: "/login", element: <LoginPage /> },
@@ -29,22 +26,25 @@ export const routes: RouteObject[] = [
     ),
     children: [
       { index: true, element: <Navigate to="/projects" replace /> },
-      { path: "projects", element: <ProjectsPage /> },
+      { path: "projects", lazy: page(() => import("./pages/ProjectsPage"), "ProjectsPage") },
       {
         path: "projects/:projectId",
         children: [
           { index: true, element: <Navigate to="datasets" replace /> },
-          { path: "datasets", element: <DatasetListPage /> },
-          { path: "datasets/:datasetId", element: <DatasetPage /> },
-          { path: "datasets/:datasetId/versions/:versionId", element: <DatasetVersionPage /> },
-          { path: "members", element: <MembersPage /> },
-          { path: "training", element: <TrainingPage /> },
-          { path: "training/:jobId", element: <TrainingJobPage /> },
-          { path: "training/:jobId/report", element: <ReportPage /> },
-          { path: "models", element: <ModelsPage /> },
-          { path: "models/versions/:versionId", element: <ModelVersionPage /> },
-          { path: "devices", element: <DevicesPage /> },
-          { path: "devices/:deviceId", element: <DevicePage /> },
+          { path: "datasets", lazy: page(() => import("./pages/datasets/DatasetListPage"), "DatasetListPage") },
+          { path: "datasets/:datasetId", lazy: page(() => import("./pages/datasets/DatasetPage"), "DatasetPage") },
+          {
+            path: "datasets/:datasetId/versions/:versionId",
+            lazy: page(() => import("./pages/datasets/DatasetVersionPage"), "DatasetVersionPage"),
+          },
+          { path: "members", lazy: page(() => import("./pages/MembersPage"), "MembersPage") },
+          { path: "training", lazy: page(() => import("./pages/training/TrainingPage"), "TrainingPage") },
+          { path: "training/:jobId", lazy: page(() => import("./pages/training/TrainingJobPage"), "TrainingJobPage") },
+          { path: "training/:jobId/report", lazy: page(() => import("./pages/reports/ReportPage"), "ReportPage") },
+          { path: "models", lazy: page(() => import("./pages/models/ModelsPage"), "ModelsPage") },
+          { path: "models/versions/:versionId", lazy: page(() => import("./pages/models/ModelVersionPage"), "ModelVersionPage") },
+          { path: "devices", lazy: page(() => import("./pages/devices/DevicesPage"), "DevicesPage") },
+          { path: "devices/:deviceId", lazy: page(() => import("./pages/devices/DevicePage"), "DevicePage") },
         ],
       },
       { path: "*", element: <NotFoundPage /> },

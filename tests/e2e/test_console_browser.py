@@ -19,24 +19,30 @@ tab and see its numbers, split counts and class-balance chart, and the versions 
 start training from the wizard ("Train a model on it") with the 0:30 budget, see the epoch and
 loss while it runs and the curves, and the status reach "Done"; open the report (accuracy,
 macro-F1, the confusion matrix), click a diagonal cell of the matrix (a canvas: the cell is found
-by its tooltip) and see that cell's samples as thumbnails; open the model version page.
+by its tooltip) and see that cell's samples as thumbnails; open the model version page; drop a
+held-out digit on "Try it" and read the top 5. Then add a device: copy the enroll command the
+console shows, run it (the device is this machine; the agent's home is in the stack's folder),
+start the agent and see it online in the fleet table; deploy the version with one click and see
+the deployment reach "running"; send the device traffic and see its requests, p95 latency and
+charts on the device page and the fleet table.
 
-Later sessions add the steps of pages not built yet, in this module:
-  - detection: draw a bounding box, move/resize it, reload and see it kept;
-  - registry and deploy: deploy the version to the local agent (``stack.enroll_agent`` +
-    ``stack.start_agent``) and see the device reach "running";
-  - devices: the enroll command, the fleet table and the device page's charts.
+Detection labeling (draw, move/resize, delete, undo, reload) is in test_console_detection.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
@@ -108,6 +114,10 @@ def test_console_sign_in_upload_label_and_languages(page: Page, stack: Stack, co
     step("train", train_small_budget, page, screenshots)
     step("report", open_report, page, screenshots)
     step("model_version", open_model_version, page, screenshots)
+    step("try_it", try_model, page, screenshots)
+    step("add_device", add_device, page, stack, screenshots)
+    step("deploy", deploy_to_device, page, screenshots)
+    step("device", device_page, page, stack, screenshots)
     print("console browser steps (s):", json.dumps(timings))
 
 
@@ -579,3 +589,93 @@ def open_model_version(page: Page, screenshots: Any) -> None:
     expect(page.get_by_role("link", name="Download package")).to_be_visible()
     expect(page.get_by_role("link", name="model.onnx")).to_be_visible()
     screenshots.take(page, "model-version")
+
+
+def try_model(page: Page, screenshots: Any) -> None:
+    """Drop a held-out digit on "Try it": the control plane runs the model and shows the top 5."""
+    card = page.locator(".ant-card").filter(has=page.get_by_text("Try it", exact=True))
+    expect(card).to_contain_text("Top")
+    digit = sorted((SEEDS_DIR / "mnist" / "heldout" / "7").glob("*.png"))[0]
+    card.locator("input[type=file]").set_input_files(str(digit))
+    predictions = card.get_by_test_id("prediction")
+    expect(predictions).to_have_count(5)  # top 5 by default
+    expect(card.get_by_test_id("predict-latency")).to_contain_text(re.compile(r"\d+\.\d ms"))
+    shown = [predictions.nth(i).inner_text().split("\n") for i in range(5)]
+    labels = [row[0] for row in shown]
+    probabilities = [float(row[-1].rstrip("%")) for row in shown]
+    assert set(labels) <= set("0123456789") and len(set(labels)) == 5, labels
+    assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 100.5
+    expect(card.get_by_role("img", name=digit.name)).to_be_visible()  # the dropped image
+    screenshots.take(page, "try-it")
+
+
+def add_device(page: Page, stack: Stack, screenshots: Any) -> None:
+    """Add a device as a person would: copy the enroll command from the console and run it on the
+    device (here: this machine, with the agent's home in the stack's folder), then start the agent."""
+    page.get_by_role("menuitem", name="Devices").click()
+    expect(page.get_by_role("heading", name="Devices")).to_be_visible()
+    expect(page.get_by_text("No devices yet: add one.")).to_be_visible()
+    page.get_by_role("button", name="Add device").click()
+    dialog = page.get_by_role("dialog", name="Add a device")
+    command = dialog.get_by_test_id("enroll-command")
+    expect(command).to_have_text(re.compile(r"^sampan-agent enroll --url http://\S+ --token \S+$"))
+    expect(dialog).to_contain_text("shown only now")
+    screenshots.take(page, "add-device")
+    argv = shlex.split(command.inner_text())
+    assert argv[:2] == ["sampan-agent", "enroll"] and argv[argv.index("--url") + 1] == stack.url
+    if stack.agent_home.exists():
+        shutil.rmtree(stack.agent_home)
+    enrolled = subprocess.run(
+        [sys.executable, "-m", "edge_agent.cli", *argv[1:], "--home", str(stack.agent_home),
+         "--name", "local-agent"], env=stack.env(), capture_output=True, text=True, timeout=60)
+    assert enrolled.returncode == 0, enrolled.stdout + enrolled.stderr
+    stack.start_agent()
+    dialog.locator(".ant-modal-footer").get_by_role("button", name="Close").click()
+    expect(dialog).to_be_hidden()
+    row = page.get_by_test_id("devices-table").get_by_role("row").filter(has_text="local-agent")
+    expect(row).to_contain_text("online", timeout=30_000)  # the agent's first heartbeat
+    expect(row).to_contain_text("none")  # no model yet
+    screenshots.take(page, "devices")
+
+
+def deploy_to_device(page: Page, screenshots: Any) -> None:
+    """One click deploys the model version; the device converges to "running"."""
+    page.get_by_role("menuitem", name="Models").click()
+    card = page.get_by_test_id("model-card").filter(has_text="digits")
+    card.get_by_role("link", name="v1", exact=True).click()
+    expect(page.get_by_role("heading", name="Model digits v1")).to_be_visible()
+    page.get_by_role("button", name=re.compile(r"\bDeploy$")).click()
+    dialog = page.get_by_role("dialog", name="Deploy digits v1")
+    dialog.get_by_role("checkbox", name=re.compile(r"^local-agent")).check()
+    dialog.get_by_role("button", name="Deploy to 1 device").click()
+    expect(page.locator(".ant-message").get_by_text("Deployment started")).to_be_visible()
+    row = page.get_by_test_id("deployments-table").get_by_role("row").filter(has_text="local-agent")
+    expect(row).to_contain_text(re.compile(r"pending|downloading|verifying|running"))
+    expect(row).to_contain_text("running", timeout=90_000)
+    screenshots.take(page, "deployed")
+
+
+def device_page(page: Page, stack: Stack, screenshots: Any) -> None:
+    """The device serves traffic; its page shows the requests, latency and charts."""
+    digits = sorted((SEEDS_DIR / "mnist" / "heldout").glob("*/*.png"))[:20]
+    for path in digits:  # the device's own traffic, from an app next to it
+        served = requests.post(stack.agent_url + "/v1/predict", data=path.read_bytes(), timeout=10)
+        assert served.status_code == 200, served.text
+    row = page.get_by_test_id("deployments-table").get_by_role("row").filter(has_text="local-agent")
+    row.get_by_role("link", name="local-agent").click()
+    expect(page.get_by_role("heading", name="local-agent")).to_be_visible()
+    expect(page.get_by_text("digits v1").first).to_be_visible()
+    # the next heartbeats carry the counters (every second in this stack)
+    expect(statistic(page, "Requests")).to_have_text(str(len(digits)), timeout=30_000)
+    expect(statistic(page, "p95 latency")).to_have_text(re.compile(r"^\d+\.\d ms$"))
+    for title in ("Requests per interval", "Latency (ms)", "Errors per interval", "CPU %",
+                  "Memory (MB)"):
+        chart = page.get_by_role("img", name=title)
+        expect(chart.locator("canvas").first).to_be_visible()
+        wait_for_chart(chart)
+    screenshots.take(page, "device", full_page=True)
+    page.get_by_role("menuitem", name="Devices").click()
+    row = page.get_by_test_id("devices-table").get_by_role("row").filter(has_text="local-agent")
+    expect(row).to_contain_text("digits v1")
+    expect(row).to_contain_text(str(len(digits)))
+    screenshots.take(page, "devices-running")
