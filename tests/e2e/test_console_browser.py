@@ -588,6 +588,9 @@ def open_model_version(page: Page, screenshots: Any) -> None:
     expect(statistic(page, "Classes")).to_have_text("10")
     expect(page.get_by_role("link", name="Download package")).to_be_visible()
     expect(page.get_by_role("link", name="model.onnx")).to_be_visible()
+    # lineage: the dataset version it learned from
+    expect(page.locator(".ant-descriptions").get_by_role("link", name="digits v1", exact=True)
+           ).to_have_attribute("href", re.compile(r"/datasets/[^/]+/versions/[^/]+$"))
     screenshots.take(page, "model-version")
 
 

@@ -1025,6 +1025,14 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        DatasetVersionRef: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            dataset_id: string;
+            dataset_name: string;
+            number: number;
+        };
         DeploymentInputRequest: {
             /** Format: uuid */
             model_version_id: string;
@@ -1290,6 +1298,8 @@ export interface components {
             pretrained: boolean;
             /** Format: uuid */
             dataset_version_id: string | null;
+            /** @description Lineage: the dataset version it was trained on. */
+            readonly dataset_version: components["schemas"]["DatasetVersionRef"] | null;
             /** Format: uuid */
             training_job_id: string | null;
             /** Format: uuid */

@@ -29,6 +29,13 @@ class ModelOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class DatasetVersionRef(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    dataset_name = serializers.CharField(source="dataset.name")
+    number = serializers.IntegerField()
+
+
 class ModelVersionOutput(serializers.Serializer):
     id = serializers.UUIDField()
     model_id = serializers.UUIDField()
@@ -39,6 +46,8 @@ class ModelVersionOutput(serializers.Serializer):
     metrics = serializers.JSONField()
     pretrained = serializers.BooleanField()
     dataset_version_id = serializers.UUIDField(allow_null=True)
+    dataset_version = DatasetVersionRef(allow_null=True, read_only=True,
+                                        help_text="Lineage: the dataset version it was trained on.")
     training_job_id = serializers.UUIDField(allow_null=True)
     parent_id = serializers.UUIDField(allow_null=True)
     model_sha256 = serializers.CharField()

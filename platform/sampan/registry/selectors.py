@@ -26,15 +26,16 @@ def model_get(*, project: Project, model_id: Any) -> RegisteredModel:
 
 def model_version_list(*, project: Project, model: RegisteredModel | None = None
                        ) -> QuerySet[ModelVersion]:
-    queryset = ModelVersion.objects.filter(project=project).select_related("model")
+    queryset = ModelVersion.objects.filter(project=project).select_related(
+        "model", "dataset_version__dataset")
     if model is not None:
         queryset = queryset.filter(model=model)
     return queryset.order_by("model__name", "-version")
 
 
 def model_version_get(*, project: Project, version_id: Any) -> ModelVersion:
-    found = ModelVersion.objects.select_related("model").filter(pk=version_id,
-                                                                project=project).first()
+    found = ModelVersion.objects.select_related("model", "dataset_version__dataset").filter(
+        pk=version_id, project=project).first()
     if found is None:
         raise NotFound("model version not found")
     return found

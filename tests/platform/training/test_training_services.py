@@ -167,3 +167,20 @@ def test_epoch_ends_are_kept_in_history_while_running(project_with_roles: dict[s
     job.refresh_from_db()
     assert [h["val_accuracy"] for h in job.history] == [0.5, 0.75]
     assert job.progress["epoch"] == 2
+
+
+def test_model_version_api_names_its_dataset_version_and_job(project_with_roles: dict[str, Any],
+                                                             version: Any, tmp_path: Path,
+                                                             api: Any) -> None:
+    project = project_with_roles["project"]
+    job = start(project, version)
+    model_version = services.training_job_complete(
+        job_id=job.pk, result=result_for(tiny_onnx(tmp_path / "m.onnx")))
+    assert model_version is not None
+    viewer = api(project_with_roles["viewer"])
+    body = viewer.get(f"/api/v1/projects/{project.pk}/model-versions/{model_version.pk}/").json()
+    assert body["dataset_version"] == {"id": str(version.pk), "dataset_id": str(version.dataset_id),
+                                       "dataset_name": "d", "number": version.number}
+    assert body["training_job_id"] == str(job.pk)
+    listed = viewer.get(f"/api/v1/projects/{project.pk}/model-versions/").json()
+    assert [v["dataset_version"]["dataset_name"] for v in listed] == ["d"]

@@ -9,7 +9,8 @@ const routes = [{ path: "/projects/:projectId/models/versions/:versionId", eleme
 const ref = { id: "mv1", model_id: "m1", model_name: "digits", version: 1 };
 const version = {
   ...ref, task_type: "image_classification", labels: ["0", "1"], metrics: { val_accuracy: 0.9, macro_f1: 0.8 },
-  pretrained: true, dataset_version_id: null, training_job_id: null, parent_id: null, model_sha256: "abc",
+  pretrained: true, dataset_version_id: "dv1",
+  dataset_version: { id: "dv1", dataset_id: "ds1", dataset_name: "digits", number: 3 }, training_job_id: null, parent_id: null, model_sha256: "abc",
   model_size: 2048, files: {}, manifest: {}, created_at: "2026-11-29T00:00:00Z",
 };
 const devices = [
@@ -41,6 +42,8 @@ describe("ModelVersionPage deploy", () => {
   it("deploys to the picked devices in one click and shows each one's state", async () => {
     const state = { posted: [] as unknown[], deployments: [] as unknown[] };
     renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state) as unknown as typeof globalThis.fetch);
+    // lineage: the dataset version it was trained on, as a link to that version's page
+    expect(await screen.findByRole("link", { name: "digits v3" })).toHaveAttribute("href", "/projects/p1/datasets/ds1/versions/dv1");
     await userEvent.click(await screen.findByRole("button", { name: /Deploy/ }));
     expect(await screen.findByText("camera-1")).toBeInTheDocument();
     expect(screen.getByText("offline")).toBeInTheDocument();

@@ -76,7 +76,17 @@ export function ModelVersionPage() {
               "—"
             ),
           },
-          { key: "dataset", label: t("training.version"), children: v.dataset_version_id ? <Typography.Text code>{v.dataset_version_id.slice(0, 8)}</Typography.Text> : "—" },
+          {
+            key: "dataset",
+            label: t("training.version"),
+            children: v.dataset_version ? (
+              <Link to={`/projects/${projectId}/datasets/${v.dataset_version.dataset_id}/versions/${v.dataset_version.id}`}>
+                {t("versions.title", { name: v.dataset_version.dataset_name, number: v.dataset_version.number })}
+              </Link>
+            ) : (
+              "—"
+            ),
+          },
           { key: "labels", label: t("versions.classes"), children: v.labels.join(", ") },
           { key: "sha", label: "SHA-256", children: <Typography.Text code copyable>{v.model_sha256}</Typography.Text> },
           { key: "created", label: t("common.createdAt"), children: formatDate(v.created_at) },

@@ -7,7 +7,7 @@ import { ModelsPage } from "./ModelsPage";
 const routes = [{ path: "/projects/:projectId/models", element: <ModelsPage /> }];
 const mv = (id: string, version: number, metrics: unknown, pretrained: boolean) => ({
   id, model_id: "m1", model_name: "digits", version, task_type: "image_classification", labels: [], metrics, pretrained,
-  dataset_version_id: null, training_job_id: null, parent_id: null, model_sha256: "", model_size: 1536, files: {},
+  dataset_version_id: null, dataset_version: null, training_job_id: null, parent_id: null, model_sha256: "", model_size: 1536, files: {},
   manifest: {}, created_at: "2026-11-29T00:00:00Z",
 });
 
