@@ -529,6 +529,8 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     wait_for_chart(curves)
     expect(page.get_by_test_id("report-link")).to_have_text("Open the evaluation report")
     expect(page.get_by_test_id("model-link")).to_have_text("Model digits v1")
+    expect(page.locator(".ant-descriptions").get_by_role("link", name="digits v1", exact=True)
+           ).to_be_visible()  # the dataset version it trains on
     screenshots.take(page, "training-done")
 
 

@@ -1025,6 +1025,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** @description A dataset version as other resources name it (lineage): ``<dataset_name> v<number>``. */
         DatasetVersionRef: {
             /** Format: uuid */
             id: string;
@@ -1463,6 +1464,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             dataset_version_id: string;
+            readonly dataset_version: components["schemas"]["DatasetVersionRef"];
             task_type: string;
             model_name: string;
             architecture: string;

@@ -152,3 +152,11 @@ class DatasetVersionOutput(serializers.Serializer):
     note = serializers.CharField()
     created_at = serializers.DateTimeField()
 
+
+class DatasetVersionRef(serializers.Serializer):
+    """A dataset version as other resources name it (lineage): ``<dataset_name> v<number>``."""
+
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    dataset_name = serializers.CharField(source="dataset.name")
+    number = serializers.IntegerField()

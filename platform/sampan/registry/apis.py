@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
+from sampan.datasets.serializers import DatasetVersionRef
 from sampan.registry import selectors
 from sampan.registry.inference import model_version_predict
 
@@ -27,13 +28,6 @@ class ModelOutput(serializers.Serializer):
     description = serializers.CharField()
     version_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-
-
-class DatasetVersionRef(serializers.Serializer):
-    id = serializers.UUIDField()
-    dataset_id = serializers.UUIDField()
-    dataset_name = serializers.CharField(source="dataset.name")
-    number = serializers.IntegerField()
 
 
 class ModelVersionOutput(serializers.Serializer):

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from sampan.core.apis import ProjectApi
 from sampan.core.pagination import Pagination
 from sampan.datasets.selectors import dataset_version_get
+from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
 
 
@@ -24,6 +25,7 @@ class TrainingJobInput(serializers.Serializer):
 class TrainingJobOutput(serializers.Serializer):
     id = serializers.UUIDField()
     dataset_version_id = serializers.UUIDField()
+    dataset_version = DatasetVersionRef(read_only=True)
     task_type = serializers.CharField()
     model_name = serializers.CharField()
     architecture = serializers.CharField()

@@ -12,7 +12,8 @@ from sampan.training.models import EvaluationReport, TrainingJob
 
 
 def training_job_list(*, project: Project) -> QuerySet[TrainingJob]:
-    return TrainingJob.objects.filter(project=project).order_by("-created_at")
+    return (TrainingJob.objects.filter(project=project).select_related("dataset_version__dataset")
+            .order_by("-created_at"))
 
 
 def training_job_get(*, project: Project, job_id: Any) -> TrainingJob:

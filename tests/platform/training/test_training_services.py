@@ -182,5 +182,7 @@ def test_model_version_api_names_its_dataset_version_and_job(project_with_roles:
     assert body["dataset_version"] == {"id": str(version.pk), "dataset_id": str(version.dataset_id),
                                        "dataset_name": "d", "number": version.number}
     assert body["training_job_id"] == str(job.pk)
+    job_body = viewer.get(f"/api/v1/projects/{project.pk}/training-jobs/{job.pk}/").json()
+    assert job_body["dataset_version"] == body["dataset_version"]
     listed = viewer.get(f"/api/v1/projects/{project.pk}/model-versions/").json()
     assert [v["dataset_version"]["dataset_name"] for v in listed] == ["d"]

@@ -6,6 +6,7 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useModelVersion } from "../../api/queries/training";
+import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
 import { formatBytes, formatDate } from "../../format";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
@@ -79,13 +80,7 @@ export function ModelVersionPage() {
           {
             key: "dataset",
             label: t("training.version"),
-            children: v.dataset_version ? (
-              <Link to={`/projects/${projectId}/datasets/${v.dataset_version.dataset_id}/versions/${v.dataset_version.id}`}>
-                {t("versions.title", { name: v.dataset_version.dataset_name, number: v.dataset_version.number })}
-              </Link>
-            ) : (
-              "—"
-            ),
+            children: <DatasetVersionLink projectId={projectId} version={v.dataset_version} />,
           },
           { key: "labels", label: t("versions.classes"), children: v.labels.join(", ") },
           { key: "sha", label: "SHA-256", children: <Typography.Text code copyable>{v.model_sha256}</Typography.Text> },

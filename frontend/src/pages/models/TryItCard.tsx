@@ -22,6 +22,7 @@ export function TryItCard({ projectId, versionId }: { projectId: string; version
     return () => URL.revokeObjectURL(url);
   }, [file]);
 
+  const [small, setSmall] = useState(false);
   const run = (image: File, k: number) => predict.mutate({ file: image, topK: k });
 
   return (
@@ -51,7 +52,14 @@ export function TryItCard({ projectId, versionId }: { projectId: string; version
             }}
           >
             {preview ? (
-              <Image src={preview} preview={false} alt={file?.name} style={{ maxHeight: 220, objectFit: "contain" }} />
+              // shown 200 px tall; a small image (a 28 px digit) is scaled up with sharp pixels
+              <Image
+                src={preview}
+                preview={false}
+                alt={file?.name}
+                onLoad={(event) => setSmall(event.currentTarget.naturalHeight < 200)}
+                style={{ height: 200, maxWidth: "100%", objectFit: "contain", imageRendering: small ? "pixelated" : "auto" }}
+              />
             ) : (
               <>
                 <p className="ant-upload-drag-icon">

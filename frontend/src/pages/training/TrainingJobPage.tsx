@@ -10,6 +10,7 @@ import { Link, useParams } from "react-router";
 
 import { trainingKeys, useCancelTraining, useModelVersion, useTrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
+import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatDate } from "../../format";
 import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, percentDone, type JobMessage, type LiveJob } from "./jobState";
@@ -88,7 +89,7 @@ export function TrainingJobPage() {
           {
             key: "version",
             label: t("training.version"),
-            children: <Typography.Text code>{j.dataset_version_id.slice(0, 8)}</Typography.Text>,
+            children: <DatasetVersionLink projectId={projectId} version={j.dataset_version} />,
           },
           { key: "seed", label: t("versions.seed"), children: j.seed },
           { key: "created", label: t("common.createdAt"), children: formatDate(j.created_at) },

@@ -9,6 +9,7 @@ function job(fields: Partial<TrainingJob>): TrainingJob {
   return {
     id: "j",
     dataset_version_id: "v",
+    dataset_version: { id: "v", dataset_id: "d", dataset_name: "digits", number: 1 },
     task_type: "image_classification",
     model_name: "m",
     architecture: "",
