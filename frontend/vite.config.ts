@@ -28,5 +28,8 @@ export default defineConfig({
     globals: true,
     setupFiles: ["src/test/setup.ts"],
     css: false,
+    // antd in jsdom is slow (a modal or a select renders in seconds on a loaded 2-core machine);
+    // 5 s timed out page tests while other work ran, so they wait longer before failing
+    testTimeout: 20_000,
   },
 });
