@@ -22,7 +22,7 @@ macro-F1, the confusion matrix), click a diagonal cell of the matrix (a canvas: 
 by its tooltip) and see that cell's samples as thumbnails; open the model version page.
 
 Later sessions add the steps of pages not built yet, in this module:
-  - detection: draw a bounding box, move/resize it, reload and see it kept;
+  - detection: done in its own module, ``test_console_detection.py`` (no training worker);
   - registry and deploy: deploy the version to the local agent (``stack.enroll_agent`` +
     ``stack.start_agent``) and see the device reach "running";
   - devices: the enroll command, the fleet table and the device page's charts.
