@@ -107,7 +107,9 @@ const selectRow = async (user: ReturnType<typeof userEvent.setup>, index: number
   expect(button).toHaveAttribute("aria-pressed", "true");
 };
 
-describe("DetectionLabelingPanel", () => {
+// an antd drawer rendered in jsdom takes 1-5 s a test on a busy 2-core machine (Vitest's default
+// limit is 5 s): a limit for a slow machine, not a wait for anything
+describe("DetectionLabelingPanel", { timeout: 20_000 }, () => {
   it("lists the stored boxes with their classes, and the classes in position order with their keys", () => {
     setup();
     expect(screen.getByText("2 boxes")).toBeInTheDocument();
