@@ -26,7 +26,8 @@ start the agent and see it online in the fleet table; deploy the version with on
 the deployment reach "running"; send the device traffic and see its requests, p95 latency and
 charts on the device page and the fleet table.
 
-Detection labeling (draw, move/resize, delete, undo, reload) is in test_console_detection.py.
+Detection labeling (draw, move/resize, change the class, delete, undo, reload) is in
+``test_console_detection.py`` (it needs no training worker).
 """
 
 from __future__ import annotations

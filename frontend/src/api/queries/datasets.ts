@@ -172,3 +172,17 @@ export function useBulkLabel(projectId: string, datasetId: string) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) }),
   });
 }
+
+/**
+ * Replaces every bounding box of a sample (`PUT samples/{id}/boxes/`; xyxy in px of the upright
+ * image, each with `class_label_id`); answers the sample as stored. The detection panel's
+ * autosave calls it (pages/datasets/useBoxAutosave.ts).
+ */
+export async function putSampleBoxes(projectId: string, sampleId: string, boxes: Schemas["BoxInputRequest"][]): Promise<Sample> {
+  return unwrap(
+    await api().PUT("/api/v1/projects/{project_id}/samples/{sample_id}/boxes/", {
+      params: { path: { project_id: projectId, sample_id: sampleId } },
+      body: { boxes },
+    }),
+  );
+}

@@ -1,12 +1,13 @@
 // The sample gallery: server-side pages (up to 500 a page), thumbnails, filters by label or
-// unlabeled, a selection for bulk labeling, and the labeling panel for classification.
-import { Alert, App, Button, Checkbox, Dropdown, Empty, Pagination, Select, Space, Spin, Tag, Typography } from "antd";
+// unlabeled, a selection for bulk labeling, and the labeling panel (classification) or drawer (detection).
+import { App, Button, Checkbox, Dropdown, Empty, Pagination, Select, Space, Spin, Tag, Typography } from "antd";
 import { useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import { useBulkLabel, useSamples, type Dataset, type Sample } from "../../api/queries/datasets";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { boxCountOf, classLabelOf } from "./labeling";
+import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
 import { LabelingPanel } from "./LabelingPanel";
 
 export const PAGE_SIZES = [50, 100, 200, 500];
@@ -163,7 +164,16 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
           )}
         </div>
       )}
-      {!classification && <Alert type="info" showIcon title={t("labeling.detectionLater")} />}
+      {!classification && current && (
+        <DetectionLabelingPanel
+          projectId={projectId}
+          dataset={dataset}
+          samples={rows}
+          current={current}
+          onNavigate={setCurrentId}
+          onClose={() => setCurrentId(null)}
+        />
+      )}
     </Space>
   );
 }

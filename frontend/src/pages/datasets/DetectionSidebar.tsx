@@ -1,0 +1,145 @@
+// The side column of the detection drawer: the classes (with their keys and colours, and a field
+// to add one), the save state, and the list of the open sample's boxes.
+import { DeleteOutlined, PlusOutlined } from "@ant-design/icons";
+import { Alert, Button, Input, Space, Tag, Typography } from "antd";
+import { useState } from "react";
+import { useTranslation } from "react-i18next";
+
+import { useAddClassLabels, type Dataset } from "../../api/queries/datasets";
+import { useReportError } from "../../components/errors";
+import type { Box } from "./boxes";
+import { keyForClassIndex } from "./labeling";
+import type { BoxAutosave } from "./useBoxAutosave";
+
+export type ClassLabel = Dataset["class_labels"][number];
+
+export function ClassPicker(props: {
+  projectId: string;
+  datasetId: string;
+  classes: ClassLabel[];
+  activeClass: ClassLabel | null;
+  colourOf: (index: number) => string;
+  onChoose: (cls: ClassLabel) => void;
+}) {
+  const { t } = useTranslation();
+  const add = useAddClassLabels(props.projectId, props.datasetId);
+  const reportError = useReportError();
+  const [draft, setDraft] = useState("");
+  const submit = () => {
+    const name = draft.trim();
+    if (name) add.mutate([name], { onSuccess: () => setDraft(""), onError: (error) => reportError(error) });
+  };
+
+  return (
+    <Space orientation="vertical" size="small" style={{ width: "100%" }}>
+      <Typography.Text strong>{t("detection.classes")}</Typography.Text>
+      {props.classes.length === 0 && <Alert type="info" showIcon title={t("detection.noClasses")} />}
+      <Space wrap size={[6, 6]} role="group" aria-label={t("detection.classes")}>
+        {props.classes.map((c, i) => {
+          const key = keyForClassIndex(i);
+          const active = c.id === props.activeClass?.id;
+          return (
+            <Button
+              key={c.id}
+              size="small"
+              type={active ? "primary" : "default"}
+              aria-pressed={active}
+              onClick={() => props.onChoose(c)}
+              icon={<span style={{ display: "inline-block", width: 10, height: 10, borderRadius: 2, background: props.colourOf(i), boxShadow: "0 0 0 1px #fff" }} />}
+            >
+              {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
+              {c.name}
+            </Button>
+          );
+        })}
+      </Space>
+      <Space.Compact size="small" style={{ width: "100%" }}>
+        <Input
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          onPressEnter={submit}
+          placeholder={t("datasets.addClassPlaceholder")}
+          aria-label={t("datasets.addClass")}
+          maxLength={200}
+        />
+        <Button icon={<PlusOutlined />} onClick={submit} loading={add.isPending} aria-label={t("datasets.addClass")} />
+      </Space.Compact>
+    </Space>
+  );
+}
+
+export function SaveState({ autosave }: { autosave: BoxAutosave }) {
+  const { t } = useTranslation();
+  const text = {
+    idle: "",
+    pending: t("detection.status.pending"),
+    saving: t("detection.status.saving"),
+    saved: t("detection.status.saved"),
+    error: t("detection.status.error"),
+  }[autosave.status];
+  const type = autosave.status === "error" ? "danger" : autosave.status === "saved" ? "success" : "secondary";
+  return (
+    <Typography.Text type={type} data-testid="save-status" role="status">
+      {text}
+    </Typography.Text>
+  );
+}
+
+export function BoxList(props: {
+  boxes: Box[];
+  selectedId: string | null;
+  nameOf: (classLabelId: string) => string;
+  colourOf: (box: Box) => string;
+  onSelect: (id: string) => void;
+  onDelete: (id: string) => void;
+}) {
+  const { t } = useTranslation();
+  return (
+    <div>
+      <Typography.Text strong>{t("detection.boxes", { count: props.boxes.length })}</Typography.Text>
+      {props.boxes.length === 0 ? (
+        <Typography.Paragraph type="secondary" style={{ margin: "4px 0 0" }}>
+          {t("detection.noBoxes")}
+        </Typography.Paragraph>
+      ) : (
+        <ul aria-label={t("detection.boxList")} style={{ listStyle: "none", margin: "4px 0 0", padding: 0 }} data-testid="box-list">
+          {props.boxes.map((box, i) => {
+            const name = props.nameOf(box.classLabelId);
+            const selected = box.id === props.selectedId;
+            return (
+              <li
+                key={box.id}
+                data-testid="box-row"
+                style={{ display: "flex", alignItems: "center", gap: 4, padding: "2px 4px", borderRadius: 4, background: selected ? "#e6f4ff" : undefined }}
+              >
+                <Button
+                  type="text"
+                  size="small"
+                  aria-pressed={selected}
+                  onClick={() => props.onSelect(box.id)}
+                  style={{ flex: 1, justifyContent: "flex-start", minWidth: 0 }}
+                >
+                  <span>{i + 1}.</span>
+                  <Tag color={props.colourOf(box)} style={{ marginInlineEnd: 0 }} data-testid="box-class">
+                    {name}
+                  </Tag>
+                  <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+                    {t("detection.size", { width: Math.round(box.x2 - box.x1), height: Math.round(box.y2 - box.y1) })}
+                  </Typography.Text>
+                </Button>
+                <Button
+                  type="text"
+                  size="small"
+                  danger
+                  icon={<DeleteOutlined />}
+                  aria-label={t("detection.deleteBox", { number: i + 1, label: name })}
+                  onClick={() => props.onDelete(box.id)}
+                />
+              </li>
+            );
+          })}
+        </ul>
+      )}
+    </div>
+  );
+}
