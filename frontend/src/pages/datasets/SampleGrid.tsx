@@ -3,19 +3,23 @@
 // Rows have one fixed height, so the scroll height is exact without measuring any element. When
 // the rows in view come within PREFETCH_ROWS of the last loaded one, the next page is asked for.
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { Checkbox, Spin, Tag, Typography } from "antd";
+import { Checkbox, Spin } from "antd";
 import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import type { Sample } from "../../api/queries/datasets";
 import { boxCountOf, classLabelOf } from "./labeling";
+import styles from "./SampleGrid.module.css";
 
-const CELL_MIN_WIDTH = 104; // px
-const GAP = 8; // px, between cells and rows
-const THUMB_HEIGHT = 132; // px: 4 padding + 92 image + 4 + 24 tag + 4 padding + 2 x 2 border
+// px; GAP and THUMB_HEIGHT are also in SampleGrid.module.css
+const CELL_MIN_WIDTH = 104;
+const GAP = 8; // between cells and rows
+const THUMB_HEIGHT = 132; // 2 x 2 border + 2 x 4 padding + 92 image + 4 + 22 tag, and room
 export const ROW_HEIGHT = THUMB_HEIGHT + GAP;
 const OVERSCAN_ROWS = 3;
-const PREFETCH_ROWS = 8;
+// ~4,000 px ahead: at a fast flick (~6,000 px/s) on two busy cores the next page arrived before
+// the grid ran out with 30 rows, not with 8 (tests/e2e/test_gallery_scale.py, "waiting" frames)
+const PREFETCH_ROWS = 30;
 // Fits the console at 1280x720 below the dataset header, tabs and the filter bar
 // (measured: the grid starts ~300 px from the top of the window).
 const GRID_HEIGHT = "calc(100vh - 320px)";
@@ -71,33 +75,21 @@ export function SampleGrid(props: {
     if (index >= 0) virtualizer.scrollToIndex(Math.floor(index / columns), { align: "auto" });
   }, [props.currentId, columns, virtualizer]);
 
+  const unlabeledText = t("gallery.unlabeledTag");
   return (
     <div
       ref={scrollRef}
       data-testid="gallery"
-      style={{ height: GRID_HEIGHT, minHeight: GRID_MIN_HEIGHT, overflowY: "auto", overflowAnchor: "none" }}
+      className={styles.grid}
+      style={{ height: GRID_HEIGHT, minHeight: GRID_MIN_HEIGHT }}
     >
-      <div style={{ height: virtualizer.getTotalSize(), position: "relative" }}>
+      <div className={styles.rows} style={{ height: virtualizer.getTotalSize(), ["--columns" as string]: columns }}>
         {rows.map((row) => (
-          <div
-            key={row.key}
-            data-index={row.index}
-            style={{
-              position: "absolute",
-              top: 0,
-              left: 0,
-              width: "100%",
-              height: THUMB_HEIGHT,
-              transform: `translateY(${row.start}px)`,
-              display: "grid",
-              gridTemplateColumns: `repeat(${columns}, minmax(0, 1fr))`,
-              gap: GAP,
-            }}
-          >
+          <div key={row.key} className={styles.row} style={{ transform: `translateY(${row.start}px)` }}>
             {row.index >= dataRows ? (
-              <Typography.Text type="secondary" style={{ gridColumn: "1 / -1", alignSelf: "center", textAlign: "center" }}>
+              <div className={styles.loading} data-testid="gallery-loading">
                 <Spin size="small" /> {t("gallery.loadingMore")}
-              </Typography.Text>
+              </div>
             ) : (
               props.samples.slice(row.index * columns, (row.index + 1) * columns).map((sample) => (
                 <Thumbnail
@@ -106,6 +98,7 @@ export function SampleGrid(props: {
                   current={sample.id === props.currentId}
                   checked={props.selected ? props.selected.has(sample.id) : undefined}
                   onClick={props.onClick}
+                  unlabeledText={unlabeledText}
                 />
               ))
             )}
@@ -135,52 +128,45 @@ const Thumbnail = memo(function Thumbnail(props: {
   current: boolean;
   checked: boolean | undefined;
   onClick: (sampleId: string) => void;
+  unlabeledText: string;
 }) {
-  const { t } = useTranslation();
   const { sample } = props;
+  const image = useRef<HTMLImageElement>(null);
+  useEffect(() => {
+    const img = image.current;
+    // A thumbnail that scrolls out before its image arrived drops its request: Chromium aborts
+    // the load when the src goes. Otherwise a fast scroll through 10,000 samples leaves 10,000
+    // requests queued, and the thumbnails where the scroll stops stay blank for minutes
+    // (measured: 2 s instead of > 2 min, tests/e2e/test_gallery_scale.py).
+    return () => {
+      if (img && !img.complete) img.removeAttribute("src");
+    };
+  }, []);
   const label = classLabelOf(sample);
   const boxes = boxCountOf(sample);
   return (
     <button
       type="button"
       data-testid="sample"
+      className={styles.thumb}
       title={sample.original_name}
-      aria-label={`${sample.original_name}: ${label ?? t("gallery.unlabeledTag")}`}
+      aria-label={`${sample.original_name}: ${label ?? props.unlabeledText}`}
       aria-pressed={props.checked ?? props.current}
       onClick={() => props.onClick(sample.id)}
-      style={{
-        position: "relative",
-        height: THUMB_HEIGHT,
-        minWidth: 0,
-        padding: 4,
-        background: "#fff",
-        cursor: "pointer",
-        border: `2px solid ${props.current || props.checked ? "#1677ff" : "#f0f0f0"}`,
-        borderRadius: 6,
-        textAlign: "center",
-        overflow: "hidden",
-      }}
     >
-      {props.checked !== undefined && (
-        <Checkbox checked={props.checked} style={{ position: "absolute", top: 4, left: 6 }} tabIndex={-1} />
-      )}
+      {props.checked !== undefined && <Checkbox checked={props.checked} className={styles.check} tabIndex={-1} />}
       <img
+        ref={image}
         src={sample.image_url}
         alt={sample.original_name}
         decoding="async"
         width={92}
         height={92}
-        style={{ objectFit: "contain", display: "block", margin: "0 auto", imageRendering: sample.width < 92 ? "pixelated" : "auto" }}
+        className={sample.width < 92 ? `${styles.image} ${styles.pixelated}` : styles.image}
       />
-      <div style={{ marginTop: 4, height: 24, whiteSpace: "nowrap", overflow: "hidden", textOverflow: "ellipsis" }}>
-        {label !== null ? (
-          <Tag color="blue" style={{ marginInlineEnd: 0 }}>{label}</Tag>
-        ) : boxes > 0 ? (
-          <Tag style={{ marginInlineEnd: 0 }}>{boxes} ▭</Tag>
-        ) : (
-          <Tag style={{ marginInlineEnd: 0 }}>{t("gallery.unlabeledTag")}</Tag>
-        )}
-      </div>
+      <span className={label !== null ? `${styles.tag} ${styles.label}` : styles.tag}>
+        {label ?? (boxes > 0 ? `${boxes} ▭` : props.unlabeledText)}
+      </span>
     </button>
   );
 });
