@@ -1,5 +1,6 @@
 import { act, fireEvent, screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
+import { StrictMode } from "react";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import type { Dataset, Sample } from "../../api/queries/datasets";
@@ -124,10 +125,11 @@ afterEach(() => {
   delete (HTMLElement.prototype as { scrollHeight?: number }).scrollHeight;
 });
 
-function renderGallery(search = "", isLabeled?: (index: number) => boolean) {
+function renderGallery(search = "", isLabeled?: (index: number) => boolean, strict = false) {
   const requests: URLSearchParams[] = [];
+  const gallery = <SampleGallery projectId="p1" dataset={dataset} />;
   const view = renderRoutes(
-    [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={dataset} /> }],
+    [{ path: "/projects/:projectId/datasets/:datasetId", element: strict ? <StrictMode>{gallery}</StrictMode> : gallery }],
     `/projects/p1/datasets/d1?tab=samples${search}`,
     samplesApi(requests, isLabeled) as unknown as typeof globalThis.fetch,
   );
@@ -199,17 +201,28 @@ describe("SampleGallery", () => {
     expect(screen.getByRole("combobox", { name: "Show" }).closest(".ant-select")).toHaveTextContent("Unlabeled");
   });
 
-  it("scrolls the grid to the next unlabeled sample when labeling moves to one far below", async () => {
+  it("labels the current sample when it is scrolled out, and scrolls to the next unlabeled one far below", async () => {
     // only samples 0 and 300 are unlabeled: labeling 0 moves to 300, 37 rows further down
     renderGallery("", (index) => index !== 0 && index !== 300);
     await userEvent.click(await screen.findByRole("button", { name: "0.png: unlabeled" }));
     expect(await screen.findByTestId("labeling-panel")).toHaveTextContent("0.png");
     expect(screen.queryByRole("button", { name: "300.png: unlabeled" })).not.toBeInTheDocument();
+    // the current sample scrolls out of the rendered rows: the keys still label it
+    scrollGalleryTo(20 * ROW_HEIGHT);
+    await waitFor(() => expect(screen.queryByRole("button", { name: "0.png: unlabeled" })).not.toBeInTheDocument());
 
     await userEvent.keyboard("1");
     expect(await screen.findByRole("button", { name: "300.png: unlabeled" })).toHaveAttribute("aria-pressed", "true");
     expect(screen.getByTestId("labeling-panel")).toHaveTextContent("300.png");
     expect(screen.getAllByTestId("sample").length).toBeLessThan(200);
     expect(screen.queryByRole("button", { name: /^0\.png: / })).not.toBeInTheDocument(); // scrolled out of the DOM
+  });
+
+  it("keeps the thumbnails' images through StrictMode's second run of effects (as in `npm run dev`)", async () => {
+    renderGallery("", undefined, true);
+    await waitFor(() => expect(screen.getAllByTestId("sample").length).toBeGreaterThan(0));
+    const images = screen.getByTestId("gallery").querySelectorAll("img");
+    expect([...images].filter((img) => !img.getAttribute("src"))).toEqual([]);
+    expect(images[0]).toHaveAttribute("src", "/img/0.png");
   });
 });
