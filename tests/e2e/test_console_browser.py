@@ -16,15 +16,15 @@ a reload) and back to English.
 
 Then, from the datasets list the language step ends on: freeze a dataset version on the Versions
 tab and see its numbers, split counts and class-balance chart, and the versions table's row;
-start training from the wizard ("Train a model on it") with the 0:30 budget, see the epoch and
-loss while it runs and the curves, and the status reach "Done"; open the report (accuracy,
-macro-F1, the confusion matrix), click a diagonal cell of the matrix (a canvas: the cell is found
-by its tooltip) and see that cell's samples as thumbnails; open the model version page; drop a
-held-out digit on "Try it" and read the top 5. Then add a device: copy the enroll command the
-console shows, run it (the device is this machine; the agent's home is in the stack's folder),
-start the agent and see it online in the fleet table; deploy the version with one click and see
-the deployment reach "running"; send the device traffic and see its requests, p95 latency and
-charts on the device page and the fleet table.
+filter the gallery by that version's validation split; start training from the wizard ("Train a
+model on it") with the 0:30 budget, see the epoch and loss while it runs and the curves, and the
+status reach "Done"; open the report (accuracy, macro-F1, the confusion matrix), click a diagonal
+cell of the matrix (a canvas: the cell is found by its tooltip) and see that cell's samples as
+thumbnails; open the model version page; drop a held-out digit on "Try it" and read the top 5.
+Then add a device: copy the enroll command the console shows, run it (the device is this machine;
+the agent's home is in the stack's folder), start the agent and see it online in the fleet table;
+deploy the version with one click and see the deployment reach "running"; send the device traffic
+and see its requests, p95 latency and charts on the device page and the fleet table.
 
 Detection labeling (draw, move/resize, change the class, delete, undo, reload) is in
 ``test_console_detection.py`` (it needs no training worker).
@@ -112,6 +112,7 @@ def test_console_sign_in_upload_label_and_languages(page: Page, stack: Stack, co
     step("label_and_reload", label_and_reload, page, screenshots)
     step("languages", switch_languages, page, screenshots)
     step("freeze_version", freeze_version, page, screenshots)
+    step("split_filter", filter_by_split, page, screenshots)
     step("train", train_small_budget, page, screenshots)
     step("report", open_report, page, screenshots)
     step("model_version", open_model_version, page, screenshots)
@@ -250,12 +251,23 @@ def open_gallery(page: Page, screenshots: Any) -> None:
     expect(page).to_have_url(re.compile(r"tab=samples"))
     gallery = page.get_by_test_id("gallery")
     expect(gallery).to_be_visible()
-    # 100 a page by default; every thumbnail is a labeled digit or "unlabeled"
-    expect(gallery.get_by_test_id("sample")).to_have_count(100)
     # the count shows in the header and above the gallery
     expect(page.get_by_text("403 samples", exact=True)).to_have_count(2)
     wait_for_thumbnails(page)
-    expect(page.locator(".ant-pagination-item-5")).to_be_visible()  # 403 / 100 -> 5 pages
+    # a virtual grid: all 403 are loaded (one page of 500), only the rows in view and a few more
+    # are in the DOM; the grid fits the 1280x720 window
+    in_dom = gallery.get_by_test_id("sample").count()
+    assert 0 < in_dom < 403, in_dom
+    box = gallery.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= VIEWPORT["height"], box
+    # scrolled to the bottom with the wheel, it shows the last samples: the three loose images
+    gallery.hover()
+    page.mouse.wheel(0, 100_000)
+    loose = gallery.get_by_role("button", name=re.compile(r"^\d_\d+\.png: unlabeled$"))
+    expect(loose).to_have_count(3)
+    wait_for_thumbnails(page)
+    assert gallery.get_by_test_id("sample").count() < 403
+    screenshots.take(page, "gallery-bottom")
 
     choose_filter(page, "Label: 3")
     expect(page.get_by_text("40 samples", exact=True)).to_be_visible()
@@ -268,10 +280,16 @@ def open_gallery(page: Page, screenshots: Any) -> None:
 
 
 def wait_for_thumbnails(page: Page) -> None:
-    """The thumbnails in view have loaded (they load lazily, as they scroll into view)."""
+    """The thumbnails in the gallery's view have loaded (the grid renders them as they scroll
+    into view)."""
     page.wait_for_function("""() => {
-        const imgs = [...document.querySelectorAll('[data-testid=gallery] img')]
-            .filter((img) => img.getBoundingClientRect().top < window.innerHeight);
+        const grid = document.querySelector('[data-testid=gallery]');
+        if (!grid) return false;
+        const view = grid.getBoundingClientRect();
+        const imgs = [...grid.querySelectorAll('img')].filter((img) => {
+            const box = img.getBoundingClientRect();
+            return box.bottom > view.top && box.top < Math.min(view.bottom, window.innerHeight);
+        });
         return imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0);
     }""")
 
@@ -333,16 +351,16 @@ def label_and_reload(page: Page, screenshots: Any) -> None:
             # labeling moves on to the next unlabeled sample
             expect(name_text).not_to_have_text(name)
     expect(page.locator(".ant-message").get_by_text(
-        "Every sample on this page is labeled.")).to_be_visible()
+        "Every loaded sample is labeled.")).to_be_visible()
     expect(page.get_by_text("0 samples", exact=True)).to_be_visible()
     expect(page.get_by_text("No samples match.")).to_be_visible()
     screenshots.take(page, "labeled")
 
-    # labels save without a save button: they survive a reload
+    # labels save without a save button: they survive a reload, and so does the filter (in the URL)
     page.reload()
-    expect(page.get_by_test_id("gallery")).to_be_visible()
-    expect(page.get_by_text("403 samples", exact=True)).to_have_count(2)
-    choose_filter(page, "Unlabeled")
+    expect(page.get_by_text("403 samples", exact=True)).to_be_visible()  # the dataset's header
+    expect(page.locator(".ant-select").filter(has=page.get_by_role("combobox", name="Show"))
+           ).to_contain_text("Unlabeled")
     expect(page.get_by_text("No samples match.")).to_be_visible()
     for name, digit in labeled.items():
         choose_filter(page, f"Label: {digit}")
@@ -360,10 +378,11 @@ def switch_languages(page: Page, screenshots: Any) -> None:
     expect(page.get_by_role("menuitem", name="成员")).to_be_visible()
     expect(page.get_by_role("tab", name="样本")).to_be_visible()
     expect(page.get_by_text("共 41 个样本", exact=True)).to_be_visible()
-    # the choice is kept across a reload
+    # the choice is kept across a reload (and the gallery's filter, in the URL)
     page.reload()
     expect(page.get_by_role("menuitem", name="数据集")).to_be_visible()
-    expect(page.get_by_text("共 403 个样本", exact=True)).to_have_count(2)
+    expect(page.get_by_text("共 403 个样本", exact=True)).to_be_visible()
+    expect(page.get_by_text("共 41 个样本", exact=True)).to_be_visible()
     expect(page.get_by_role("tab", name="上传")).to_be_visible()
     wait_for_thumbnails(page)
     screenshots.take(page, "gallery-zh-CN")
@@ -424,6 +443,33 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     expect(row.locator(".ant-tag")).to_have_text("OK")
     screenshots.take(page, "versions")
     row.get_by_role("link", name="v1", exact=True).click()
+    expect(page.get_by_role("heading", name="digits v1")).to_be_visible()
+
+
+def filter_by_split(page: Page, screenshots: Any) -> None:
+    # from the version page (where freezing ends) to the gallery of its validation split and back
+    n_val = int(statistic(page, "Validation").inner_text())
+    page.locator(".ant-breadcrumb").get_by_role("link", name="digits").click()
+    page.get_by_role("tab", name="Samples").click()
+    gallery = page.get_by_test_id("gallery")
+    expect(gallery).to_be_visible()
+    split = page.get_by_role("combobox", name="Split")
+    expect(split).to_be_disabled()  # no version chosen: a split means nothing yet
+    choose_option(page, page.get_by_role("combobox", name="Version"), "Version v1")
+    choose_option(page, split, "Validation")
+    expect(page).to_have_url(re.compile(r"[?&]version=[^&]+&split=val"))
+    expect(page.get_by_text(f"{n_val} samples", exact=True)).to_be_visible()
+    # with the label filter too: the validation samples of class "3" (~20 % of its 40)
+    choose_filter(page, "Label: 3")
+    expect(page.get_by_text(f"{n_val} samples", exact=True)).to_have_count(0)
+    n_three = int(page.get_by_text(re.compile(r"^\d{1,2} samples?$")).inner_text().split()[0])
+    assert 6 <= n_three <= 10, n_three  # the split is stratified: 20 % of each class
+    expect(gallery.get_by_test_id("sample")).to_have_count(n_three)
+    expect(gallery.get_by_role("button", name=re.compile(r": 3$"))).to_have_count(n_three)
+    wait_for_thumbnails(page)
+    screenshots.take(page, "gallery-split")
+    page.get_by_role("tab", name="Versions").click()
+    page.get_by_test_id("versions-table").get_by_role("link", name="v1", exact=True).click()
     expect(page.get_by_role("heading", name="digits v1")).to_be_visible()
 
 

@@ -1,7 +1,16 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import {
+  keepPreviousData,
+  useInfiniteQuery,
+  useMutation,
+  useQuery,
+  useQueryClient,
+  type InfiniteData,
+  type QueryClient,
+} from "@tanstack/react-query";
 
 import { api, type Schemas } from "../client";
 import { unwrap } from "../errors";
+import type { Split } from "./versions";
 
 export type Dataset = Schemas["DatasetOutput"];
 export type Sample = Schemas["SampleOutput"];
@@ -116,32 +125,54 @@ export function useImportJob(projectId: string, jobId: string) {
   });
 }
 
+/** What the gallery filters on; `split` applies only together with a dataset `version`. */
 export interface SampleFilter {
   label?: string;
   unlabeled?: boolean;
-  page: number;
-  pageSize: number;
+  version?: string;
+  split?: Split;
 }
 
-export function useSamples(projectId: string, datasetId: string, filter: SampleFilter) {
-  return useQuery({
-    queryKey: [...datasetKeys.samples(projectId, datasetId), filter],
-    queryFn: async () =>
+/** Samples a page: the API's largest page (platform/sampan/core/pagination.py allows up to 500). */
+export const SAMPLE_PAGE_SIZE = 500;
+
+export type SamplePage = Schemas["PaginatedSampleOutputList"];
+
+/**
+ * A dataset's samples matching `filter`, page after page (`fetchNextPage`), in the API's order
+ * (created_at, id). Every page reports the total `count` of matching samples.
+ */
+export function useSampleList(projectId: string, datasetId: string, filter: SampleFilter, pageSize = SAMPLE_PAGE_SIZE) {
+  return useInfiniteQuery({
+    queryKey: [...datasetKeys.samples(projectId, datasetId), filter, pageSize],
+    initialPageParam: 1,
+    queryFn: async ({ pageParam }) =>
       unwrap(
         await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/", {
           params: {
             path: { project_id: projectId, dataset_id: datasetId },
             query: {
-              page: filter.page,
-              page_size: filter.pageSize,
+              page: pageParam,
+              page_size: pageSize,
               ...(filter.label ? { label: filter.label } : {}),
               ...(filter.unlabeled ? { unlabeled: true } : {}),
+              ...(filter.version && filter.split ? { version: filter.version, split: filter.split } : {}),
             },
           },
         }),
       ),
+    getNextPageParam: (last, _pages, lastPageParam) => (last.next ? lastPageParam + 1 : undefined),
     placeholderData: keepPreviousData,
   });
+}
+
+/** Puts a sample as the API returned it into every loaded page that holds it. */
+function patchLoadedSample(queryClient: QueryClient, projectId: string, datasetId: string, sample: Sample): void {
+  queryClient.setQueriesData<InfiniteData<SamplePage>>({ queryKey: datasetKeys.samples(projectId, datasetId) }, (data) =>
+    data?.pages
+      ? { ...data, pages: data.pages.map((page) => ({ ...page, results: page.results.map((s) => (s.id === sample.id ? sample : s)) })) }
+      : data,
+  );
 }
 
 /** Sets (or with null, clears) a sample's class label. */
@@ -155,7 +186,12 @@ export function useLabelSample(projectId: string, datasetId: string) {
           body: { class_label_id: vars.classLabelId },
         }),
       ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) }),
+    onSuccess: (sample) => {
+      // The new label shows at once; which samples match a filter (and how many) comes from a
+      // refetch of every loaded page, which is not awaited so that labeling moves on without it.
+      patchLoadedSample(queryClient, projectId, datasetId, sample);
+      void queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) });
+    },
   });
 }
 

@@ -1,16 +1,20 @@
-// The sample gallery: server-side pages (up to 500 a page), thumbnails, filters by label or
-// unlabeled, a selection for bulk labeling, and the labeling panel (classification) or drawer (detection).
-import { App, Button, Checkbox, Dropdown, Empty, Pagination, Select, Space, Spin, Tag, Typography } from "antd";
-import { useMemo, useState } from "react";
+// The sample gallery: a virtualized thumbnail grid (SampleGrid) over the dataset's samples, loaded
+// page after page as the grid scrolls; filters by label or unlabeled and by a dataset version's
+// split, kept in the URL; a selection for bulk labeling; the labeling panel (classification) or
+// drawer (detection).
+import { App, Button, Checkbox, Dropdown, Empty, Select, Space, Spin, Typography } from "antd";
+import { useCallback, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
+import { useSearchParams } from "react-router";
 
-import { useBulkLabel, useSamples, type Dataset, type Sample } from "../../api/queries/datasets";
+import { useBulkLabel, useSampleList, type Dataset, type SampleFilter } from "../../api/queries/datasets";
+import { SPLITS, useDatasetVersions, type Split } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
-import { boxCountOf, classLabelOf } from "./labeling";
 import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
+import { filterFromParams, paramsWithFilter } from "./galleryFilter";
 import { LabelingPanel } from "./LabelingPanel";
+import { SampleGrid } from "./SampleGrid";
 
-export const PAGE_SIZES = [50, 100, 200, 500];
 const UNLABELED = "\u0000unlabeled";
 const ALL = "\u0000all";
 
@@ -18,36 +22,46 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
   const { t } = useTranslation();
   const { message } = App.useApp();
   const reportError = useReportError();
-  const [filter, setFilter] = useState<string>(ALL);
-  const [page, setPage] = useState(1);
-  const [pageSize, setPageSize] = useState(100);
+  const [params, setParams] = useSearchParams();
+  const filter = filterFromParams(params);
+  const filterKey = JSON.stringify(filter);
   const [currentId, setCurrentId] = useState<string | null>(null);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [selecting, setSelecting] = useState(false);
   const bulk = useBulkLabel(projectId, dataset.id);
+  const versions = useDatasetVersions(projectId, dataset.id);
 
-  const samples = useSamples(projectId, dataset.id, {
-    page,
-    pageSize,
-    ...(filter === UNLABELED ? { unlabeled: true } : filter !== ALL ? { label: filter } : {}),
-  });
-  const rows = useMemo(() => samples.data?.results ?? [], [samples.data]);
+  const samples = useSampleList(projectId, dataset.id, filter);
+  const rows = useMemo(() => samples.data?.pages.flatMap((page) => page.results) ?? [], [samples.data]);
+  const count = samples.data?.pages[0]?.count;
   const current = rows.find((s) => s.id === currentId) ?? null;
   const classification = dataset.task_type === "image_classification";
 
-  const changeFilter = (value: string) => {
-    setFilter(value);
-    setPage(1);
+  const changeFilter = (change: Partial<SampleFilter>) => {
+    setParams((p) => paramsWithFilter(p, { ...filterFromParams(p), ...change }), { replace: true });
     setSelected(new Set());
   };
+  const labelFilter = filter.unlabeled ? UNLABELED : (filter.label ?? ALL);
+  const changeLabelFilter = (value: string) =>
+    changeFilter({ unlabeled: value === UNLABELED, label: value === UNLABELED || value === ALL ? undefined : value });
 
-  const toggle = (id: string) =>
-    setSelected((prev) => {
-      const next = new Set(prev);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = samples;
+  const loadMore = useCallback(() => void fetchNextPage(), [fetchNextPage]);
+  const onThumbnailClick = useCallback(
+    (id: string) => {
+      if (!selecting) {
+        setCurrentId(id);
+        return;
+      }
+      setSelected((prev) => {
+        const next = new Set(prev);
+        if (next.has(id)) next.delete(id);
+        else next.add(id);
+        return next;
+      });
+    },
+    [selecting],
+  );
 
   const bulkLabel = (classLabelId: string) => {
     const name = dataset.class_labels.find((c) => c.id === classLabelId)?.name ?? "";
@@ -70,16 +84,37 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
           <Typography.Text>{t("gallery.filter")}</Typography.Text>
           <Select
             aria-label={t("gallery.filter")}
-            value={filter}
-            onChange={changeFilter}
-            style={{ minWidth: 200 }}
+            value={labelFilter}
+            onChange={changeLabelFilter}
+            style={{ minWidth: 180 }}
             options={[
               { value: ALL, label: t("gallery.all") },
               { value: UNLABELED, label: t("gallery.unlabeled") },
               ...dataset.class_labels.map((c) => ({ value: c.name, label: t("gallery.byLabel", { label: c.name }) })),
             ]}
           />
-          {samples.data && <Typography.Text type="secondary">{t("gallery.total", { count: samples.data.count })}</Typography.Text>}
+          <Select
+            aria-label={t("gallery.version")}
+            value={filter.version ?? null}
+            onChange={(version: string | null | undefined) =>
+              changeFilter({ version: version ?? undefined, split: version ? (filter.split ?? "train") : undefined })
+            }
+            allowClear
+            placeholder={t("gallery.anyVersion")}
+            loading={versions.isPending}
+            style={{ minWidth: 150 }}
+            options={(versions.data ?? []).map((v) => ({ value: v.id, label: t("gallery.versionOption", { number: v.number }) }))}
+          />
+          <Select
+            aria-label={t("gallery.split")}
+            value={filter.split ?? null}
+            onChange={(split: Split) => changeFilter({ split })}
+            disabled={!filter.version}
+            placeholder={t("gallery.split")}
+            style={{ minWidth: 130 }}
+            options={SPLITS.map((split) => ({ value: split, label: t(`versions.splits.${split}`) }))}
+          />
+          {count !== undefined && <Typography.Text type="secondary">{t("gallery.total", { count })}</Typography.Text>}
         </Space>
         {classification && (
           <Space wrap>
@@ -88,8 +123,8 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
             </Checkbox>
             {selecting && (
               <>
-                <Button size="small" onClick={() => setSelected(new Set(rows.map((s) => s.id)))}>
-                  {t("gallery.selectPage")}
+                <Button size="small" onClick={() => setSelected(new Set(rows.map((s) => s.id)))} disabled={rows.length === 0}>
+                  {t("gallery.selectLoaded", { count: rows.length })}
                 </Button>
                 <Button size="small" onClick={() => setSelected(new Set())} disabled={selected.size === 0}>
                   {t("gallery.clearSelection")}
@@ -117,40 +152,25 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
       ) : (
         <div style={{ display: "flex", gap: 16, alignItems: "flex-start" }}>
           <div style={{ flex: 1, minWidth: 0 }}>
-            <Spin spinning={samples.isFetching && !samples.isPending}>
+            {/* a new filter's first page is on its way: the previous rows show under a spinner */}
+            <Spin spinning={samples.isPlaceholderData}>
               {samples.isPending ? (
                 <Spin />
               ) : rows.length === 0 ? (
                 <Empty description={t("gallery.empty")} />
               ) : (
-                <div
-                  data-testid="gallery"
-                  style={{ display: "grid", gridTemplateColumns: "repeat(auto-fill, minmax(104px, 1fr))", gap: 8 }}
-                >
-                  {rows.map((sample) => (
-                    <Thumbnail
-                      key={sample.id}
-                      sample={sample}
-                      current={sample.id === currentId}
-                      checked={selecting ? selected.has(sample.id) : undefined}
-                      onClick={() => (selecting ? toggle(sample.id) : setCurrentId(sample.id))}
-                    />
-                  ))}
-                </div>
+                <SampleGrid
+                  samples={rows}
+                  currentId={currentId}
+                  selected={selecting ? selected : undefined}
+                  onClick={onThumbnailClick}
+                  hasMore={hasNextPage}
+                  loadingMore={isFetchingNextPage}
+                  onLoadMore={loadMore}
+                  resetKey={filterKey}
+                />
               )}
             </Spin>
-            <Pagination
-              style={{ marginTop: 16 }}
-              current={page}
-              pageSize={pageSize}
-              total={samples.data?.count ?? 0}
-              pageSizeOptions={PAGE_SIZES}
-              showSizeChanger
-              onChange={(p, size) => {
-                setPage(size !== pageSize ? 1 : p);
-                setPageSize(size);
-              }}
-            />
           </div>
           {classification && current && !selecting && (
             <LabelingPanel
@@ -175,53 +195,5 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
         />
       )}
     </Space>
-  );
-}
-
-function Thumbnail(props: { sample: Sample; current: boolean; checked: boolean | undefined; onClick: () => void }) {
-  const { t } = useTranslation();
-  const { sample } = props;
-  const label = classLabelOf(sample);
-  const boxes = boxCountOf(sample);
-  return (
-    <button
-      type="button"
-      data-testid="sample"
-      title={sample.original_name}
-      aria-label={`${sample.original_name}: ${label ?? t("gallery.unlabeledTag")}`}
-      aria-pressed={props.checked ?? props.current}
-      onClick={props.onClick}
-      style={{
-        position: "relative",
-        padding: 4,
-        background: "#fff",
-        cursor: "pointer",
-        border: `2px solid ${props.current || props.checked ? "#1677ff" : "#f0f0f0"}`,
-        borderRadius: 6,
-        textAlign: "center",
-      }}
-    >
-      {props.checked !== undefined && (
-        <Checkbox checked={props.checked} style={{ position: "absolute", top: 4, left: 6 }} tabIndex={-1} />
-      )}
-      <img
-        src={sample.image_url}
-        alt={sample.original_name}
-        loading="lazy"
-        decoding="async"
-        width={92}
-        height={92}
-        style={{ objectFit: "contain", display: "block", margin: "0 auto", imageRendering: sample.width < 92 ? "pixelated" : "auto" }}
-      />
-      <div style={{ marginTop: 4, whiteSpace: "nowrap", overflow: "hidden", textOverflow: "ellipsis" }}>
-        {label !== null ? (
-          <Tag color="blue" style={{ marginInlineEnd: 0 }}>{label}</Tag>
-        ) : boxes > 0 ? (
-          <Tag style={{ marginInlineEnd: 0 }}>{boxes} ▭</Tag>
-        ) : (
-          <Tag style={{ marginInlineEnd: 0 }}>{t("gallery.unlabeledTag")}</Tag>
-        )}
-      </div>
-    </button>
   );
 }

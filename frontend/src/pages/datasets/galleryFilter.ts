@@ -1,0 +1,34 @@
+// The gallery's filter lives in the URL's search params, so a reload or a shared link keeps it:
+// `label=<class name>` or `unlabeled=1`, and `version=<dataset version id>&split=train|val|test`.
+// Other params (the dataset page's `tab`) are left as they are.
+import type { SampleFilter } from "../../api/queries/datasets";
+import { SPLITS, type Split } from "../../api/queries/versions";
+
+const KEYS = ["label", "unlabeled", "version", "split"] as const;
+
+export function filterFromParams(params: URLSearchParams): SampleFilter {
+  const filter: SampleFilter = {};
+  const label = params.get("label");
+  if (params.get("unlabeled") === "1") filter.unlabeled = true;
+  else if (label) filter.label = label;
+  const version = params.get("version");
+  const split = params.get("split");
+  if (version) {
+    filter.version = version;
+    // a version filters only with a split (the API ignores a version alone): train by default
+    filter.split = (SPLITS as readonly string[]).includes(split ?? "") ? (split as Split) : "train";
+  }
+  return filter;
+}
+
+export function paramsWithFilter(params: URLSearchParams, filter: SampleFilter): URLSearchParams {
+  const next = new URLSearchParams(params);
+  for (const key of KEYS) next.delete(key);
+  if (filter.unlabeled) next.set("unlabeled", "1");
+  else if (filter.label) next.set("label", filter.label);
+  if (filter.version) {
+    next.set("version", filter.version);
+    next.set("split", filter.split ?? "train");
+  }
+  return next;
+}
