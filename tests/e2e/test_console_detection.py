@@ -353,8 +353,11 @@ def reload_and_see_boxes_kept(page: Page, boxes: BoxesApi, d: dict[str, Any],
     expect(gallery.get_by_test_id("sample")).to_have_count(N_IMAGES)
     first = d["first"]["original_name"]
     # the thumbnail counts the boxes
-    thumbnail = gallery.get_by_role("button", name=re.compile(rf"^{re.escape(first)}: "))
-    expect(thumbnail).to_contain_text("2 ▭")
+    thumbnail = gallery.get_by_role("button", name=f"{first}: 2 boxes", exact=True)
+    expect(thumbnail).to_contain_text("2 boxes")
+    # the other images have no boxes yet
+    expect(gallery.get_by_role("button", name=re.compile(r": unlabeled$"))).to_have_count(
+        N_IMAGES - 1)
     thumbnail.click()
     expect(page.get_by_test_id("detection-sample-name")).to_have_text(first)
     wait_for_image(page)
@@ -393,7 +396,7 @@ def in_chinese(page: Page, d: dict[str, Any], screenshots: Any) -> None:
         rf"^{re.escape(d['first']['original_name'])}: ")).click()
     expect(page.get_by_role("dialog", name=re.compile(r"^标注边界框"))).to_be_visible()
     wait_for_image(page)
-    expect(page.get_by_text("2 个框", exact=True)).to_be_visible()
+    expect(page.get_by_test_id("detection-panel").get_by_text("2 个框", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name=re.compile("撤销"))).to_be_visible()
     expect(page.get_by_role("group", name="类别")).to_be_visible()
     screenshots.take(page, "detection-zh-CN")

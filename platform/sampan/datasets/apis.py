@@ -112,7 +112,12 @@ class SampleImageApi(ProjectApi):
         path = storage.media_path(sample.file)
         if not path.exists():
             raise NotFound("the image file of this sample is missing")
-        return FileResponse(open(path, "rb"), content_type="image/png")
+        response = FileResponse(open(path, "rb"), content_type="image/png")
+        # a sample's image never changes (content-addressed): browsers keep it, so scrolling back
+        # through the gallery costs no request. Private: it needs the project's credentials.
+        response["Cache-Control"] = "private, max-age=31536000, immutable"
+        response["ETag"] = f'"{sample.content_sha256}"'
+        return response
 
 
 class SampleLabelApi(ProjectApi):

@@ -66,3 +66,19 @@ def test_sample_list_rejects_a_malformed_filter_naming_it(project_with_roles: di
     assert bad_version.json()["error"]["field"] == "version"
     assert bad_split.status_code == 400
     assert bad_split.json()["error"]["field"] == "split"
+
+
+def test_sample_image_is_cached_by_the_browser(project_with_roles: dict[str, Any],
+                                               api: Any) -> None:
+    project = project_with_roles["project"]
+    dataset, _ = _pets(project)
+    client = api(project_with_roles["viewer"])
+    sample = client.get(f"/api/v1/projects/{project.pk}/datasets/{dataset.pk}/samples/"
+                        ).json()["results"][0]
+    response = client.get(f"/api/v1/projects/{project.pk}/samples/{sample['id']}/image/")
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert response["Cache-Control"] == "private, max-age=31536000, immutable"
+    assert response["ETag"] == f'"{sample["content_sha256"]}"'
+    outsider = api(project_with_roles["outsider"]).get(
+        f"/api/v1/projects/{project.pk}/samples/{sample['id']}/image/")
+    assert outsider.status_code == 404 and "Cache-Control" not in outsider

@@ -4,7 +4,7 @@
 // the rows in view come within PREFETCH_ROWS of the last loaded one, the next page is asked for.
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { Checkbox, Spin } from "antd";
-import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import type { Sample } from "../../api/queries/datasets";
@@ -76,6 +76,7 @@ export function SampleGrid(props: {
   }, [props.currentId, columns, virtualizer]);
 
   const unlabeledText = t("gallery.unlabeledTag");
+  const boxesText = useCallback((count: number) => t("detection.boxes", { count }), [t]);
   return (
     <div
       ref={scrollRef}
@@ -99,6 +100,7 @@ export function SampleGrid(props: {
                   checked={props.selected ? props.selected.has(sample.id) : undefined}
                   onClick={props.onClick}
                   unlabeledText={unlabeledText}
+                  boxesText={boxesText}
                 />
               ))
             )}
@@ -129,6 +131,7 @@ const Thumbnail = memo(function Thumbnail(props: {
   checked: boolean | undefined;
   onClick: (sampleId: string) => void;
   unlabeledText: string;
+  boxesText: (count: number) => string;
 }) {
   const { sample } = props;
   const image = useRef<HTMLImageElement>(null);
@@ -147,13 +150,15 @@ const Thumbnail = memo(function Thumbnail(props: {
   }, [url]);
   const label = classLabelOf(sample);
   const boxes = boxCountOf(sample);
+  // a detection sample with boxes is labeled: "street.png: 2 boxes"
+  const text = label ?? (boxes > 0 ? props.boxesText(boxes) : props.unlabeledText);
   return (
     <button
       type="button"
       data-testid="sample"
       className={styles.thumb}
       title={sample.original_name}
-      aria-label={`${sample.original_name}: ${label ?? props.unlabeledText}`}
+      aria-label={`${sample.original_name}: ${text}`}
       aria-pressed={props.checked ?? props.current}
       onClick={() => props.onClick(sample.id)}
     >
@@ -168,7 +173,7 @@ const Thumbnail = memo(function Thumbnail(props: {
         className={sample.width < 92 ? `${styles.image} ${styles.pixelated}` : styles.image}
       />
       <span className={label !== null ? `${styles.tag} ${styles.label}` : styles.tag}>
-        {label ?? (boxes > 0 ? `${boxes} ▭` : props.unlabeledText)}
+        {text}
       </span>
     </button>
   );
