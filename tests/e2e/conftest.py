@@ -44,6 +44,7 @@ class JobSocket:
     on connect (``{status, progress, error}``); ``snapshot`` holds it."""
 
     def __init__(self, stack: Stack, username: str, password: str, kind: str, job_id: str) -> None:
+        import contextlib
         import threading
 
         import requests
@@ -53,9 +54,10 @@ class JobSocket:
         session.post(stack.url + "/api/v1/auth/login/",
                      json={"username": username, "password": password}).raise_for_status()
         cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.get_dict().items())
-        self.socket = connect(stack.url.replace("http", "ws", 1) + f"/ws/jobs/{kind}/{job_id}/",
-                              additional_headers={"Cookie": cookie, "Origin": stack.url},
-                              open_timeout=10)
+        self._exit = contextlib.ExitStack()
+        self.socket = self._exit.enter_context(connect(
+            stack.url.replace("http", "ws", 1) + f"/ws/jobs/{kind}/{job_id}/",
+            additional_headers={"Cookie": cookie, "Origin": stack.url}, open_timeout=10))
         self.snapshot: dict[str, Any] = json.loads(self.socket.recv(timeout=10))
         self.events: list[dict[str, Any]] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -71,7 +73,7 @@ class JobSocket:
             pass
 
     def close(self) -> None:
-        self.socket.close()
+        self._exit.close()
         self.thread.join(timeout=10)
 
 

@@ -55,7 +55,8 @@ def job_report_progress(job_model: type[Job], pk: Any, progress: dict[str, Any])
     """Write progress + heartbeat to the database and publish it. False when no longer RUNNING
     (cancelled or reaped): the caller should stop."""
     alive = job_heartbeat(job_model, pk, progress)
-    job_publish(job_model, pk, {"status": JobStatus.RUNNING, "progress": progress})
+    if alive:  # a cancelled or reaped job's socket must not hear "RUNNING" after its end
+        job_publish(job_model, pk, {"status": JobStatus.RUNNING, "progress": progress})
     return alive
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -56,6 +57,17 @@ async def test_progress_is_pushed_and_snapshot_sent_on_connect(make_user: Any) -
     if event["progress"] == {"fraction": 0.5}:
         event = await comm.receive_json_from(timeout=5)
     assert event["progress"] == {"fraction": 0.75}
+    # after the end (a cancel) the worker's last progress report is stored nowhere and sent to
+    # no one: the socket's last word is the cancellation
+    await database_sync_to_async(job_transition)(ImportJob, job.pk, JobStatus.CANCELLED)
+    await database_sync_to_async(job_publish)(ImportJob, str(job.pk), {"status": "CANCELLED"},
+                                              force=True)
+    assert (await comm.receive_json_from(timeout=5)) == {"status": "CANCELLED"}
+    await asyncio.sleep(0.6)  # past the throttle window
+    alive = await database_sync_to_async(job_report_progress)(ImportJob, str(job.pk),
+                                                              {"fraction": 0.9})
+    assert alive is False
+    assert await comm.receive_nothing(timeout=1)
     await comm.disconnect()
 
     outsider = communicator(stranger)

@@ -1,7 +1,7 @@
 // Classification labeling, keyboard first: a number key (or a click) sets the class, saves at once
 // (no save button) and moves on to the next unlabeled sample; arrows move without labeling.
-import { CloseOutlined } from "@ant-design/icons";
-import { App, Button, Card, Space, Tag, Typography } from "antd";
+import { CloseOutlined, QuestionCircleOutlined } from "@ant-design/icons";
+import { App, Button, Card, Space, Tag, Tooltip, Typography } from "antd";
 import { useEffect, useRef } from "react";
 import { useTranslation } from "react-i18next";
 
@@ -80,7 +80,14 @@ export function LabelingPanel(props: {
     <Card
       size="small"
       style={{ width: 320, flex: "none", position: "sticky", top: 16 }}
-      title={t("labeling.title")}
+      title={
+        <Space size={6}>
+          {t("labeling.title")}
+          <Tooltip title={t("labeling.hint")}>
+            <QuestionCircleOutlined aria-label={t("labeling.hint")} style={{ color: "rgba(0,0,0,0.45)" }} />
+          </Tooltip>
+        </Space>
+      }
       extra={<Button type="text" size="small" icon={<CloseOutlined />} onClick={props.onClose} aria-label={t("common.cancel")} />}
       data-testid="labeling-panel"
     >
@@ -88,14 +95,18 @@ export function LabelingPanel(props: {
         <img
           src={props.current.image_url}
           alt={props.current.original_name}
-          style={{ width: "100%", height: 200, objectFit: "contain", background: "#fafafa", imageRendering: props.current.width < 120 ? "pixelated" : "auto" }}
+          style={{ width: "100%", height: 136, objectFit: "contain", background: "#fafafa", imageRendering: props.current.width < 120 ? "pixelated" : "auto" }}
         />
-        <Typography.Text ellipsis title={props.current.original_name}>
-          {props.current.original_name}
-        </Typography.Text>
-        <Typography.Text>
-          {t("labeling.current")}: {currentLabel ? <Tag color="blue">{currentLabel}</Tag> : <Tag>{t("labeling.none")}</Tag>}
-        </Typography.Text>
+        {/* name and label on one line, the hint behind the title's (?) icon: the whole panel,
+            class buttons included, fits beside the gallery at 1280x720 */}
+        <div style={{ display: "flex", gap: 8, alignItems: "baseline", justifyContent: "space-between" }}>
+          <Typography.Text ellipsis title={props.current.original_name} style={{ minWidth: 0 }}>
+            {props.current.original_name}
+          </Typography.Text>
+          <Typography.Text style={{ flex: "none" }}>
+            {t("labeling.current")}: {currentLabel ? <Tag color="blue">{currentLabel}</Tag> : <Tag>{t("labeling.none")}</Tag>}
+          </Typography.Text>
+        </div>
         <Space wrap size={[6, 6]}>
           {classes.map((c, i) => {
             const key = keyForClassIndex(i);
@@ -133,9 +144,6 @@ export function LabelingPanel(props: {
             {t("labeling.clear")}
           </Button>
         </Space>
-        <Typography.Text type="secondary" style={{ fontSize: 12 }}>
-          {t("labeling.hint")}
-        </Typography.Text>
       </Space>
     </Card>
   );
