@@ -4,6 +4,7 @@
 // Each page is its own chunk, loaded when its route is first visited (react-router's `lazy`):
 // the first paint only needs the layout and the login page, and the heavy parts (charts, the
 // annotation library) come with the pages that use them.
+import { Skeleton } from "antd";
 import { Navigate, type RouteObject } from "react-router";
 
 import { AppLayout } from "./components/AppLayout";
@@ -24,6 +25,8 @@ export const routes: RouteObject[] = [
         <AppLayout />
       </RequireAuth>
     ),
+    // shown while the first page's chunk loads (a reload on a deep link)
+    hydrateFallbackElement: <Skeleton active style={{ padding: 24 }} />,
     children: [
       { index: true, element: <Navigate to="/projects" replace /> },
       { path: "projects", lazy: page(() => import("./pages/ProjectsPage"), "ProjectsPage") },

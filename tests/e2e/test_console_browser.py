@@ -70,9 +70,13 @@ def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Any:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    warnings: list[str] = []  # React Router's own warnings (e.g. a lazy route with no fallback)
+    page.on("console", lambda m: warnings.append(m.text) if "React Router" in m.text
+            or "HydrateFallback" in m.text else None)
     yield page
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+    assert not warnings, f"router warnings in the page's console: {warnings}"
 
 
 def test_console_sign_in_upload_label_and_languages(page: Page, stack: Stack, console_user: Any,

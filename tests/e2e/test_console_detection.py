@@ -269,8 +269,21 @@ def draw_move_resize_and_class(page: Page, boxes: BoxesApi, d: dict[str, Any],
     x1, y1, x2, y2 = car
     screenshots.take(page, "detection-drawn")
 
-    # move: the new box is selected; drag it by its middle 24 px right and 12 px down
+    # the new box is not selected: a number key now picks the class of the NEXT box and leaves
+    # this one alone (labels were lost this way: draw a car, press 2 for a person, car relabeled)
+    classes = page.get_by_test_id("detection-panel").get_by_role("group", name="Classes")
+    expect(rows(page).first.get_by_role("button", pressed=True)).to_have_count(0)
+    page.keyboard.press("2")
+    expect(class_button(classes, "person")).to_have_attribute("aria-pressed", "true")
+    expect(rows(page).first.get_by_test_id("box-class")).to_have_text("car")
+    page.keyboard.press("1")
+    expect(class_button(classes, "car")).to_have_attribute("aria-pressed", "true")
+    boxes.wait_for([("car", *car)])
+
+    # move: a click selects the box, then drag it by its middle 24 px right and 12 px down
     middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+    page.mouse.click(*middle)
+    expect(rows(page).first.get_by_role("button", pressed=True)).to_have_count(1)
     drag(page, middle, (middle[0] + 24, middle[1] + 12))
     dx, dy = 24 / geo.scale, 12 / geo.scale
     x1, y1, x2, y2 = x1 + dx, y1 + dy, x2 + dx, y2 + dy
@@ -289,7 +302,6 @@ def draw_move_resize_and_class(page: Page, boxes: BoxesApi, d: dict[str, Any],
     # key 2 gives the selected box the second class, and makes it the class of new boxes
     page.keyboard.press("2")
     expect(rows(page).first.get_by_test_id("box-class")).to_have_text("person")
-    classes = page.get_by_test_id("detection-panel").get_by_role("group", name="Classes")
     expect(class_button(classes, "person")).to_have_attribute("aria-pressed", "true")
     boxes.wait_for([("person", x1, y1, x2, y2)])
     # and key 1 back: the box is a car again
@@ -323,7 +335,10 @@ def delete_and_undo(page: Page, boxes: BoxesApi, d: dict[str, Any], screenshots:
     expect_saved(page)
     screenshots.take(page, "detection-two-boxes")
 
-    # the new box is selected: Delete removes it, from the list, the image and the server
+    # select the new box (a click on it), then Delete removes it, from the list, the image and
+    # the server
+    page.mouse.click((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+    expect(rows(page).nth(1).get_by_role("button", pressed=True)).to_have_count(1)
     page.keyboard.press("Delete")
     expect(rows(page)).to_have_count(1)
     expect(page.locator(".sampan-box-label")).to_have_text(["car"])
@@ -339,6 +354,22 @@ def delete_and_undo(page: Page, boxes: BoxesApi, d: dict[str, Any], screenshots:
     # Ctrl+Shift+Z redoes the delete, Ctrl+Z undoes it again
     page.keyboard.press("Control+Shift+z")
     expect(rows(page)).to_have_count(1)
+    page.keyboard.press("Control+z")
+    expect(rows(page)).to_have_count(2)
+    boxes.wait_for([car_box, person_box])
+    expect_saved(page)
+
+    # a drag released past the image's bottom-right corner (over the sidebar) still makes a box,
+    # cut at the image's edges; then the drawing is over (moving the mouse changes nothing)
+    inside = geo.screen(WIDTH - 60, HEIGHT - 40)
+    outside = geo.screen(WIDTH + 40, HEIGHT + 30)
+    drag(page, inside, outside)
+    expect(rows(page)).to_have_count(3)
+    boxes.wait_for([car_box, person_box, ("person", WIDTH - 60, HEIGHT - 40, WIDTH, HEIGHT)])
+    expect_saved(page)
+    page.mouse.move(inside[0] - 50, inside[1] - 50, steps=5)
+    # the drawing tool's group stays; a draft in it would be a rectangle following the mouse
+    expect(page.locator(".a9s-rubberband > *")).to_have_count(0)
     page.keyboard.press("Control+z")
     expect(rows(page)).to_have_count(2)
     boxes.wait_for([car_box, person_box])

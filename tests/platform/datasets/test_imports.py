@@ -227,3 +227,17 @@ def test_the_same_bytes_imported_twice_at_once_are_duplicates_not_a_failure(
     assert report["report"]["counts"] == {"imported": 0, "duplicates": 1, "ignored": 0,
                                           "rejected": 0}
     assert Sample.objects.count() == 1
+
+
+def test_an_empty_loose_file_is_rejected_by_name_and_the_others_import(
+        ctx: dict[str, Any]) -> None:
+    files = [SimpleUploadedFile("a.png", images.png_bytes((1, 2, 3))),
+             SimpleUploadedFile("empty.png", b""),
+             SimpleUploadedFile("b.png", images.png_bytes((3, 2, 1)))]
+    response = ctx["client"].post(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/imports/",
+                                  {"files": files, "label": "x"}, format="multipart")
+    assert response.status_code == 202, response.json()
+    import_job_run(job_id=response.json()["id"])
+    job = ctx["client"].get(f"{ctx['base']}/imports/{response.json()['id']}/").json()
+    assert job["report"]["counts"]["imported"] == 2
+    assert job["report"]["rejected"] == [{"name": "empty.png", "reason": "empty file"}]

@@ -120,6 +120,18 @@ function StoreBridge(props: BoxAnnotatorProps) {
       if (!onEditedBox && latest.current.drawingEnabled && selection.selected.some((s: { editable?: boolean }) => s.editable)) {
         selection.clear();
       }
+      // A drag released outside the image must still end (and make its box, clamped to the
+      // image): the layer keeps the pointer until the button is released. Annotorious listens on
+      // that layer; without this a release outside was never seen, no box was made and the
+      // draft kept following the mouse. An edit handle's own capture (bubble phase) still wins.
+      const layer = anno.element.querySelector("svg.a9s-annotationlayer");
+      if (layer && latest.current.drawingEnabled && event.target instanceof Node && layer.contains(event.target)) {
+        try {
+          layer.setPointerCapture(event.pointerId);
+        } catch {
+          // the pointer is already gone (released at once): nothing to keep
+        }
+      }
     };
     const clamped = (a: ImageAnnotation): Rect | null => {
       const rect = rectOfAnnotation(a);
@@ -135,6 +147,9 @@ function StoreBridge(props: BoxAnnotatorProps) {
           store.deleteAnnotation(a.id, Origin.REMOTE);
         } else {
           p.onCreate(a.id, rect);
+          // the new box is not left selected: a number key pressed next chooses the class of the
+          // NEXT box, it must not relabel this one (click a box to select it, then press a key)
+          setTimeout(() => selection.clear(), 0);
         }
       }
       for (const { newValue, targetUpdated } of event.changes.updated ?? []) {

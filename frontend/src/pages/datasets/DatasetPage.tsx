@@ -1,5 +1,5 @@
 import { PlusOutlined } from "@ant-design/icons";
-import { Breadcrumb, Button, Input, Skeleton, Space, Tabs, Tag, Typography } from "antd";
+import { App, Breadcrumb, Button, Input, Skeleton, Space, Tabs, Tag, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams, useSearchParams } from "react-router";
@@ -52,6 +52,7 @@ export function DatasetPage() {
 
 function ClassLabels({ projectId, datasetId, names }: { projectId: string; datasetId: string; names: string[] }) {
   const { t } = useTranslation();
+  const { message } = App.useApp();
   const add = useAddClassLabels(projectId, datasetId);
   const reportError = useReportError();
   const [draft, setDraft] = useState("");
@@ -59,6 +60,10 @@ function ClassLabels({ projectId, datasetId, names }: { projectId: string; datas
   const submit = () => {
     const name = draft.trim();
     if (!name) return;
+    if (names.includes(name)) {
+      void message.info(t("datasets.classExists", { name }));
+      return;
+    }
     add.mutate([name], { onSuccess: () => setDraft(""), onError: (error) => reportError(error) });
   };
 
@@ -67,7 +72,8 @@ function ClassLabels({ projectId, datasetId, names }: { projectId: string; datas
       <Typography.Text type="secondary">{t("datasets.classes")}:</Typography.Text>
       {names.length === 0 && <Typography.Text type="secondary">{t("datasets.noClasses")}</Typography.Text>}
       {names.map((name) => (
-        <Tag key={name} color="blue">
+        // a long class name (up to 200 characters) is cut with an ellipsis, whole on hover
+        <Tag key={name} color="blue" title={name} style={{ maxWidth: 240, overflow: "hidden", textOverflow: "ellipsis", whiteSpace: "nowrap", verticalAlign: "middle" }}>
           {name}
         </Tag>
       ))}

@@ -114,11 +114,12 @@ export function LabelingPanel(props: {
               <Button
                 key={c.id}
                 type={c.name === currentLabel ? "primary" : "default"}
+                title={c.name}
                 onClick={() => assign(c.id)}
                 disabled={label.isPending}
               >
                 {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
-                {c.name}
+                <span style={{ maxWidth: 200, overflow: "hidden", textOverflow: "ellipsis" }}>{c.name}</span>
               </Button>
             );
           })}
