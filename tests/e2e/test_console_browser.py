@@ -578,6 +578,9 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     curves = page.get_by_role("img", name="Loss and validation accuracy per epoch")
     expect(curves.locator("canvas").first).to_be_visible()
     wait_for_chart(curves)
+    # the curve may end lower than the result: the page says which epoch's weights were kept
+    expect(page.get_by_test_id("kept-epoch")).to_have_text(re.compile(
+        r"^The model kept is from (probe|epoch \d+) \(validation accuracy \d+\.\d%\)"))
     expect(page.get_by_test_id("report-link")).to_have_text("Open the evaluation report")
     expect(page.get_by_test_id("model-link")).to_have_text("Model digits v1")
     expect(page.locator(".ant-descriptions").get_by_role("link", name="digits v1", exact=True)

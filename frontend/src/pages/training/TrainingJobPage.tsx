@@ -13,7 +13,7 @@ import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatDate } from "../../format";
-import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, percentDone, type JobMessage, type LiveJob } from "./jobState";
+import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, keptIndex, percentDone, type JobMessage, type LiveJob } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
@@ -78,7 +78,7 @@ export function TrainingJobPage() {
       {live.status === "CANCELLED" && <Alert type="warning" showIcon title={t("training.cancelled")} />}
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
       <ProgressCard live={live} budget={j.budget_s} />
-      <CurvesCard live={live} />
+      <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
       <Descriptions
         size="small"
         bordered
@@ -137,12 +137,15 @@ function ProgressCard({ live, budget }: { live: LiveJob; budget: number }) {
   );
 }
 
-function CurvesCard({ live }: { live: LiveJob }) {
+function CurvesCard({ live, metrics }: { live: LiveJob; metrics: unknown }) {
   const { t } = useTranslation();
   const series = useMemo(
     () => historySeries(live.history, (h) => (h.phase === "head" ? t("training.probeTick") : String(h.epoch))),
     [live.history, t],
   );
+  // the model kept is the best epoch, which may not be the last: mark it, and say so
+  const kept = keptIndex(live.history, metrics);
+  const keptEntry = kept >= 0 ? live.history[kept] : undefined;
   const option = useMemo(
     () => ({
       animation: false,
@@ -157,10 +160,20 @@ function CurvesCard({ live }: { live: LiveJob }) {
       series: [
         { name: t("training.loss"), type: "line", data: series.loss, showSymbol: true, connectNulls: true },
         { name: t("training.valLoss"), type: "line", data: series.valLoss, showSymbol: true, connectNulls: true },
-        { name: t("training.valAccuracy"), type: "line", yAxisIndex: 1, data: series.valAccuracy, showSymbol: true, connectNulls: true },
+        {
+          name: t("training.valAccuracy"),
+          type: "line",
+          yAxisIndex: 1,
+          data: series.valAccuracy,
+          showSymbol: true,
+          connectNulls: true,
+          ...(kept >= 0 && {
+            markLine: { symbol: "none", silent: true, label: { formatter: t("training.keptMark") }, data: [{ xAxis: kept }] },
+          }),
+        },
       ],
     }),
-    [series, t],
+    [series, t, kept],
   );
   return (
     <Card size="small" title={t("training.curves")}>
@@ -168,6 +181,14 @@ function CurvesCard({ live }: { live: LiveJob }) {
         <Typography.Text type="secondary">{t("training.noEpochs")}</Typography.Text>
       ) : (
         <Chart option={option} height={280} ariaLabel={t("training.curves")} />
+      )}
+      {keptEntry && (
+        <Typography.Text type="secondary" data-testid="kept-epoch">
+          {t("training.kept", {
+            where: keptEntry.phase === "head" ? t("training.probeTick") : t("training.keptEpoch", { epoch: keptEntry.epoch }),
+            accuracy: typeof keptEntry.val_accuracy === "number" ? `${(100 * keptEntry.val_accuracy).toFixed(1)}%` : "—",
+          })}
+        </Typography.Text>
       )}
     </Card>
   );

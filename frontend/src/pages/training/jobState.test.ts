@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import type { TrainingJob } from "../../api/queries/training";
-import { applyMessage, applySnapshot, formatDuration, historySeries, percentDone, type LiveJob } from "./jobState";
+import { applyMessage, applySnapshot, formatDuration, historySeries, keptIndex, percentDone, type LiveJob } from "./jobState";
 
 const base: LiveJob = { status: "RUNNING", progress: {}, error: "", history: [] };
 
@@ -102,5 +102,22 @@ describe("chart and progress", () => {
     expect(percentDone({ ...base, status: "SUCCEEDED" })).toBe(100);
     expect(formatDuration(65)).toBe("1:05");
     expect(formatDuration(3723)).toBe("1:02:03");
+  });
+});
+
+describe("keptIndex", () => {
+  const history = [
+    { phase: "head", epoch: 40, val_accuracy: 0.9 },
+    { phase: "finetune", epoch: 1, val_accuracy: 0.1 },
+    { phase: "finetune", epoch: 2, val_accuracy: 0.4 },
+  ];
+  it("finds the epoch the engine kept (the best, here the probe, not the last)", () => {
+    expect(keptIndex(history, { best_phase: "head", best_epoch: 40 })).toBe(0);
+    expect(keptIndex(history, { best_phase: "finetune", best_epoch: 2 })).toBe(2);
+  });
+  it("is -1 while the job runs or for metrics without the kept epoch", () => {
+    expect(keptIndex(history, undefined)).toBe(-1);
+    expect(keptIndex(history, {})).toBe(-1);
+    expect(keptIndex(history, { best_phase: "finetune", best_epoch: 9 })).toBe(-1);
   });
 });

@@ -96,6 +96,18 @@ export function historySeries(history: EpochRecord[], label: (entry: EpochRecord
   };
 }
 
+/**
+ * The index in `history` of the epoch whose weights were kept: the engine keeps the best epoch by
+ * validation accuracy (workers/ml/training.py), not the last, and names it in the job's metrics
+ * as `best_phase` + `best_epoch`. -1 while unknown (running, or an older job).
+ */
+export function keptIndex(history: EpochRecord[], metrics: unknown): number {
+  if (!metrics || typeof metrics !== "object") return -1;
+  const { best_phase: phase, best_epoch: epoch } = metrics as { best_phase?: unknown; best_epoch?: unknown };
+  if (typeof phase !== "string" || typeof epoch !== "number") return -1;
+  return history.findIndex((h) => (h.phase ?? "finetune") === phase && h.epoch === epoch);
+}
+
 /** 0..100: elapsed / (elapsed + eta) when the worker gave both, else epochs done; 100 when done. */
 export function percentDone(live: LiveJob): number {
   if (live.status === "SUCCEEDED") return 100;
