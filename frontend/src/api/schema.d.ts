@@ -1382,6 +1382,14 @@ export interface components {
             description: string;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description The caller's role in the project: viewers read, editors also write, owners also manage members.
+             *
+             *     * `viewer` - Viewer
+             *     * `editor` - Editor
+             *     * `owner` - Owner
+             */
+            role: components["schemas"]["RoleEnum"];
         };
         ProjectInputRequest: {
             name: string;

@@ -101,6 +101,10 @@ class ProjectSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     created_at = serializers.DateTimeField()
+    role = serializers.ChoiceField(
+        choices=Role.choices,
+        help_text="The caller's role in the project: viewers read, editors also write, "
+                  "owners also manage members.")
 
 
 class ProjectInput(serializers.Serializer):
@@ -119,13 +123,15 @@ class ProjectListApi(APIView):
         data = ProjectInput(data=request.data)
         data.is_valid(raise_exception=True)
         project = services.project_create(user=request.user, **data.validated_data)
+        project.role = Role.OWNER
         return Response(ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
 
 
 class ProjectDetailApi(ProjectApi):
     @extend_schema(responses=ProjectSerializer, operation_id="projects_retrieve")
     def get(self, request: Request, project_id: str) -> Response:
-        return Response(ProjectSerializer(self.get_project(request)).data)
+        project = selectors.project_list(user=request.user).get(pk=self.get_project(request).pk)
+        return Response(ProjectSerializer(project).data)
 
 
 class MembershipSerializer(serializers.Serializer):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from sampan.accounts.models import ROLE_RANK, Membership, Project, Role
 from sampan.core.errors import Forbidden, NotFound
@@ -15,7 +15,10 @@ def project_ids_for_user(user: Any) -> QuerySet[Any]:
 
 
 def project_list(*, user: Any) -> QuerySet[Project]:
-    return Project.objects.filter(memberships__user=user).order_by("created_at")
+    """The user's projects, each annotated with ``role``: the user's role in it."""
+    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    return (Project.objects.filter(memberships__user=user)
+            .annotate(role=Subquery(role)).order_by("created_at"))
 
 
 def membership_get(*, user: Any, project_id: Any) -> Membership | None:
