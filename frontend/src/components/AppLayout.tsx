@@ -15,9 +15,10 @@ import { useTranslation } from "react-i18next";
 import { Outlet, useLocation, useNavigate, useParams } from "react-router";
 
 import { useLogout, useMe } from "../api/queries/auth";
-import { useProjects } from "../api/queries/projects";
+import { useProjectRole, useProjects } from "../api/queries/projects";
 import { useReportError } from "./errors";
 import { LanguageSwitch } from "./LanguageSwitch";
+import { ReadOnlyTag } from "./ReadOnly";
 
 const SECTIONS = ["datasets", "training", "models", "devices", "members"] as const;
 const ICONS = {
@@ -38,6 +39,7 @@ export function AppLayout() {
   const me = useMe();
   const logout = useLogout();
   const reportError = useReportError();
+  const role = useProjectRole(projectId ?? "");
 
   const section = SECTIONS.find((s) => location.pathname.split("/")[3] === s);
 
@@ -95,6 +97,7 @@ export function AppLayout() {
           style={{ background: "#fff", padding: "0 24px", display: "flex", justifyContent: "flex-end", height: 56, lineHeight: "56px" }}
         >
           <Space size="middle">
+            {projectId && role === "viewer" && <ReadOnlyTag long />}
             <LanguageSwitch />
             <Dropdown
               menu={{

@@ -75,3 +75,16 @@ export function useRemoveMember(projectId: string) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.members(projectId) }),
   });
 }
+
+/** The signed-in user's role in the project, from the projects list the layout already loads;
+ * undefined while it loads or when the project is not in the list. */
+export function useProjectRole(projectId: string): Role | undefined {
+  const projects = useProjects();
+  return projects.data?.find((p) => p.id === projectId)?.role;
+}
+
+/** False only for a viewer: write controls are disabled (or hidden) for them. While the role is
+ * unknown the controls stay enabled; the server still refuses a viewer's writes with 403. */
+export function useCanEdit(projectId: string): boolean {
+  return useProjectRole(projectId) !== "viewer";
+}

@@ -15,6 +15,7 @@ import {
   ImageAnnotator,
   Origin,
   useAnnotator,
+  UserSelectAction,
   type AnnotoriousImageAnnotator,
   type Color,
   type DrawingStyle,
@@ -39,6 +40,8 @@ export interface BoxAnnotatorProps {
   selectedId: string | null;
   /** False while there is no class to give a new box. */
   drawingEnabled: boolean;
+  /** A viewer's: boxes can be selected (shown in the list) but not moved, resized or deleted. */
+  readOnly?: boolean;
   colourOf: (box: Box) => string;
   labelOf: (box: Box) => string;
   onCreate: (id: string, rect: Rect) => void;
@@ -170,6 +173,11 @@ function StoreBridge(props: BoxAnnotatorProps) {
       unsubscribeSelection();
     };
   }, [anno]);
+
+  // a viewer selects boxes but cannot edit them
+  useEffect(() => {
+    anno?.setUserSelectAction(props.readOnly ? UserSelectAction.SELECT : UserSelectAction.EDIT);
+  }, [anno, props.readOnly]);
 
   // the panel's list and selection -> the store
   useEffect(() => {

@@ -5,7 +5,9 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams, useSearchParams } from "react-router";
 
 import { useAddClassLabels, useDataset } from "../../api/queries/datasets";
+import { useCanEdit } from "../../api/queries/projects";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { SampleGallery } from "./SampleGallery";
 import { UploadPanel } from "./UploadPanel";
 import { VersionsPanel } from "./VersionsPanel";
@@ -56,6 +58,7 @@ function ClassLabels({ projectId, datasetId, names }: { projectId: string; datas
   const add = useAddClassLabels(projectId, datasetId);
   const reportError = useReportError();
   const [draft, setDraft] = useState("");
+  const canEdit = useCanEdit(projectId);
 
   const submit = () => {
     const name = draft.trim();
@@ -77,8 +80,10 @@ function ClassLabels({ projectId, datasetId, names }: { projectId: string; datas
           {name}
         </Tag>
       ))}
+      <EditorOnly canEdit={canEdit}>
       <Space.Compact size="small">
         <Input
+          disabled={!canEdit}
           size="small"
           value={draft}
           onChange={(e) => setDraft(e.target.value)}
@@ -88,8 +93,9 @@ function ClassLabels({ projectId, datasetId, names }: { projectId: string; datas
           style={{ width: 160 }}
           maxLength={200}
         />
-        <Button size="small" icon={<PlusOutlined />} onClick={submit} loading={add.isPending} aria-label={t("datasets.addClass")} />
+        <Button size="small" icon={<PlusOutlined />} onClick={submit} loading={add.isPending} disabled={!canEdit} aria-label={t("datasets.addClass")} />
       </Space.Compact>
+      </EditorOnly>
     </Space>
   );
 }

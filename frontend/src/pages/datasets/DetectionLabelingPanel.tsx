@@ -12,7 +12,9 @@ import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useMemo, useRe
 import { useTranslation } from "react-i18next";
 
 import type { Dataset, Sample } from "../../api/queries/datasets";
+import { useCanEdit } from "../../api/queries/projects";
 import { ErrorAlert } from "../../components/errors";
+import { ReadOnlyTag } from "../../components/ReadOnly";
 import { boxesOfSample, classColour, toApiBoxes, withClass, withoutBox, withRect, type Box, type Rect } from "./boxes";
 import { canRedo, canUndo, historyCommit, historyInit, historyRedo, historyUndo, type BoxHistory } from "./boxHistory";
 import { BoxList, ClassPicker, SaveState, type ClassLabel } from "./DetectionSidebar";
@@ -40,6 +42,7 @@ export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
   // before its save has been answered
   const drafts = useRef(new Map<string, Box[]>());
   const index = props.samples.findIndex((s) => s.id === props.current.id);
+  const canEdit = useCanEdit(props.projectId);
   const move = (step: number) => {
     const target = props.samples[index + step];
     if (target) props.onNavigate(target.id);
@@ -55,6 +58,7 @@ export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
       title={
         <Space size="small">
           {t("detection.title")}
+          {!canEdit && <ReadOnlyTag />}
           <Typography.Text type="secondary" ellipsis style={{ maxWidth: 360 }} title={props.current.original_name} data-testid="detection-sample-name">
             {props.current.original_name}
           </Typography.Text>
@@ -85,6 +89,7 @@ export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
         drafts={drafts.current}
         onMove={move}
         onClose={props.onClose}
+        readOnly={!canEdit}
       />
     </Drawer>
   );
@@ -101,6 +106,8 @@ interface EditorProps {
   drafts: Map<string, Box[]>;
   onMove: (step: number) => void;
   onClose: () => void;
+  /** A viewer's: the boxes show, nothing changes them (no drawing, no keys that edit). */
+  readOnly: boolean;
 }
 
 /** One sample's boxes, undo history and selection; remounted (key) for each sample. */
@@ -120,9 +127,11 @@ function SampleBoxesEditor(props: EditorProps) {
   const nameOf = useCallback((classLabelId: string) => classes.find((c) => c.id === classLabelId)?.name ?? "?", [classes]);
   const labelOf = useCallback((box: Box) => nameOf(box.classLabelId), [nameOf]);
 
+  const { readOnly } = props;
   const update = useCallback((change: (boxes: Box[]) => Box[], mergeKey: string | null = null) => {
+    if (readOnly) return; // a viewer's change would only be refused by the server
     setHistory((h) => historyCommit(h, change(h.present), mergeKey));
-  }, []);
+  }, [readOnly]);
 
   // every change (drawn, moved, undone ...) saves the whole list, debounced
   const { schedule, flush } = autosave;
@@ -152,8 +161,8 @@ function SampleBoxesEditor(props: EditorProps) {
     update((b) => withoutBox(b, id));
     if (id === selectedId) setSelectedId(null);
   };
-  const undo = () => setHistory(historyUndo);
-  const redo = () => setHistory(historyRedo);
+  const undo = () => !readOnly && setHistory(historyUndo);
+  const redo = () => !readOnly && setHistory(historyRedo);
 
   // the latest handlers for the one window listener
   const handlers = useRef({ chooseClass, deleteBox, undo, redo, selectedId, classes, setSelectedId, onMove: props.onMove, onClose: props.onClose });
@@ -218,7 +227,8 @@ function SampleBoxesEditor(props: EditorProps) {
               displayHeight={Math.floor(sample.height * scale)}
               boxes={boxes}
               selectedId={selectedId}
-              drawingEnabled={props.activeClass !== null}
+              drawingEnabled={props.activeClass !== null && !readOnly}
+              readOnly={readOnly}
               colourOf={colourOf}
               labelOf={labelOf}
               onCreate={onCreate}
@@ -237,22 +247,23 @@ function SampleBoxesEditor(props: EditorProps) {
           activeClass={props.activeClass}
           colourOf={(i) => classColour(i)}
           onChoose={chooseClass}
+          readOnly={readOnly}
         />
         <Space size="small">
           <Tooltip title="Ctrl+Z">
-            <Button size="small" icon={<UndoOutlined />} onClick={undo} disabled={!canUndo(history)}>
+            <Button size="small" icon={<UndoOutlined />} onClick={undo} disabled={readOnly || !canUndo(history)}>
               {t("detection.undo")}
             </Button>
           </Tooltip>
           <Tooltip title="Ctrl+Shift+Z">
-            <Button size="small" icon={<RedoOutlined />} onClick={redo} disabled={!canRedo(history)}>
+            <Button size="small" icon={<RedoOutlined />} onClick={redo} disabled={readOnly || !canRedo(history)}>
               {t("detection.redo")}
             </Button>
           </Tooltip>
           <SaveState autosave={autosave} />
         </Space>
         {autosave.status === "error" && <ErrorAlert error={autosave.error} onRetry={() => void flush()} />}
-        <BoxList boxes={boxes} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={setSelectedId} onDelete={deleteBox} />
+        <BoxList boxes={boxes} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={setSelectedId} onDelete={deleteBox} readOnly={readOnly} />
         <Typography.Text type="secondary" style={{ fontSize: 12 }}>
           {t("detection.hint")}
         </Typography.Text>

@@ -20,6 +20,7 @@ export function ClassPicker(props: {
   activeClass: ClassLabel | null;
   colourOf: (index: number) => string;
   onChoose: (cls: ClassLabel) => void;
+  readOnly?: boolean;
 }) {
   const { t } = useTranslation();
   const add = useAddClassLabels(props.projectId, props.datasetId);
@@ -61,8 +62,10 @@ export function ClassPicker(props: {
           placeholder={t("datasets.addClassPlaceholder")}
           aria-label={t("datasets.addClass")}
           maxLength={200}
+          disabled={props.readOnly}
+          title={props.readOnly ? t("role.needsEditor") : undefined}
         />
-        <Button icon={<PlusOutlined />} onClick={submit} loading={add.isPending} aria-label={t("datasets.addClass")} />
+        <Button icon={<PlusOutlined />} onClick={submit} loading={add.isPending} disabled={props.readOnly} aria-label={t("datasets.addClass")} />
       </Space.Compact>
     </Space>
   );
@@ -92,6 +95,7 @@ export function BoxList(props: {
   colourOf: (box: Box) => string;
   onSelect: (id: string) => void;
   onDelete: (id: string) => void;
+  readOnly?: boolean;
 }) {
   const { t } = useTranslation();
   return (
@@ -127,14 +131,14 @@ export function BoxList(props: {
                     {t("detection.size", { width: Math.round(box.x2 - box.x1), height: Math.round(box.y2 - box.y1) })}
                   </Typography.Text>
                 </Button>
-                <Button
+                {!props.readOnly && <Button
                   type="text"
                   size="small"
                   danger
                   icon={<DeleteOutlined />}
                   aria-label={t("detection.deleteBox", { number: i + 1, label: name })}
                   onClick={() => props.onDelete(box.id)}
-                />
+                />}
               </li>
             );
           })}

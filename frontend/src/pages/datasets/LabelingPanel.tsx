@@ -6,7 +6,9 @@ import { useEffect, useRef } from "react";
 import { useTranslation } from "react-i18next";
 
 import { useLabelSample, type Dataset, type Sample } from "../../api/queries/datasets";
+import { useCanEdit } from "../../api/queries/projects";
 import { useReportError } from "../../components/errors";
+import { EditorOnly, ReadOnlyTag } from "../../components/ReadOnly";
 import { classIndexForKey, classLabelOf, isTypingTarget, keyForClassIndex, nextUnlabeledId } from "./labeling";
 
 export function LabelingPanel(props: {
@@ -24,6 +26,7 @@ export function LabelingPanel(props: {
   const classes = [...props.dataset.class_labels].sort((a, b) => a.position - b.position);
   const currentLabel = classLabelOf(props.current);
   const index = props.samples.findIndex((s) => s.id === props.current.id);
+  const canEdit = useCanEdit(props.projectId);
 
   const assign = (classLabelId: string | null) => {
     const sampleId = props.current.id;
@@ -48,8 +51,8 @@ export function LabelingPanel(props: {
   };
 
   // the latest handlers for the one window listener
-  const handlers = useRef({ assign, move, close: props.onClose, classes });
-  handlers.current = { assign, move, close: props.onClose, classes };
+  const handlers = useRef({ assign, move, close: props.onClose, classes, canEdit });
+  handlers.current = { assign, move, close: props.onClose, classes, canEdit };
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
@@ -57,6 +60,8 @@ export function LabelingPanel(props: {
       const h = handlers.current;
       const classIndex = classIndexForKey(event.key);
       if (classIndex !== null) {
+        // a viewer's number keys label nothing: the panel only browses
+        if (!h.canEdit) return;
         const cls = h.classes[classIndex];
         if (cls) {
           event.preventDefault();
@@ -83,6 +88,7 @@ export function LabelingPanel(props: {
       title={
         <Space size={6}>
           {t("labeling.title")}
+          {!canEdit && <ReadOnlyTag />}
           <Tooltip title={t("labeling.hint")}>
             <QuestionCircleOutlined aria-label={t("labeling.hint")} style={{ color: "rgba(0,0,0,0.45)" }} />
           </Tooltip>
@@ -107,6 +113,7 @@ export function LabelingPanel(props: {
             {t("labeling.current")}: {currentLabel ? <Tag color="blue">{currentLabel}</Tag> : <Tag>{t("labeling.none")}</Tag>}
           </Typography.Text>
         </div>
+        <EditorOnly canEdit={canEdit}>
         <Space wrap size={[6, 6]}>
           {classes.map((c, i) => {
             const key = keyForClassIndex(i);
@@ -116,7 +123,7 @@ export function LabelingPanel(props: {
                 type={c.name === currentLabel ? "primary" : "default"}
                 title={c.name}
                 onClick={() => assign(c.id)}
-                disabled={label.isPending}
+                disabled={label.isPending || !canEdit}
               >
                 {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
                 <span style={{ maxWidth: 200, overflow: "hidden", textOverflow: "ellipsis" }}>{c.name}</span>
@@ -124,6 +131,7 @@ export function LabelingPanel(props: {
             );
           })}
         </Space>
+        </EditorOnly>
         <Space wrap>
           <Button size="small" onClick={() => move(-1)} disabled={index <= 0}>
             {t("labeling.previous")}
@@ -141,7 +149,7 @@ export function LabelingPanel(props: {
           >
             {t("labeling.nextUnlabeled")}
           </Button>
-          <Button size="small" danger onClick={() => assign(null)} disabled={!currentLabel || label.isPending}>
+          <Button size="small" danger onClick={() => assign(null)} disabled={!currentLabel || label.isPending || !canEdit}>
             {t("labeling.clear")}
           </Button>
         </Space>

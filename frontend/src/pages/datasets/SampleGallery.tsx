@@ -8,8 +8,10 @@ import { useTranslation } from "react-i18next";
 import { useSearchParams } from "react-router";
 
 import { useBulkLabel, useSampleList, type Dataset, type SampleFilter } from "../../api/queries/datasets";
+import { useCanEdit } from "../../api/queries/projects";
 import { SPLITS, useDatasetVersions, type Split } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
 import { filterFromParams, paramsWithFilter } from "./galleryFilter";
 import { LabelingPanel } from "./LabelingPanel";
@@ -29,6 +31,7 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [selecting, setSelecting] = useState(false);
   const bulk = useBulkLabel(projectId, dataset.id);
+  const canEdit = useCanEdit(projectId);
   const versions = useDatasetVersions(projectId, dataset.id);
 
   const samples = useSampleList(projectId, dataset.id, filter);
@@ -118,10 +121,12 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
         </Space>
         {classification && (
           <Space wrap>
-            <Checkbox checked={selecting} onChange={(e) => { setSelecting(e.target.checked); setSelected(new Set()); }}>
-              {t("gallery.select")}
-            </Checkbox>
-            {selecting && (
+            <EditorOnly canEdit={canEdit}>
+              <Checkbox checked={selecting} disabled={!canEdit} onChange={(e) => { setSelecting(e.target.checked); setSelected(new Set()); }}>
+                {t("gallery.select")}
+              </Checkbox>
+            </EditorOnly>
+            {selecting && canEdit && (
               <>
                 <Button size="small" onClick={() => setSelected(new Set(rows.map((s) => s.id)))} disabled={rows.length === 0}>
                   {t("gallery.selectLoaded", { count: rows.length })}

@@ -1,11 +1,12 @@
 // Drag and drop a zip or many images; the upload shows its own progress, then each import job
 // shows the job's progress and, when it ends, its report.
 import { InboxOutlined } from "@ant-design/icons";
-import { Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
+import { Alert, Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import { uploadBatches, uploadImport } from "../../api/upload";
+import { useCanEdit } from "../../api/queries/projects";
 import { useReportError } from "../../components/errors";
 import { formatBytes } from "../../format";
 import { ImportJobCard } from "./ImportJobCard";
@@ -23,6 +24,7 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
   const [label, setLabel] = useState("");
   const [sending, setSending] = useState<Sending | null>(null);
   const [jobIds, setJobIds] = useState<string[]>([]);
+  const canEdit = useCanEdit(projectId);
 
   const totalBytes = pending.reduce((sum, f) => sum + f.size, 0);
 
@@ -63,11 +65,12 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      {!canEdit && <Alert type="info" showIcon title={t("role.readOnly")} description={t("role.needsEditor")} />}
       <Upload.Dragger
         multiple
         accept=".zip,image/*"
         showUploadList={false}
-        disabled={sending !== null}
+        disabled={sending !== null || !canEdit}
         beforeUpload={(file) => {
           setPending((files) => [...files, file]);
           return Upload.LIST_IGNORE; // we send the files ourselves, in batches, with progress
@@ -91,7 +94,7 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
                 <Input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={200} style={{ width: 200 }} />
               </Form.Item>
               <Space>
-                <Button type="primary" onClick={() => void start()} loading={sending !== null}>
+                <Button type="primary" onClick={() => void start()} loading={sending !== null} disabled={!canEdit}>
                   {t("upload.start")}
                 </Button>
                 <Button onClick={() => setPending([])} disabled={sending !== null}>

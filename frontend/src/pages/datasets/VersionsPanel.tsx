@@ -4,8 +4,10 @@ import { App, Button, Card, Empty, Form, Input, InputNumber, Space, Table, Tag, 
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate } from "react-router";
 
+import { useCanEdit } from "../../api/queries/projects";
 import { flagsOf, statsOf, useDatasetVersions, useFreezeVersion, type DatasetVersion } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 
 interface FreezeValues {
@@ -81,6 +83,7 @@ function FreezeForm({ projectId, datasetId }: { projectId: string; datasetId: st
   const { message } = App.useApp();
   const [form] = Form.useForm<FreezeValues>();
   const freeze = useFreezeVersion(projectId, datasetId);
+  const canEdit = useCanEdit(projectId);
   const reportError = useReportError();
   const navigate = useNavigate();
 
@@ -101,7 +104,7 @@ function FreezeForm({ projectId, datasetId }: { projectId: string; datasetId: st
       <Typography.Paragraph type="secondary" style={{ marginTop: 0 }}>
         {t("versions.freezeHint")}
       </Typography.Paragraph>
-      <Form<FreezeValues> form={form} layout="inline" initialValues={FREEZE_DEFAULTS} onFinish={submit}>
+      <Form<FreezeValues> form={form} layout="inline" initialValues={FREEZE_DEFAULTS} onFinish={submit} disabled={!canEdit}>
         <Form.Item name="val_fraction" label={t("versions.valFraction")} tooltip={t("versions.valFractionHint")}>
           <InputNumber min={0} max={0.9} step={0.05} style={{ width: 90 }} />
         </Form.Item>
@@ -115,9 +118,11 @@ function FreezeForm({ projectId, datasetId }: { projectId: string; datasetId: st
           <Input maxLength={500} style={{ width: 200 }} />
         </Form.Item>
         <Form.Item>
-          <Button type="primary" htmlType="submit" icon={<LockOutlined />} loading={freeze.isPending}>
-            {t("versions.freeze")}
-          </Button>
+          <EditorOnly canEdit={canEdit}>
+            <Button type="primary" htmlType="submit" icon={<LockOutlined />} loading={freeze.isPending}>
+              {t("versions.freeze")}
+            </Button>
+          </EditorOnly>
         </Form.Item>
       </Form>
     </Card>

@@ -5,8 +5,10 @@ import { Alert, Button, Modal, Skeleton, Space, Table, Tooltip, Typography } fro
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams } from "react-router";
 
+import { useCanEdit } from "../../api/queries/projects";
 import { metricsOf, useCreateEnrollmentToken, useDevices, type Device } from "../../api/queries/fleet";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { DeviceStatusBadge } from "./DeploymentStateTag";
 import { relativeTime } from "./telemetry";
@@ -25,16 +27,20 @@ function AddDeviceButton({ projectId }: { projectId: string }) {
   const reportError = useReportError();
   const create = useCreateEnrollmentToken(projectId);
   const issued = create.data;
+  const canEdit = useCanEdit(projectId);
   return (
     <>
-      <Button
-        type="primary"
-        icon={<PlusOutlined />}
-        loading={create.isPending}
-        onClick={() => create.mutate({ expires_in_hours: TOKEN_HOURS }, { onError: (error) => reportError(error) })}
-      >
-        {t("devices.add")}
-      </Button>
+      <EditorOnly canEdit={canEdit}>
+        <Button
+          type="primary"
+          icon={<PlusOutlined />}
+          loading={create.isPending}
+          disabled={!canEdit}
+          onClick={() => create.mutate({ expires_in_hours: TOKEN_HOURS }, { onError: (error) => reportError(error) })}
+        >
+          {t("devices.add")}
+        </Button>
+      </EditorOnly>
       <Modal
         open={Boolean(issued)}
         title={t("devices.addTitle")}

@@ -6,9 +6,11 @@ import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link } from "react-router";
 
+import { useCanEdit } from "../../api/queries/projects";
 import { useActiveDeployments, useDeploy, useDevices, type Deployment } from "../../api/queries/fleet";
 import type { ModelVersion } from "../../api/queries/training";
 import { useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { DeploymentStateTag, DeviceStatusBadge } from "../devices/DeploymentStateTag";
 
@@ -20,6 +22,7 @@ export function DeployButton({ projectId, version }: { projectId: string; versio
   const [selected, setSelected] = useState<string[]>([]);
   const devices = useDevices(projectId, open ? 5000 : false);
   const deploy = useDeploy(projectId);
+  const canEdit = useCanEdit(projectId);
 
   const submit = () =>
     deploy.mutate(
@@ -36,9 +39,11 @@ export function DeployButton({ projectId, version }: { projectId: string; versio
 
   return (
     <>
-      <Button type="primary" icon={<CloudUploadOutlined />} onClick={() => setOpen(true)}>
-        {t("models.deploy")}
-      </Button>
+      <EditorOnly canEdit={canEdit}>
+        <Button type="primary" icon={<CloudUploadOutlined />} onClick={() => setOpen(true)} disabled={!canEdit}>
+          {t("models.deploy")}
+        </Button>
+      </EditorOnly>
       <Modal
         open={open}
         title={t("models.deployTitle", { name: version.model_name, version: version.version })}

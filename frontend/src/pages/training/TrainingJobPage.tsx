@@ -8,10 +8,12 @@ import { useCallback, useEffect, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
+import { useCanEdit } from "../../api/queries/projects";
 import { trainingKeys, useCancelTraining, useModelVersion, useTrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, keptIndex, percentDone, type JobMessage, type LiveJob } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
@@ -198,6 +200,16 @@ function CancelButton({ projectId, jobId }: { projectId: string; jobId: string }
   const { t } = useTranslation();
   const cancel = useCancelTraining(projectId, jobId);
   const reportError = useReportError();
+  const canEdit = useCanEdit(projectId);
+  if (!canEdit) {
+    return (
+      <EditorOnly canEdit={false}>
+        <Button danger icon={<StopOutlined />} disabled>
+          {t("training.cancelJob")}
+        </Button>
+      </EditorOnly>
+    );
+  }
   return (
     <Popconfirm
       title={t("training.cancelConfirm")}

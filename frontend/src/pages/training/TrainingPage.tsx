@@ -20,10 +20,12 @@ import { useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 
+import { useCanEdit } from "../../api/queries/projects";
 import { useDatasets } from "../../api/queries/datasets";
 import { useStartTraining, useTrainingJobs, type TrainingJob } from "../../api/queries/training";
 import { useDatasetVersion, useDatasetVersions, statsOf } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatDuration } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
@@ -63,6 +65,7 @@ function TrainingWizard() {
   const navigate = useNavigate();
   const reportError = useReportError();
   const [form] = Form.useForm<WizardValues>();
+  const canEdit = useCanEdit(projectId);
   const datasets = useDatasets(projectId);
   const datasetId = Form.useWatch("dataset_id", form);
   const versionId = Form.useWatch("dataset_version_id", form);
@@ -226,15 +229,17 @@ function TrainingWizard() {
           />
         </Form.Item>
         <Form.Item label=" " colon={false}>
-          <Button
-            type="primary"
-            htmlType="submit"
-            icon={<ExperimentOutlined />}
-            loading={start.isPending}
-            disabled={!supported || Boolean(versionTaskMismatch)}
-          >
-            {t("training.start")}
-          </Button>
+          <EditorOnly canEdit={canEdit}>
+            <Button
+              type="primary"
+              htmlType="submit"
+              icon={<ExperimentOutlined />}
+              loading={start.isPending}
+              disabled={!canEdit || !supported || Boolean(versionTaskMismatch)}
+            >
+              {t("training.start")}
+            </Button>
+          </EditorOnly>
         </Form.Item>
       </Form>
     </Card>
