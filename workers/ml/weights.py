@@ -76,7 +76,8 @@ def load_pretrained_state_dict(architecture: str = "mobilenet_v2") -> tuple[dict
             f"ImageNet weights at {path} could not be loaded ({type(error).__name__}: {error}); "
             f"trained from random initialisation"
         )
-    return state, f"{architecture} ImageNet weights ({weights}) from {path}"
+    # the cache path says nothing to a user (it is only in the "not found" note, to act on)
+    return state, f"{architecture} ImageNet weights ({weights}, {path.name})"
 
 
 def offline_weights_file() -> Path | None:
