@@ -440,3 +440,60 @@ def rect_of(rect: Locator, geo: ImageGeometry) -> tuple[float, float, float, flo
     x1, y1 = geo.image(box["x"], box["y"])
     x2, y2 = geo.image(box["x"] + box["width"], box["y"] + box["height"])
     return x1, y1, x2, y2
+
+
+def test_a_viewer_sees_the_boxes_but_cannot_change_them(
+        chromium: Any, frontend_dist: Path, stack: Stack, detection_dataset: dict[str, Any],
+        screenshots: Any) -> None:
+    """A viewer's drawer is read-only: no drawing, no delete, no class keys; nothing is sent."""
+    d = detection_dataset
+    api: Client = d["client"]
+    stack.manage("sampan_user", "--username", "detect-viewer", "--password", "viewer-password")
+    api.post(d["prefix"] + "/members/", {"username": "detect-viewer", "role": "viewer"})
+    sample = d["samples"][-1]  # the other test labels the first one
+    box = {"x1": 20.0, "y1": 30.0, "x2": 120.0, "y2": 90.0, "class_label": "car"}
+    api.put(f"{d['prefix']}/samples/{sample['id']}/boxes/", {"boxes": [box]})
+    boxes = BoxesApi(api, d["prefix"], sample["id"], d["class_ids"])
+    stored = boxes.stored()
+    assert stored == [("car", 20.0, 30.0, 120.0, 90.0)]
+
+    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", base_url=stack.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    writes: list[str] = []  # any box or label request the viewer's page makes
+    page.on("request", lambda r: writes.append(f"{r.method} {r.url}")
+            if r.method in ("PUT", "POST", "PATCH", "DELETE") and "/samples/" in r.url else None)
+    try:
+        page.goto("/")
+        page.get_by_label("Username").fill("detect-viewer")
+        page.get_by_label("Password").fill("viewer-password")
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("link", name="Street scenes", exact=True).click()
+        expect(page.get_by_text("Read-only: you are a viewer in this project")).to_be_visible()
+        page.get_by_role("link", name="street", exact=True).click()
+        page.get_by_role("tab", name="Samples").click()
+        gallery = page.get_by_test_id("gallery")
+        gallery.get_by_role("button", name=f"{sample['original_name']}: 1 box").click()
+        drawer = page.get_by_role("dialog", name=re.compile(r"^Label boxes"))
+        expect(drawer.get_by_test_id("read-only-tag")).to_have_text("Read-only")
+        wait_for_image(page)
+        expect(rows(page)).to_have_count(1)
+        expect(rows(page).get_by_test_id("box-class")).to_have_text(["car"])
+        geo = ImageGeometry(page)
+        drag(page, geo.screen(160, 120), geo.screen(260, 200))  # would draw a box
+        middle = geo.screen(70, 60)
+        page.mouse.click(*middle)
+        page.keyboard.press("2")  # would make the selected box a person
+        page.keyboard.press("Delete")  # would delete it
+        drag(page, middle, (middle[0] + 40, middle[1] + 20))  # would move it
+        page.wait_for_timeout(1_000)  # longer than the autosave's debounce
+        expect(rows(page)).to_have_count(1)
+        expect(rows(page).get_by_test_id("box-class")).to_have_text(["car"])
+        screenshots.take(page, "detection-viewer")
+        assert boxes.stored() == stored
+        assert writes == [], writes
+    finally:
+        context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
