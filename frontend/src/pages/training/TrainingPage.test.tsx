@@ -59,4 +59,17 @@ describe("TrainingPage", () => {
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
     expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0 }]);
   });
+
+  it("says why a time budget out of range is refused, and starts nothing", async () => {
+    const posted: unknown[] = [];
+    renderRoutes(routes, "/projects/p1/training?version=v2", api(posted) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
+    const budget = screen.getByRole("spinbutton", { name: "Time budget" });
+    await userEvent.clear(budget);
+    await userEvent.type(budget, "0");
+    await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
+    expect(await screen.findByText("The time budget must be between 0:10 and 24:00:00.")).toBeInTheDocument();
+    expect(budget).toHaveValue("0"); // not clamped behind the person's back
+    expect(posted).toEqual([]);
+  });
 });

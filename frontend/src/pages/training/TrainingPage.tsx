@@ -33,6 +33,9 @@ import { JobStatusTag } from "../../components/JobStatusTag";
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
 export const DEFAULT_BUDGET_S = 90;
+/** The server's limits (sampan/training/services.py MIN_BUDGET_S, MAX_BUDGET_S). */
+const MIN_BUDGET_S = 10;
+const MAX_BUDGET_S = 24 * 3600;
 const TASKS = ["image_classification", "object_detection"] as const;
 const SUPPORTED_TASKS = new Set<string>(["image_classification"]);
 
@@ -200,8 +203,16 @@ function TrainingWizard() {
               onChange={(value) => form.setFieldValue("budget_s", value)}
               options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s) }))}
             />
-            <Form.Item name="budget_s" noStyle rules={[{ required: true }]}>
-              <InputNumber min={10} max={86400} precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
+            {/* no min/max on the input: it would clamp 0 to 10 s without a word; the rule says why */}
+            <Form.Item
+              name="budget_s"
+              noStyle
+              rules={[
+                { required: true, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
+                { type: "number", min: MIN_BUDGET_S, max: MAX_BUDGET_S, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
+              ]}
+            >
+              <InputNumber precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
             </Form.Item>
           </Space>
         </Form.Item>
