@@ -11,7 +11,7 @@ import { Button, Drawer, Space, Spin, Tooltip, Typography } from "antd";
 import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from "react";
 import { useTranslation } from "react-i18next";
 
-import type { Dataset, Sample } from "../../api/queries/datasets";
+import type { Sample } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { ErrorAlert } from "../../components/errors";
 import { ReadOnlyTag } from "../../components/ReadOnly";
@@ -19,18 +19,12 @@ import { boxesOfSample, classColour, toApiBoxes, withClass, withoutBox, withRect
 import { canRedo, canUndo, historyCommit, historyInit, historyRedo, historyUndo, type BoxHistory } from "./boxHistory";
 import { BoxList, ClassPicker, SaveState, type ClassLabel } from "./DetectionSidebar";
 import { classIndexForKey, isTypingTarget } from "./labeling";
+import type { LabelingPanelProps } from "./LabelingPanel";
 import { useBoxAutosave, type BoxAutosave } from "./useBoxAutosave";
 
 const BoxAnnotator = lazy(() => import("./BoxAnnotator"));
 
-export interface DetectionLabelingPanelProps {
-  projectId: string;
-  dataset: Dataset;
-  samples: Sample[];
-  current: Sample;
-  onNavigate: (sampleId: string) => void;
-  onClose: () => void;
-}
+export type DetectionLabelingPanelProps = LabelingPanelProps;
 
 export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
   const { t } = useTranslation();

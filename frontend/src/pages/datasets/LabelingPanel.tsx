@@ -11,14 +11,18 @@ import { useReportError } from "../../components/errors";
 import { EditorOnly, ReadOnlyTag } from "../../components/ReadOnly";
 import { classIndexForKey, classLabelOf, isTypingTarget, keyForClassIndex, nextUnlabeledId } from "./labeling";
 
-export function LabelingPanel(props: {
+/** What the gallery gives a labeling panel, classification's or detection's. */
+export interface LabelingPanelProps {
   projectId: string;
   dataset: Dataset;
+  /** the loaded samples, in gallery order (for next / previous / next unlabeled) */
   samples: Sample[];
   current: Sample;
   onNavigate: (sampleId: string) => void;
   onClose: () => void;
-}) {
+}
+
+export function LabelingPanel(props: LabelingPanelProps) {
   const { t } = useTranslation();
   const { message } = App.useApp();
   const reportError = useReportError();

@@ -7,14 +7,14 @@ import { useCallback, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { useSearchParams } from "react-router";
 
-import { useBulkLabel, useSampleList, type Dataset, type SampleFilter } from "../../api/queries/datasets";
+import { useBulkLabel, useSampleList, type Dataset, type Sample, type SampleFilter } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { SPLITS, useDatasetVersions, type Split } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
 import { filterFromParams, paramsWithFilter } from "./galleryFilter";
-import { LabelingPanel } from "./LabelingPanel";
+import { LabelingPanel, type LabelingPanelProps } from "./LabelingPanel";
 import { SampleGrid } from "./SampleGrid";
 
 const UNLABELED = "\u0000unlabeled";
@@ -79,6 +79,15 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
       },
     );
   };
+
+  const panelProps = (sample: Sample): LabelingPanelProps => ({
+    projectId,
+    dataset,
+    samples: rows,
+    current: sample,
+    onNavigate: setCurrentId,
+    onClose: () => setCurrentId(null),
+  });
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
@@ -177,28 +186,10 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
               )}
             </Spin>
           </div>
-          {classification && current && !selecting && (
-            <LabelingPanel
-              projectId={projectId}
-              dataset={dataset}
-              samples={rows}
-              current={current}
-              onNavigate={setCurrentId}
-              onClose={() => setCurrentId(null)}
-            />
-          )}
+          {classification && current && !selecting && <LabelingPanel {...panelProps(current)} />}
         </div>
       )}
-      {!classification && current && (
-        <DetectionLabelingPanel
-          projectId={projectId}
-          dataset={dataset}
-          samples={rows}
-          current={current}
-          onNavigate={setCurrentId}
-          onClose={() => setCurrentId(null)}
-        />
-      )}
+      {!classification && current && <DetectionLabelingPanel {...panelProps(current)} />}
     </Space>
   );
 }
