@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SampleRef", "TrainRequest", "TrainResult", "TrainingCancelled"]
+__all__ = ["AUGMENTATIONS", "MODEL_PREFERENCES", "SampleRef", "TrainRequest", "TrainResult", "TrainingCancelled"]
 
 
 class TrainingCancelled(Exception):
@@ -31,7 +31,13 @@ class TrainRequest:
     they are in the torch hub cache; True asks for them (a missing file still falls back to random
     initialisation, reported in ``TrainResult.weights_note``); False never loads them.
     ``recipe`` replays a recipe recorded in a previous ``TrainResult.recipe`` (same resolution,
-    epochs and learning rate) instead of planning one from the budget.
+    steps and learning-rate schedule) instead of planning one from the budget.
+    ``test`` is the held-out split: never used for model selection; when it is not empty the
+    report is computed on it (``report["split"] == "test"``), else on ``val``.
+    ``augmentation``: ``auto`` (chosen from the data: no flips for small or grayscale images such
+    as digits and text), ``none``, ``light`` or ``strong`` (:mod:`workers.ml.augmentation`).
+    ``model_preference``: ``more_accurate`` (resolution up to 224 px) or ``faster`` (at most
+    128 px: ~3x fewer FLOPs on the device).
     """
 
     train: list[SampleRef]
@@ -43,6 +49,13 @@ class TrainRequest:
     architecture: str = "mobilenet_v2"
     pretrained: bool | None = None
     recipe: dict[str, Any] | None = None
+    test: list[SampleRef] = field(default_factory=list)
+    augmentation: str = "auto"
+    model_preference: str = "more_accurate"
+
+
+AUGMENTATIONS = ("auto", "none", "light", "strong")
+MODEL_PREFERENCES = ("more_accurate", "faster")
 
 
 @dataclass
