@@ -22,6 +22,7 @@ __all__ = [
     "Preprocessing",
     "decode_image",
     "preprocess",
+    "resized_pixels",
     "preprocess_batch",
     "sniff_format",
 ]
@@ -266,11 +267,10 @@ class Preprocessing:
         return cls(**dict(data))
 
 
-def preprocess(image: Image.Image, p: Preprocessing) -> np.ndarray:
-    """RGB image -> model input of shape (3, H, W) float32, with (H, W) = ``p.size``.
-
-    Bilinear stretch resize to H x W (Pillow ``Image.resize``, which filters when shrinking),
-    values / 255, then ``(x - mean) / std`` per channel.
+def resized_pixels(image: Image.Image, p: Preprocessing) -> np.ndarray:
+    """RGB image -> (H, W, 3) uint8 with (H, W) = ``p.size``: the resize step of
+    :func:`preprocess` alone (bilinear stretch, Pillow ``Image.resize``). Training caches these
+    bytes and normalises them itself, so its pixels are exactly the device's.
 
     Raises:
         ValueError: if ``image.mode`` is not ``"RGB"`` (call :func:`decode_image` first).
@@ -280,7 +280,19 @@ def preprocess(image: Image.Image, p: Preprocessing) -> np.ndarray:
     height, width = p.size
     if image.size != (width, height):
         image = image.resize((width, height), Image.Resampling.BILINEAR)
-    pixels = np.asarray(image, dtype=np.float32) / np.float32(255.0)  # (H, W, 3)
+    return np.asarray(image, dtype=np.uint8)
+
+
+def preprocess(image: Image.Image, p: Preprocessing) -> np.ndarray:
+    """RGB image -> model input of shape (3, H, W) float32, with (H, W) = ``p.size``.
+
+    Bilinear stretch resize to H x W (Pillow ``Image.resize``, which filters when shrinking),
+    values / 255, then ``(x - mean) / std`` per channel.
+
+    Raises:
+        ValueError: if ``image.mode`` is not ``"RGB"`` (call :func:`decode_image` first).
+    """
+    pixels = resized_pixels(image, p).astype(np.float32) / np.float32(255.0)  # (H, W, 3)
     mean = np.asarray(p.mean, dtype=np.float32)
     std = np.asarray(p.std, dtype=np.float32)
     normalised = (pixels - mean) / std

@@ -28,14 +28,21 @@ def test_report_matches_hand_computed_values():
     ]
 
 
-def test_class_never_predicted_nor_present_counts_zero_in_macro_f1():
+def test_class_never_predicted_nor_present_is_left_out_of_macro_f1():
     report = classification_report([0, 1], [0, 1], ["a", "b", "c"], ["x", "y"])
     assert report["accuracy"] == 1.0
     assert report["per_class"][2] == {
         "label": "c", "index": 2, "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0
     }
-    assert report["macro_f1"] == pytest.approx(2 / 3)
+    assert report["macro_f1"] == 1.0  # sklearn's default labels: the union of true and predicted
+    assert report["classes_in_split"] == 2
     assert report["misclassified"] == []
+
+
+def test_class_predicted_but_absent_lowers_macro_f1():
+    report = classification_report([0, 0], [0, 2], ["a", "b", "c"], ["x", "y"])
+    # a: P 1, R 0.5, F1 2/3; c: predicted once, never present: F1 0; b: neither, left out
+    assert report["macro_f1"] == pytest.approx((2 / 3 + 0) / 2)
 
 
 def test_rejects_index_outside_labels():

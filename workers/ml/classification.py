@@ -12,7 +12,6 @@ evaluate the exported model on the validation split.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Callable
@@ -24,9 +23,10 @@ import torch
 
 from edge_agent.imaging import Preprocessing
 
-from .data import decode_samples, shorter_side_px, to_tensors
+from .augmentation import AugmentationChoice, build_transform, choose_augmentation
+from .data import ImageTensors, decode_samples, normalise, shorter_side_px, to_tensors
 from .evaluation import classification_report
-from .export import compare_with_onnx, export_onnx
+from .export import compare_with_onnx, export_onnx, onnx_probabilities
 from .models import build_classifier
 from .recipe import BudgetCosts, Recipe, plan_recipe
 from .specs import SampleRef, TrainingCancelled, TrainRequest, TrainResult
@@ -38,6 +38,7 @@ from .training import (
     finetune,
     train_head,
 )
+from .specs import AUGMENTATIONS, MODEL_PREFERENCES
 from .weights import load_pretrained_state_dict
 
 __all__ = [
@@ -71,30 +72,30 @@ def _check_request(request: TrainRequest) -> None:
         raise ValueError("train and val must each hold at least one sample")
     if request.budget_s <= 0:
         raise ValueError("budget_s must be > 0")
-    for sample in (*request.train, *request.val):
+    if request.augmentation not in AUGMENTATIONS:
+        raise ValueError(f"augmentation must be one of {', '.join(AUGMENTATIONS)}")
+    if request.model_preference not in MODEL_PREFERENCES:
+        raise ValueError(f"model_preference must be one of {', '.join(MODEL_PREFERENCES)}")
+    for sample in (*request.train, *request.val, *request.test):
         if not 0 <= sample.label < len(request.labels):
             raise ValueError(f"sample {sample.sample_id}: label index {sample.label} out of range")
 
 
-@functools.lru_cache(maxsize=1)
 def _threads() -> int:
-    """Intra-op threads: the CPUs this process may use, minus those other processes keep busy.
-
-    Measured on the 2-core machines: with other work running, 2 OpenMP threads made a training
-    step 5-10x slower than 1 thread (the threads spin-wait for each other), so a busy machine
-    gets fewer threads. The 1-minute load average is the measure of "busy" (Linux, macOS).
-    Decided once per process: the thread count keys the step-time calibration, so a choice that
-    followed the load from run to run would break "same seed, same model" within a worker.
-    """
+    """Intra-op threads: the CPUs this process may use (affinity mask, then the cgroup v2 CPU
+    quota), never the load average: on an idle 2-core machine the 1-minute load average reads
+    ~1 and chose 1 thread in every run, while 2 threads make a step ~1.5x faster (issue 7)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except OSError:
-        busy = 0
-    return max(1, min(cpus, cpus - busy))
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
 
 
 def _resolve_weights(request: TrainRequest) -> tuple[dict | None, str]:
@@ -130,7 +131,7 @@ def train_image_classifier(
     """
     started = time.monotonic()
     _check_request(request)
-    progress = Progress(on_progress, should_stop, started)
+    progress = Progress(on_progress, should_stop, started, budget_s=float(request.budget_s))
     out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     previous_threads = torch.get_num_threads()
@@ -140,6 +141,15 @@ def train_image_classifier(
         return _train(request, progress, out_dir, threads)
     finally:
         torch.set_num_threads(previous_threads)
+
+
+def _class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Inverse-frequency loss weights ``n / (C * n_c)`` (scikit-learn's ``class_weight=
+    "balanced"``), 1.0 for every class of a balanced set; a class absent from train gets 1."""
+    counts = torch.bincount(labels, minlength=n_classes).to(torch.float32)
+    weights = torch.where(counts > 0, len(labels) / (n_classes * counts.clamp(min=1)),
+                          torch.ones_like(counts))
+    return weights
 
 
 def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: int) -> TrainResult:
@@ -153,6 +163,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     progress.emit({"phase": "decode", "step": 0}, force=True)
     probe, probe_skipped = decode_samples(request.train[:_PROBE_IMAGES], progress.check)
     images = [image for _, image in probe]
+    choice = choose_augmentation(request.augmentation, images)
     if request.recipe is not None:
         recipe = Recipe.from_dict({**request.recipe, "seed": request.seed, "threads": threads})
         recipe.pretrained = pretrained
@@ -161,39 +172,69 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
             budget_s=float(request.budget_s),
             n_train=len(request.train),
             n_val=len(request.val),
+            n_test=len(request.test),
             source_pixels=int(np.median([i.size[0] * i.size[1] for i in images])) if images else 0,
             shorter_side=shorter_side_px(images),
             step_s_96=calibrate_step_s(model, len(request.labels), threads),
             pretrained=pretrained,
+            model_preference=request.model_preference,
         )
         recipe = plan_recipe(
             costs, seed=request.seed, threads=threads, architecture=request.architecture
         )
+        recipe.augmentation, recipe.augmentation_flip = choice.preset, choice.flip
+        recipe.augmentation_reason = choice.reason
     preprocessing = Preprocessing(size=(recipe.resolution, recipe.resolution), mean=_MEAN, std=_STD)
     decoded = {sample.sample_id: image for sample, image in probe}
     train = to_tensors(request.train, preprocessing, progress.check, decoded)
     train.skipped[:0] = probe_skipped
     val = to_tensors(request.val, preprocessing, progress.check)
+    test = to_tensors(request.test, preprocessing, progress.check)
     del decoded, images, probe
     for name, split in (("train", train), ("val", val)):
         if len(split) == 0:
             raise ValueError(f"{name}: no image could be decoded")
-    progress.emit({"phase": "decode", "step": len(train) + len(val)}, force=True)
+    progress.emit({"phase": "decode", "step": len(train) + len(val) + len(test)}, force=True)
 
-    tail_s = recipe.planned.get("export_s", 10.0) + recipe.planned.get("final_s", 1.0)
+    if recipe.class_weights is None and request.recipe is None:
+        recipe.class_weights = [round(float(w), 4)
+                                for w in _class_weights(train.labels, len(request.labels))]
+    class_weights = torch.tensor(recipe.class_weights, dtype=torch.float32)
+    transform = build_transform(AugmentationChoice(recipe.augmentation, recipe.augmentation_flip,
+                                                   recipe.augmentation_reason))
+    tail_s = recipe.planned.get("export_s", 1.0) + recipe.planned.get("final_s", 1.0)
     progress.tail_s = tail_s
     deadline = progress.started + request.budget_s - tail_s
     state = TrainingState()
     if recipe.head_epochs > 0:
-        train_head(model, train, val, recipe, state, progress)
+        train_head(model, train, val, recipe, state, progress, preprocessing, class_weights)
     else:
-        accuracy, loss, _ = evaluate(model, val)
+        accuracy, loss, _ = evaluate(model, val, preprocessing)
         state.offer(model, "init", 0, accuracy, loss)
-    torch.manual_seed(request.seed + 2)  # dropout masks during fine-tuning
-    finetune(model, train, val, recipe, state, progress, deadline)
+    torch.manual_seed(request.seed + 2)  # dropout masks and augmentation draws
+    finetune(model, train, val, recipe, state, progress, deadline, preprocessing, transform,
+             class_weights)
     model.load_state_dict(state.best_state)
-    return _finish(request, model, recipe, state, train, val, preprocessing, progress, out_dir,
-                   pretrained, weights_note)
+    return _finish(request, model, recipe, state, (train, val, test), preprocessing, progress,
+                   out_dir, pretrained, weights_note)
+
+
+def _batches(data: ImageTensors, preprocessing: Preprocessing, size: int = 64):
+    for i in range(0, len(data), size):
+        yield normalise(data.images[i : i + size], preprocessing).contiguous().numpy()
+
+
+def _report(data: ImageTensors, probabilities: np.ndarray, labels: list[str]) -> dict[str, Any]:
+    predicted = probabilities.argmax(axis=1) if len(data) else np.zeros(0, np.int64)
+    report = classification_report(
+        data.labels.tolist(), predicted.tolist(), labels, data.sample_ids,
+        probabilities=probabilities.max(axis=1).tolist() if len(data) else [],
+    )
+    report["predictions"] = [  # what the device should answer for each sample
+        {"sample_id": sid, "predicted": int(p), "probability": float(row[p])}
+        for sid, p, row in zip(data.sample_ids, predicted, probabilities)
+    ]
+    return report
 
 
 def _finish(
@@ -201,14 +242,14 @@ def _finish(
     model: torch.nn.Module,
     recipe: Recipe,
     state: TrainingState,
-    train: Any,
-    val: Any,
+    splits: tuple[ImageTensors, ImageTensors, ImageTensors],
     preprocessing: Preprocessing,
     progress: Progress,
     out_dir: Path,
     pretrained: bool,
     weights_note: str,
 ) -> TrainResult:
+    train, val, test = splits
     progress.check()
     model = model.to(memory_format=torch.contiguous_format).eval()
     checkpoint_path = out_dir / "checkpoint.pt"
@@ -224,32 +265,45 @@ def _finish(
     export_info = export_onnx(model, onnx_path, preprocessing.size, recipe.exporter)
     progress.check()
     progress.emit({"phase": "evaluate"}, force=True)
-    parity, probabilities = compare_with_onnx(model, onnx_path, val.images, val.sample_ids)
-    predicted = probabilities.argmax(axis=1)
-    report = classification_report(
-        val.labels.tolist(), predicted.tolist(), request.labels, val.sample_ids,
-        probabilities=probabilities.max(axis=1).tolist(),
-    )
-    report["skipped_samples"] = train.skipped + val.skipped
-    report["predictions"] = [  # what the device should answer for each validation sample
-        {"sample_id": sid, "predicted": int(p), "probability": float(row[p])}
-        for sid, p, row in zip(val.sample_ids, predicted, probabilities)
-    ]
+    val_pixels = torch.cat([normalise(val.images[i : i + 256], preprocessing).contiguous()
+                            for i in range(0, len(val), 256)])
+    parity, val_probabilities = compare_with_onnx(model, onnx_path, val_pixels, val.sample_ids)
+    del val_pixels
+    val_report = _report(val, val_probabilities, request.labels)
+    if len(test):
+        report = _report(test, onnx_probabilities(onnx_path, _batches(test, preprocessing)),
+                         request.labels)
+        report["split"] = "test"
+    else:
+        report = val_report
+        report["split"] = "val"
+    report["validation"] = {"accuracy": val_report["accuracy"],
+                            "macro_f1": val_report["macro_f1"], "n": val_report["n"]}
+    report["skipped_samples"] = train.skipped + val.skipped + test.skipped
+    supports = [c["support"] for c in report["per_class"] if c["support"] > 0]
+    report["imbalanced"] = bool(supports and max(supports) >= 3 * min(supports))
     elapsed = progress.elapsed_s()
+    recipe_dict = recipe.to_dict()
     recipe_dict.update(
         export_info,
         stopped_early=state.stopped_early,
+        stop_reason=state.stop_reason,
         n_train=len(train),
         n_val=len(val),
+        n_test=len(test),
     )
     metrics = {
-        "val_accuracy": report["accuracy"],
-        "macro_f1": report["macro_f1"],
+        "evaluated_on": report["split"],
+        "val_accuracy": val_report["accuracy"],
+        "macro_f1": val_report["macro_f1"],
         "best_epoch": state.best_epoch,
         "best_phase": state.best_phase,
         "torch_val_accuracy": round(state.best_accuracy, 4),
     }
-    progress.emit({"phase": "done", "val_accuracy": report["accuracy"], "eta_s": 0}, force=True)
+    if len(test):
+        metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])
+    progress.emit({"phase": "done", "accuracy": report["accuracy"], "split": report["split"],
+                   "eta_s": 0}, force=True)
     return TrainResult(
         onnx_path=onnx_path,
         checkpoint_path=checkpoint_path,

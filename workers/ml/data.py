@@ -1,7 +1,9 @@
 """Reading samples into memory: every pixel comes from ``edge_agent.imaging``.
 
-Each file is read and decoded once; the preprocessed (3, H, W) float32 arrays are kept in one
-(N, 3, H, W) tensor for the whole run (no augmentation: see docs/decisions/training-recipe.md).
+Each file is read and decoded once; the resized (3, H, W) uint8 pixels are kept in one
+(N, 3, H, W) uint8 tensor for the whole run (a quarter of float32's memory), augmented per batch
+(:mod:`workers.ml.augmentation`) and normalised by :func:`normalise`, which gives the same
+float32 values as ``edge_agent.imaging.preprocess``.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ import numpy as np
 import torch
 from PIL import Image
 
-from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, preprocess
+from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, resized_pixels
 
 from .specs import SampleRef, TrainingCancelled
 
-__all__ = ["ImageTensors", "decode_samples", "shorter_side_px", "to_tensors"]
+__all__ = ["ImageTensors", "decode_samples", "normalise", "shorter_side_px", "to_tensors"]
 
 
 @dataclass
 class ImageTensors:
-    """``images`` (N, 3, H, W) float32, ``labels`` (N,) int64, ``sample_ids`` length N."""
+    """``images`` (N, 3, H, W) uint8, ``labels`` (N,) int64, ``sample_ids`` length N."""
 
     images: torch.Tensor
     labels: torch.Tensor
@@ -78,7 +80,7 @@ def to_tensors(
     """
     already_decoded = already_decoded or {}
     height, width = preprocessing.size
-    images = np.empty((len(samples), 3, height, width), dtype=np.float32)
+    images = np.empty((len(samples), 3, height, width), dtype=np.uint8)
     labels: list[int] = []
     sample_ids: list[str] = []
     skipped: list[dict[str, Any]] = []
@@ -90,7 +92,7 @@ def to_tensors(
                 skipped.extend(failed)
                 continue
             image = decoded[0][1]
-        images[len(labels)] = preprocess(image, preprocessing)
+        images[len(labels)] = resized_pixels(image, preprocessing).transpose(2, 0, 1)
         labels.append(int(sample.label))
         sample_ids.append(sample.sample_id)
     return ImageTensors(
@@ -99,3 +101,12 @@ def to_tensors(
         sample_ids=sample_ids,
         skipped=skipped,
     )
+
+
+def normalise(images: torch.Tensor, preprocessing: Preprocessing) -> torch.Tensor:
+    """(N, 3, H, W) uint8 -> (N, 3, H, W) float32 ``(x / 255 - mean) / std``, channels_last:
+    the arithmetic of ``edge_agent.imaging.preprocess`` in the same order and precision."""
+    mean = torch.tensor(preprocessing.mean, dtype=torch.float32).view(1, 3, 1, 1)
+    std = torch.tensor(preprocessing.std, dtype=torch.float32).view(1, 3, 1, 1)
+    pixels = images.to(torch.float32) / torch.tensor(255.0, dtype=torch.float32)
+    return ((pixels - mean) / std).contiguous(memory_format=torch.channels_last)

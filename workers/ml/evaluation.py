@@ -7,9 +7,10 @@ with ``zero_division=0``: for class k, with TP/FP/FN counted one-vs-rest,
     precision_k = TP / (TP + FP)      recall_k = TP / (TP + FN)
     F1_k = 2 * precision_k * recall_k / (precision_k + recall_k)
 
-and any 0/0 is 0. ``macro_f1`` is the unweighted mean of F1_k over ALL classes in ``labels``
-(sklearn ``average="macro"`` with ``labels=range(C)``), so a class absent from the validation
-split still counts, with F1 0.
+and any 0/0 is 0. ``macro_f1`` is the unweighted mean of F1_k over the classes that occur in
+the split or in the predictions (sklearn ``average="macro"`` with its default ``labels``, the
+union of ``y_true`` and ``y_pred``): a class left out of a test split on purpose (too few
+samples) does not count as an F1 of 0, while a class predicted but absent still lowers it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def classification_report(
     recall = _safe_divide(tp, support)
     f1 = _safe_divide(2 * precision * recall, precision + recall)
 
+    present = (support > 0) | (predicted > 0)
     misclassified = [
         {
             "sample_id": str(sample_ids[i]),
@@ -86,7 +88,8 @@ def classification_report(
     return {
         "n": n,
         "accuracy": float(tp.sum() / n) if n else 0.0,
-        "macro_f1": float(f1.mean()) if n_classes else 0.0,
+        "macro_f1": float(f1[present].mean()) if present.any() else 0.0,
+        "classes_in_split": int((support > 0).sum()),
         "per_class": [
             {
                 "label": labels[k],

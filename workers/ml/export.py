@@ -7,7 +7,7 @@ import io
 import logging
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ from torch import nn
 
 from .models import SoftmaxClassifier
 
-__all__ = ["PARITY_MAX_ABS_DIFF", "check_parity", "compare_with_onnx", "export_onnx"]
+__all__ = ["PARITY_MAX_ABS_DIFF", "check_parity", "compare_with_onnx", "export_onnx",
+           "onnx_probabilities"]
 
 #: Largest allowed |torch probability - onnxruntime probability|. fp32 kernels of two runtimes
 #: differ by ~1e-7..1e-6 on softmax outputs; 1e-4 leaves room for that and still catches a wrong
@@ -195,3 +196,14 @@ def check_parity(
         max |torch probability - onnx probability| <= :data:`PARITY_MAX_ABS_DIFF`.
     """
     return compare_with_onnx(model, onnx_path, images, sample_ids)[0]
+
+
+def onnx_probabilities(onnx_path: Path, batches: Iterable[np.ndarray]) -> np.ndarray:
+    """onnxruntime's ``probabilities`` (N, C) float32 for preprocessed (n, 3, H, W) float32
+    batches, as a device computes them (CPU provider, this process's torch thread count)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    session = onnxruntime.InferenceSession(str(onnx_path), options,
+                                           providers=["CPUExecutionProvider"])
+    out = [session.run(["probabilities"], {"input": _as_numpy(batch)})[0] for batch in batches]
+    return np.concatenate(out) if out else np.zeros((0, 0), np.float32)

@@ -1,11 +1,11 @@
 """The training recipe and how it is planned from a time budget.
 
-The plan is a pure function of the request (budget, dataset sizes, image sizes, weights) and one
-measured number, the time of a training step at 96 px (measured once per process and cached), so
-two runs of the same request in one worker plan the same recipe and, with the same seed, train the
-same model. Wall-clock time only enters through a guard that stops training early when a run falls
-behind its plan (recorded as ``stopped_early``). Reasons and measurements:
-docs/decisions/training-recipe.md.
+The first plan is a function of the request (budget, dataset sizes, image sizes, weights) and one
+measured number, the time of a training step at 96 px (measured once per process). Fine-tuning
+then reads the clock: after each epoch the number of steps left is re-planned from the measured
+epoch time so that the run ends at the budget (:class:`workers.ml.training._Schedule`); every
+re-plan is recorded in ``Recipe.replans`` so that a recorded recipe replays the same learning rate
+at every step. Reasons and measurements: docs/decisions/training-recipe.md.
 """
 
 from __future__ import annotations
@@ -14,52 +14,66 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["BudgetCosts", "Recipe", "plan_recipe", "target_resolution"]
+__all__ = ["BudgetCosts", "Recipe", "minimum_budget_s", "plan_recipe", "target_resolution"]
 
 #: Input sizes tried, in px (square). 96 is the smallest that keeps MobileNetV2's last feature map
 #: at 3x3 (stride 32); 224 is its ImageNet training size.
 RESOLUTIONS = (96, 128, 160, 224)
-#: Fine-tuning epochs a larger resolution must still afford, else a smaller one is used.
-MIN_FINETUNE_EPOCHS = 4
-#: Fine-tuning epochs beyond which more time is not spent (digits-size datasets converge earlier).
-MAX_FINETUNE_EPOCHS = 30
-#: Seconds kept for the ONNX export: the dynamo exporter takes 6-9 s for MobileNetV2 on the
-#: 2-core CI machines (measured, docs/decisions/training-recipe.md). Scaled up when the measured
-#: step time shows a slower (or busier) machine than the reference step of 0.25 s.
+#: ``model_preference="faster"`` caps the resolution here: ~3x fewer FLOPs than 224 px.
+FASTER_MAX_RESOLUTION = 128
+#: Fine-tuning epochs a larger resolution must still afford, else a smaller one is used: the
+#: issue's measurements had 5 epochs at 224 px lose to 23 epochs at 160 px in 600 s.
+MIN_EPOCHS_AT_RESOLUTION = 12
+#: Fine-tuning epochs beyond which more time is not spent; early stopping usually ends sooner.
+MAX_FINETUNE_EPOCHS = 100
+#: Seconds kept for the ONNX export with the dynamo exporter (6-9 s for MobileNetV2 on the 2-core
+#: CI machines), scaled by the measured slowdown of this machine against the reference step.
 EXPORT_RESERVE_S = 10.0
-#: The TorchScript exporter (``dynamo=False``, deprecated) writes the same network in ~0.3 s. It is
-#: used when the dynamo export would take more than this share of the budget; the parity gate
-#: checks the file either way.
-TORCHSCRIPT_EXPORT_RESERVE_S = 1.5
-MAX_EXPORT_SHARE = 0.25
-_REFERENCE_STEP_S = 0.25
-#: Share of the fine-tuning time actually planned; the rest absorbs step-time noise.
-PLAN_MARGIN = 0.85
-#: Largest in-memory tensor cache, bytes (N x 3 x H x W float32).
-MAX_CACHE_BYTES = 3 * 1024**3
-_DECODE_S_PER_IMAGE = 0.002
-_DECODE_S_PER_PIXEL = 2e-8
+#: The TorchScript exporter (``dynamo=False``) writes the same network in ~0.3 s; used when the
+#: dynamo reserve would take more than ``MAX_EXPORT_SHARE`` of the budget. Same parity gate.
+TORCHSCRIPT_EXPORT_RESERVE_S = 1.0
+MAX_EXPORT_SHARE = 0.08
+_REFERENCE_STEP_S = 0.15
+#: Largest in-memory image cache, bytes (N x 3 x H x W uint8).
+MAX_CACHE_BYTES = 2 * 1024**3
+_DECODE_S_PER_IMAGE = 0.001
+_DECODE_S_PER_PIXEL = 1.5e-8
 _FORWARD_SHARE = 0.3  # an eval forward pass costs ~0.3 of a training step (measured 0.25-0.3)
 
 
 @dataclass
 class Recipe:
-    """What one training run does. ``lr`` is the fine-tuning peak learning rate (SGD, momentum,
-    cosine decay after a linear warm-up); ``head_lr`` the Adam rate of the linear-probe phase."""
+    """What one training run does.
+
+    Fine-tuning: AdamW, backbone peak rate ``lr``, head peak rate ``head_finetune_lr``, linear
+    warm-up over ``warmup_steps`` then cosine decay to 0 at the (re-planned) total, label
+    smoothing, augmentation preset. ``head_lr``: the Adam rate of the linear probe.
+    ``finetune_steps``: first planned total; ``replans``: ``[step, total]`` changes of the total;
+    ``finetune_steps_done``: steps actually run (a replay stops there too).
+    """
 
     architecture: str = "mobilenet_v2"
     resolution: int = 96
+    resolution_reason: str = ""
+    model_preference: str = "more_accurate"
     batch_size: int = 32
     head_epochs: int = 40
     head_lr: float = 3e-3
-    finetune_epochs: int = 0
     finetune_steps: int = 0
-    lr: float = 0.01
-    momentum: float = 0.9
-    weight_decay: float = 4e-5
+    finetune_steps_done: int = 0
+    max_finetune_epochs: int = MAX_FINETUNE_EPOCHS
+    replans: list[list[int]] = field(default_factory=list)
+    lr: float = 1e-3
+    head_finetune_lr: float = 3e-3
+    weight_decay: float = 0.02
+    label_smoothing: float = 0.1
     warmup_steps: int = 0
-    augmentation: str = "none"
-    exporter: str = "dynamo"
+    patience: int = 5
+    augmentation: str = "light"
+    augmentation_flip: bool = False
+    augmentation_reason: str = ""
+    class_weights: list[float] | None = None
+    exporter: str = "torchscript"
     pretrained: bool = True
     seed: int = 0
     threads: int = 1
@@ -77,7 +91,8 @@ class Recipe:
 
 @dataclass(frozen=True)
 class BudgetCosts:
-    """The inputs of the plan. ``step_s_96``: seconds of one training step, batch 32, 96 px."""
+    """The inputs of the plan. ``step_s_96``: seconds of one training step, batch 32, 96 px.
+    ``n_eval``: images evaluated after training (validation for parity, plus test)."""
 
     budget_s: float
     n_train: int
@@ -86,15 +101,18 @@ class BudgetCosts:
     shorter_side: int  # median min(width, height) of the images, px
     step_s_96: float
     pretrained: bool
+    n_test: int = 0
+    model_preference: str = "more_accurate"
 
 
-def target_resolution(shorter_side: int) -> int:
-    """Smallest candidate >= the images' shorter side: no detail is thrown away by the resize, and
-    nothing is spent on pixels the images do not have (28 px digits -> 96, 150 px -> 160)."""
-    for resolution in RESOLUTIONS:
+def target_resolution(shorter_side: int, max_resolution: int = RESOLUTIONS[-1]) -> int:
+    """Smallest candidate >= the images' shorter side, at most ``max_resolution``: no detail is
+    thrown away by the resize, and nothing is spent on pixels the images do not have."""
+    allowed = [r for r in RESOLUTIONS if r <= max_resolution]
+    for resolution in allowed:
         if resolution >= shorter_side:
             return resolution
-    return RESOLUTIONS[-1]
+    return allowed[-1]
 
 
 def _step_s(costs: BudgetCosts, resolution: int, batch: int) -> float:
@@ -112,38 +130,58 @@ def _export_plan(costs: BudgetCosts) -> tuple[str, float]:
 
 def _fixed_costs(costs: BudgetCosts, resolution: int, batch: int) -> dict[str, float]:
     """Seconds of everything but fine-tuning, estimated from the plan's inputs only."""
-    n = costs.n_train + costs.n_val
+    n = costs.n_train + costs.n_val + costs.n_test
     forward_per_image = _step_s(costs, resolution, batch) * _FORWARD_SHARE / batch
     return {
         "setup_s": 1.0 + 6 * costs.step_s_96,  # weights, model, calibration with warm-up
         "decode_s": n * (_DECODE_S_PER_IMAGE + costs.source_pixels * _DECODE_S_PER_PIXEL),
-        "head_s": (n * forward_per_image + 0.5) if costs.pretrained else 0.0,
+        # BatchNorm adaptation + features of train, features of val, 40 epochs of the head
+        "head_s": ((2 * costs.n_train + costs.n_val) * forward_per_image + 0.5)
+        if costs.pretrained else 0.0,
         "export_s": _export_plan(costs)[1],
-        # parity: torch + onnxruntime over the validation split, plus the session and report
-        "final_s": 1.0 + 2 * costs.n_val * forward_per_image,
+        # parity over validation (torch + onnxruntime), test through onnxruntime, the report
+        "final_s": 1.0 + (2 * costs.n_val + costs.n_test) * forward_per_image,
     }
 
 
+def minimum_budget_s(n_images: int) -> float:
+    """Smallest budget (s) a run of ``n_images`` images can use: setup, decoding, the linear probe
+    and a TorchScript export on a 2-core machine (measured ~10 s for 400 digits), with margin.
+    The platform refuses shorter budgets before queueing (its copy: sampan.training.services)."""
+    return 15.0 + 0.01 * n_images
+
+
+def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int) -> tuple[int, str]:
+    cap = FASTER_MAX_RESOLUTION if costs.model_preference == "faster" else RESOLUTIONS[-1]
+    target = target_resolution(costs.shorter_side, cap)
+    why_target = (f"the images' shorter side is {costs.shorter_side} px"
+                  + (" (the faster model is capped at 128 px)"
+                     if costs.model_preference == "faster" and target == cap else ""))
+    n = costs.n_train + costs.n_val + costs.n_test
+    for resolution in sorted((r for r in RESOLUTIONS if r <= target), reverse=True):
+        fixed = sum(_fixed_costs(costs, resolution, batch).values())
+        epoch_s = steps_per_epoch * _step_s(costs, resolution, batch) * (1 + _FORWARD_SHARE / 3)
+        epochs = (costs.budget_s - fixed) / epoch_s if epoch_s else 0
+        if n * 3 * resolution**2 > MAX_CACHE_BYTES:
+            continue
+        if epochs >= MIN_EPOCHS_AT_RESOLUTION or resolution == RESOLUTIONS[0]:
+            if resolution == target:
+                return resolution, f"{resolution} px: {why_target}"
+            return resolution, (f"{resolution} px: {why_target}, but {target} px would leave "
+                                f"time for fewer than {MIN_EPOCHS_AT_RESOLUTION} epochs in "
+                                f"{costs.budget_s:.0f} s")
+    return RESOLUTIONS[0], f"{RESOLUTIONS[0]} px: the smallest size this network takes"
+
+
 def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: str) -> Recipe:
-    """Choose resolution, fine-tuning epochs/steps and learning rates for ``costs.budget_s``."""
+    """Choose resolution, the first fine-tuning plan and learning rates for ``costs.budget_s``."""
     batch = 32
     steps_per_epoch = max(1, math.ceil(costs.n_train / batch))
-    chosen = RESOLUTIONS[0]
-    for resolution in sorted(RESOLUTIONS, reverse=True):
-        if resolution > target_resolution(costs.shorter_side):
-            continue
-        cache_bytes = (costs.n_train + costs.n_val) * 3 * resolution**2 * 4
-        fixed = sum(_fixed_costs(costs, resolution, batch).values())
-        epoch_s = steps_per_epoch * _step_s(costs, resolution, batch)
-        if cache_bytes <= MAX_CACHE_BYTES and (
-            costs.budget_s - fixed
-        ) * PLAN_MARGIN >= MIN_FINETUNE_EPOCHS * epoch_s:
-            chosen = resolution
-            break
+    chosen, reason = _resolution(costs, batch, steps_per_epoch)
     fixed_costs = _fixed_costs(costs, chosen, batch)
     step_s = _step_s(costs, chosen, batch)
     val_s = costs.n_val * step_s * _FORWARD_SHARE / batch
-    finetune_s = max(0.0, (costs.budget_s - sum(fixed_costs.values())) * PLAN_MARGIN)
+    finetune_s = max(0.0, costs.budget_s - sum(fixed_costs.values()))
     epochs = min(MAX_FINETUNE_EPOCHS, int(finetune_s // (steps_per_epoch * step_s + val_s)))
     if epochs >= 1:
         steps = epochs * steps_per_epoch
@@ -154,16 +192,16 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
     return Recipe(
         architecture=architecture,
         resolution=chosen,
+        resolution_reason=reason,
+        model_preference=costs.model_preference,
         batch_size=batch,
         head_epochs=40 if costs.pretrained else 0,
-        finetune_epochs=epochs,
         finetune_steps=steps,
-        # Pretrained: the backbone is already good, a small rate keeps it (Kornblith et al. 2019
-        # found 0.01-ish best for SGD fine-tuning at batch 32-256); random init needs more.
-        lr=0.01 if costs.pretrained else 0.05,
-        # One epoch of linear warm-up (at most a quarter of the run): the first full-rate steps
-        # through a freshly fitted head otherwise knock the backbone far off (measured).
-        warmup_steps=min(steps // 4, steps_per_epoch),
+        lr=1e-3 if costs.pretrained else 3e-3,
+        head_finetune_lr=3e-3,
+        # Warm-up: one epoch, at most a tenth of the run.
+        warmup_steps=min(max(1, steps // 10), steps_per_epoch),
+        patience=max(5, math.ceil(0.25 * epochs)),
         exporter=_export_plan(costs)[0],
         pretrained=costs.pretrained,
         seed=seed,
@@ -174,6 +212,7 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
             "step_s_96": round(costs.step_s_96, 4),
             "step_s": round(step_s, 4),
             "finetune_s": round(finetune_s, 3),
+            "epochs": epochs,
             "target_resolution": target_resolution(costs.shorter_side),
         },
     )

@@ -1,0 +1,158 @@
+"""``make bench BENCH=training``: Sampan's training against a competent hand-written script.
+
+For each configuration, on the same images, the same wall-clock budget and the same held-out test
+images, run side by side in one process (one after the other, so neither slows the other):
+
+- Sampan: :func:`workers.ml.classification.train_image_classifier` (budget covers decoding,
+  training, ONNX export, parity check and evaluation of the exported model on the test split);
+- the reference: :func:`workers.ml.reference.train_reference` (a ~170-line torchvision script:
+  same ImageNet weights, AdamW, warm-up + cosine, light augmentation, label smoothing, best epoch
+  by validation accuracy; it does not export).
+
+Data, splits fixed in the repository:
+- ``digits``: seeds/mnist_bench/digits.npz, MNIST, 60 train + 20 validation per class, 500 test.
+- ``lfw_faces``: scikit-image's ``lfw_subset`` (100 face and 100 non-face 25x25 grayscale crops
+  of real photos, Labeled Faces in the Wild), split by seeds/lfw_faces_split.json.
+
+Prints one JSON line per configuration: ``{"bench": "training", "dataset", "budget_s",
+"sampan_test_acc", "reference_test_acc", "budget_used", "stopped_early",
+"sampan_s_to_reference_60s_acc", ...}``. ``sampan_s_to_reference_60s_acc``: the smallest budget
+(s, of 30 and 60 tried) at which Sampan's test accuracy reaches the reference's at 60 s (null:
+neither). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from workers.ml.classification import train_image_classifier
+from workers.ml.reference import train_reference
+from workers.ml.specs import SampleRef, TrainRequest
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+REFERENCE = "workers.ml.reference.train_reference (hand-written torchvision script)"
+#: (dataset, budget_s); the 30 s digits run only measures time to the reference's 60 s accuracy.
+CONFIGURATIONS = (("digits", 60.0), ("digits", 180.0), ("lfw_faces", 60.0))
+
+
+def _write(root: Path, arrays: np.ndarray, labels: np.ndarray, splits: np.ndarray,
+           names: list[str]) -> dict[str, list[SampleRef]]:
+    refs: dict[str, list[SampleRef]] = {"train": [], "val": [], "test": []}
+    for i, (pixels, label, split) in enumerate(zip(arrays, labels, splits)):
+        path = root / str(split) / f"{i:05d}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels).save(path)
+        refs[str(split)].append(SampleRef(str(path), int(label), f"{split}-{i:05d}"))
+    return refs
+
+
+def load_digits(root: Path) -> tuple[dict[str, list[SampleRef]], list[str]]:
+    data = np.load(SEEDS / "mnist_bench" / "digits.npz")
+    labels = [str(d) for d in range(10)]
+    return _write(root, data["images"], data["labels"], data["splits"], labels), labels
+
+
+def load_lfw_faces(root: Path) -> tuple[dict[str, list[SampleRef]], list[str]]:
+    """scikit-image's lfw_subset: images 0-99 are faces, 100-199 non-faces (its docs)."""
+    from skimage.data import lfw_subset
+
+    images = np.clip(np.rint(lfw_subset() * 255), 0, 255).astype(np.uint8)
+    split_of = json.loads((SEEDS / "lfw_faces_split.json").read_text())["split"]
+    labels = np.array([0 if i < 100 else 1 for i in range(len(images))])
+    splits = np.array([split_of[i] for i in range(len(images))])
+    return _write(root, images, labels, splits, ["face", "not_face"]), ["face", "not_face"]
+
+
+LOADERS = {"digits": load_digits, "lfw_faces": load_lfw_faces}
+
+
+def _request(refs: dict[str, list[SampleRef]], labels: list[str], out: Path, budget_s: float,
+             seed: int) -> TrainRequest:
+    return TrainRequest(train=refs["train"], val=refs["val"], test=refs["test"], labels=labels,
+                        out_dir=out, budget_s=budget_s, seed=seed)
+
+
+def run_sampan(refs: dict[str, list[SampleRef]], labels: list[str], out: Path, budget_s: float,
+               seed: int) -> dict[str, Any]:
+    began = time.monotonic()
+    result = train_image_classifier(_request(refs, labels, out, budget_s, seed))
+    wall_s = time.monotonic() - began
+    return {"test_acc": result.metrics["test_accuracy"], "wall_s": round(wall_s, 2),
+            "budget_used": round(wall_s / budget_s, 3),
+            "stopped_early": bool(result.recipe.get("stop_reason") == "no_improvement"),
+            "stop_reason": result.recipe.get("stop_reason"),
+            "val_acc": result.metrics["val_accuracy"], "resolution": result.recipe["resolution"],
+            "epochs": sum(1 for h in result.history if h["phase"] == "finetune"),
+            "best_epoch": result.metrics["best_epoch"], "best_phase": result.metrics["best_phase"],
+            "exporter": result.recipe.get("exporter"), "threads": result.recipe.get("threads"),
+            "augmentation": result.recipe.get("augmentation"),
+            "parity": bool(result.parity.get("passed"))}
+
+
+def run_reference(refs: dict[str, list[SampleRef]], labels: list[str], out: Path,
+                  budget_s: float, seed: int, flip: bool) -> dict[str, Any]:
+    torch.set_num_threads(len(os.sched_getaffinity(0)))  # torch's default on this machine
+    result = train_reference(_request(refs, labels, out, budget_s, seed), flip=flip)
+    return {k: result[k] for k in ("test_accuracy", "wall_s", "epochs", "best_epoch",
+                                   "resolution", "val_accuracy")}
+
+
+def bench(configurations: list[tuple[str, float]], seed: int) -> list[dict[str, Any]]:
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="sampan-bench-training-") as temp:
+        work = Path(temp)
+        reference_60: dict[str, float] = {}
+        for dataset, budget_s in configurations:
+            refs, labels = LOADERS[dataset](work / dataset / "data")
+            out = work / dataset / f"{budget_s:.0f}"
+            flip = dataset != "digits"
+            reference = run_reference(refs, labels, out / "reference", budget_s, seed, flip)
+            sampan = run_sampan(refs, labels, out / "sampan", budget_s, seed)
+            line: dict[str, Any] = {
+                "bench": "training", "dataset": dataset, "budget_s": budget_s,
+                "sampan_test_acc": round(sampan["test_acc"], 4),
+                "reference_test_acc": round(reference["test_accuracy"], 4),
+                "ratio": round(sampan["test_acc"] / max(1e-9, reference["test_accuracy"]), 4),
+                "budget_used": sampan["budget_used"], "stopped_early": sampan["stopped_early"],
+                "n_test": len(refs["test"]), "reference": REFERENCE,
+                "sampan": sampan, "reference_run": reference,
+            }
+            if budget_s == 60.0:
+                reference_60[dataset] = reference["test_accuracy"]
+                short = run_sampan(refs, labels, out / "sampan-30", 30.0, seed)
+                line["sampan_30s_test_acc"] = round(short["test_acc"], 4)
+                line["sampan_s_to_reference_60s_acc"] = (
+                    30 if short["test_acc"] >= reference["test_accuracy"] else
+                    60 if sampan["test_acc"] >= reference["test_accuracy"] else None)
+            lines.append(line)
+            print(json.dumps(line, sort_keys=True), flush=True)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workers.bench_training", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="dataset:budget_s, e.g. digits:60 (default: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    configurations = list(CONFIGURATIONS)
+    if args.only:
+        name, budget = args.only.split(":")
+        configurations = [(name, float(budget))]
+    bench(configurations, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
