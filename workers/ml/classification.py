@@ -137,10 +137,14 @@ def train_image_classifier(
     previous_threads = torch.get_num_threads()
     threads = _threads()
     torch.set_num_threads(threads)
+    # Denormal floats made a pretrained MobileNetV2's training step 10-50x slower on these CPUs
+    # (1.9-6.8 s instead of 0.13 s, measured); flushing them to zero changes no figure we report.
+    torch.set_flush_denormal(True)
     try:
         return _train(request, progress, out_dir, threads)
     finally:
         torch.set_num_threads(previous_threads)
+        torch.set_flush_denormal(False)
 
 
 def _class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
