@@ -64,12 +64,15 @@ def run_training(training_job_id: str) -> None:
         alive["value"] = services.training_job_progress(job_id=training_job_id,
                                                         progress=progress)
 
+    def refs(rows: list[tuple[str, int, str]]) -> list[SampleRef]:
+        return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
+
     request = TrainRequest(
-        train=[SampleRef(path=p, label=c, sample_id=i) for p, c, i in inputs.train],
-        val=[SampleRef(path=p, label=c, sample_id=i) for p, c, i in inputs.val],
+        train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
         labels=inputs.labels, out_dir=Path(inputs.out_dir),
         budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
-        seed=inputs.seed)
+        seed=inputs.seed, augmentation=inputs.augmentation,
+        model_preference=inputs.model_preference)
     try:
         with heartbeating(training_job_id, alive):
             result = train_image_classifier(request, on_progress=on_progress,

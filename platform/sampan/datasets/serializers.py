@@ -7,6 +7,8 @@ from typing import Any
 from rest_framework import serializers
 
 from sampan.datasets.models import Split, TaskType
+from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
+from sampan.training.budget import minimum_budget_s
 
 
 class ClassLabelOutput(serializers.Serializer):
@@ -134,8 +136,12 @@ class ImportJobOutput(serializers.Serializer):
 
 class DatasetVersionInput(serializers.Serializer):
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
-    val_fraction = serializers.FloatField(default=0.2, min_value=0.0, max_value=0.9)
-    test_fraction = serializers.FloatField(default=0.0, min_value=0.0, max_value=0.9)
+    val_fraction = serializers.FloatField(default=DEFAULT_VAL_FRACTION, min_value=0.0,
+                                          max_value=0.9)
+    test_fraction = serializers.FloatField(
+        default=DEFAULT_TEST_FRACTION, min_value=0.0, max_value=0.9,
+        help_text="Held-out share per class; a class with fewer than 10 samples stays in "
+                  "train/val (flagged).")
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
@@ -152,6 +158,12 @@ class DatasetVersionOutput(serializers.Serializer):
     stats = serializers.JSONField()
     note = serializers.CharField()
     created_at = serializers.DateTimeField()
+    min_budget_s = serializers.SerializerMethodField(
+        help_text="Shortest training budget accepted for this version, seconds "
+                  "(15 + 0.01 per image).")
+
+    def get_min_budget_s(self, version: Any) -> float:
+        return round(minimum_budget_s(int((version.stats or {}).get("samples", 0))), 2)
 
 
 class DatasetVersionRef(serializers.Serializer):

@@ -13,8 +13,17 @@ from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
                                     DatasetVersion, DatasetVersionItem, Sample, Split, TaskType)
 
-DEFAULT_VAL_FRACTION = 0.2
-DEFAULT_TEST_FRACTION = 0.0
+DEFAULT_VAL_FRACTION = 0.15
+DEFAULT_TEST_FRACTION = 0.15  # 70/15/15: the test split is held out from model selection
+# A class contributes to the test split only with at least this many labelled samples: with the
+# default 15 % that is 2 test images (round(1.5)), the fewest from which a per-class recall is
+# more than a yes/no, while it still keeps 6 images for training and 2 for validation.
+MIN_SAMPLES_FOR_TEST = 10
+# The version is flagged when its largest class has at least this many times the samples of its
+# smallest. A heuristic, not a limit: from about 3:1 on, a model can reach a high accuracy while
+# it neglects the small class (it is 25 % or less of a two-class set), so the console points at
+# macro F1 and at labelling more of the small class; milder imbalance is common and harmless.
+CLASS_IMBALANCE_RATIO = 3.0
 
 
 def _rank(seed: int, content_sha256: str) -> str:
@@ -28,10 +37,15 @@ def stratified_split(groups: dict[int, list[str]], *, val: float, test: float, s
 
     ``groups`` maps class index -> content hashes. Returns (hash -> split, flags). A class with
     at least 2 samples always gets at least one validation sample; a class too small to appear in
-    validation (1 sample) stays in train and is flagged, not an error.
+    validation (1 sample) stays in train and is flagged, not an error. A class contributes to test
+    (at least one sample, and always at least one left for training) only when it has
+    ``MIN_SAMPLES_FOR_TEST`` samples; a smaller one keeps its samples in train/val and is flagged
+    ``no_test_split_for_class``. When no class can contribute, a single ``no_test_split`` flag
+    replaces the per-class ones and the version has train and val only.
     """
     assignment: dict[str, str] = {}
     flags: list[dict[str, Any]] = []
+    test_flags: list[dict[str, Any]] = []
     for class_index, hashes in sorted(groups.items()):
         ordered = sorted(hashes, key=lambda h: _rank(seed, h))
         n = len(ordered)
@@ -39,14 +53,45 @@ def stratified_split(groups: dict[int, list[str]], *, val: float, test: float, s
         if val > 0 and n >= 2:
             n_val = max(1, n_val)
         n_val = min(n_val, n - 1) if n >= 2 else 0
-        n_test = min(round(n * test), n - 1 - n_val) if test > 0 and n >= 3 else 0
+        n_test = 0
+        if test > 0 and n >= MIN_SAMPLES_FOR_TEST:
+            n_test = min(max(1, round(n * test)), n - 1 - n_val)
+        elif test > 0:
+            test_flags.append({
+                "code": "no_test_split_for_class", "class_index": class_index,
+                "message": f"has {n} samples: too few for a test split (needs "
+                           f"{MIN_SAMPLES_FOR_TEST}); it is left out of the test report"})
         for i, h in enumerate(ordered):
             assignment[h] = (Split.VAL if i < n_val else
                              Split.TEST if i < n_val + n_test else Split.TRAIN)
         if val > 0 and n_val == 0:
             flags.append({"code": "class_too_small", "class_index": class_index,
                           "message": f"has {n} sample(s): too few to appear in validation"})
+    if test_flags and len(test_flags) == len(groups):
+        largest = max((len(h) for h in groups.values()), default=0)
+        flags.insert(0, {"code": "no_test_split", "message": (
+            f"no class has the {MIN_SAMPLES_FOR_TEST} labelled samples a test split needs (the "
+            f"largest has {largest}): this version has train and val splits only, and training "
+            "reports on the validation split")})
+    else:
+        flags = test_flags + flags
     return assignment, flags
+
+
+def class_imbalance_flag(counts: dict[str, int]) -> dict[str, Any] | None:
+    """The ``class_imbalance`` flag when the largest class has at least ``CLASS_IMBALANCE_RATIO``
+    times the samples of the smallest (``counts``: class name -> samples), else None."""
+    if len(counts) < 2:
+        return None
+    (small, n_small), (large, n_large) = (min(counts.items(), key=lambda kv: kv[1]),
+                                          max(counts.items(), key=lambda kv: kv[1]))
+    ratio = n_large / max(n_small, 1)
+    if ratio < CLASS_IMBALANCE_RATIO:
+        return None
+    return {"code": "class_imbalance", "ratio": round(ratio, 2), "message": (
+        f"classes are imbalanced: {large!r} has {n_large} samples, {small!r} only {n_small} "
+        f"({ratio:.1f}x); accuracy can hide errors on the small class: look at macro F1 and "
+        f"per-class recall, or label more {small!r} samples")}
 
 
 def dataset_version_create(*, dataset: Dataset, seed: int = 0,
@@ -109,8 +154,9 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         groups[key].append(h)
     assignment, flags = stratified_split(groups, val=val, test=test, seed=seed)
     for flag in flags:
-        flag["class"] = labels[flag["class_index"]]
-        flag["message"] = f"class {flag['class']!r} {flag['message']}"
+        if "class_index" in flag:
+            flag["class"] = labels[flag["class_index"]]
+            flag["message"] = f"class {flag['class']!r} {flag['message']}"
 
     items, digest_rows = [], []
     stats: dict[str, Any] = {"samples": 0, "splits": defaultdict(int),
@@ -129,6 +175,10 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         for name in {labels[i] for i in ([class_index] if class_index is not None else [])
                      + [b[4] for b in box_rows]}:
             stats["classes"][name][split] += 1
+    imbalance = class_imbalance_flag({name: sum(per_split.values())
+                                      for name, per_split in stats["classes"].items()})
+    if imbalance is not None:
+        flags.append(imbalance)
     payload = json.dumps({"task": dataset.task_type, "labels": labels, "items": digest_rows},
                          sort_keys=True, separators=(",", ":")).encode()
     number = (DatasetVersion.objects.filter(dataset=dataset).order_by("-number")

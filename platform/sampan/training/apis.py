@@ -12,6 +12,7 @@ from sampan.core.pagination import Pagination
 from sampan.datasets.selectors import dataset_version_get
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
+from sampan.training.models import Augmentation, ModelPreference
 
 
 class TrainingJobInput(serializers.Serializer):
@@ -20,6 +21,13 @@ class TrainingJobInput(serializers.Serializer):
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
     model_name = serializers.CharField(required=False, allow_blank=True, default="",
                                        max_length=200)
+    augmentation = serializers.ChoiceField(
+        choices=Augmentation.choices, default=Augmentation.AUTO,
+        help_text="auto: chosen from the data (no flips for digits or text); none, light, strong.")
+    model_preference = serializers.ChoiceField(
+        choices=ModelPreference.choices, default=ModelPreference.MORE_ACCURATE,
+        help_text="more_accurate: resolution up to 224 px; faster: at most 128 px "
+                  "(~3x fewer FLOPs on the device).")
 
 
 class TrainingJobOutput(serializers.Serializer):
@@ -31,12 +39,17 @@ class TrainingJobOutput(serializers.Serializer):
     architecture = serializers.CharField()
     budget_s = serializers.FloatField()
     seed = serializers.IntegerField()
+    augmentation = serializers.ChoiceField(choices=Augmentation.choices)
+    model_preference = serializers.ChoiceField(choices=ModelPreference.choices)
     status = serializers.CharField()
     attempt = serializers.IntegerField()
     progress = serializers.JSONField()
     history = serializers.JSONField()
     recipe = serializers.JSONField()
-    metrics = serializers.JSONField()
+    metrics = serializers.JSONField(
+        help_text="val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs "
+                  "add evaluated_on (test or val) and, with a test split, test_accuracy and "
+                  "test_macro_f1.")
     pretrained = serializers.BooleanField(allow_null=True)
     weights_note = serializers.CharField()
     error = serializers.CharField()
@@ -49,9 +62,12 @@ class TrainingJobOutput(serializers.Serializer):
 
 class EvaluationReportOutput(serializers.Serializer):
     training_job_id = serializers.UUIDField()
-    split = serializers.CharField()
+    split = serializers.CharField(help_text="The split the report is computed on: test, or val "
+                                            "when the version has no test split.")
     labels = serializers.ListField(child=serializers.CharField())
-    report = serializers.JSONField()
+    report = serializers.JSONField(
+        help_text="accuracy, per_class, macro_f1, confusion_matrix, predictions on `split`; "
+                  "newer reports add validation {accuracy, macro_f1, n}.")
     parity = serializers.JSONField()
     pretrained = serializers.BooleanField(source="training_job.pretrained", allow_null=True,
                                           help_text="False: trained from random initialisation.")

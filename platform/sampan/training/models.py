@@ -8,12 +8,31 @@ from sampan.accounts.models import Project
 from sampan.core.models import BaseModel, Job
 
 
+class Augmentation(models.TextChoices):
+    """Augmentation preset passed to the engine (``workers.ml.specs.AUGMENTATIONS``)."""
+
+    AUTO = "auto", "Auto (chosen from the data)"
+    NONE = "none", "None"
+    LIGHT = "light", "Light"
+    STRONG = "strong", "Strong"
+
+
+class ModelPreference(models.TextChoices):
+    """What to favour (``workers.ml.specs.MODEL_PREFERENCES``): accuracy (resolution up to 224 px)
+    or speed on the device (at most 128 px, ~3x fewer FLOPs)."""
+
+    MORE_ACCURATE = "more_accurate", "More accurate"
+    FASTER = "faster", "Faster"
+
+
 class TrainingJob(Job):
     """Train a model on a dataset version within a time budget (seconds) on a Celery worker.
 
     ``history``: one entry per epoch (loss, val_accuracy, ...); ``recipe``: what the worker chose
     (resolution, epochs, learning rate, phases); ``pretrained``: whether ImageNet weights were used
-    (null until known).
+    (null until known). ``augmentation`` and ``model_preference``: the user's options, passed to
+    the engine as they are. ``metrics``: what the engine returned; newer jobs add ``evaluated_on``
+    ("test" or "val") and, with a test split, ``test_accuracy`` and ``test_macro_f1``.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="training_jobs")
@@ -24,6 +43,10 @@ class TrainingJob(Job):
     budget_s = models.FloatField()
     seed = models.IntegerField(default=0)
     architecture = models.CharField(max_length=64, default="mobilenet_v2")
+    augmentation = models.CharField(max_length=16, choices=Augmentation.choices,
+                                    default=Augmentation.AUTO)
+    model_preference = models.CharField(max_length=16, choices=ModelPreference.choices,
+                                        default=ModelPreference.MORE_ACCURATE)
     pretrained = models.BooleanField(null=True)
     weights_note = models.TextField(blank=True, default="")
     history = models.JSONField(default=list, blank=True)
@@ -34,11 +57,14 @@ class TrainingJob(Job):
 
 
 class EvaluationReport(BaseModel):
-    """Evaluation of a trained model on the validation split of its dataset version.
+    """Evaluation of a trained model on the test split of its dataset version, or on the
+    validation split when the version has no test split (``split``: "test" or "val").
 
     ``report``: accuracy, per-class precision/recall/F1/support, macro_f1, confusion_matrix (rows
     true, columns predicted, label order of the version), misclassified samples with predicted
-    labels. ``parity``: the export gate's torch-vs-onnxruntime comparison.
+    labels. Newer reports also carry ``split`` and ``validation`` ({"accuracy", "macro_f1", "n"}
+    on the validation split); older ones lack them. ``parity``: the export gate's
+    torch-vs-onnxruntime comparison.
     """
 
     training_job = models.OneToOneField(TrainingJob, on_delete=models.CASCADE,

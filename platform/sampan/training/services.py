@@ -24,29 +24,42 @@ from sampan.datasets import storage
 from sampan.datasets.models import DatasetVersion, Split, TaskType
 from sampan.registry.models import ModelVersion
 from sampan.registry.services import model_version_register
-from sampan.training.models import EvaluationReport, TrainingJob
+from sampan.training.budget import MAX_BUDGET_S, minimum_budget_s, minimum_budget_text
+from sampan.training.models import Augmentation, EvaluationReport, ModelPreference, TrainingJob
 
 log = logging.getLogger(__name__)
 
-MIN_BUDGET_S = 10.0
-MAX_BUDGET_S = 24 * 3600.0
 PARITY_MAX_ABS_DIFF = 1e-4  # the export gate of the foundation issue
 
 
 def training_job_create(*, project: Project, dataset_version: DatasetVersion, budget_s: float,
-                        seed: int = 0, model_name: str = "", user: Any = None) -> TrainingJob:
+                        seed: int = 0, model_name: str = "",
+                        augmentation: str = Augmentation.AUTO,
+                        model_preference: str = ModelPreference.MORE_ACCURATE,
+                        user: Any = None) -> TrainingJob:
     """Create and enqueue a training job on a frozen dataset version.
 
     Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
-    this release cannot train yet, fewer than 2 classes, an empty train or validation split, or
-    a budget outside [10 s, 24 h].
+    this release cannot train yet, fewer than 2 classes, an empty train or validation split, a
+    budget below :func:`sampan.training.budget.minimum_budget_s` of the version's images or
+    above 24 h, or an unknown ``augmentation`` / ``model_preference``. An empty test split is
+    fine: the engine then reports on the validation split.
     """
     if dataset_version.task_type != TaskType.IMAGE_CLASSIFICATION:
         raise ValidationFailed(f"training {dataset_version.task_type} is not available yet; "
                                "only image_classification", field="dataset_version_id")
-    if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
-        raise ValidationFailed(f"budget_s must be between {MIN_BUDGET_S:.0f} and "
-                               f"{MAX_BUDGET_S:.0f} seconds", field="budget_s")
+    for name, value, choices in (("augmentation", augmentation, Augmentation),
+                                 ("model_preference", model_preference, ModelPreference)):
+        if value not in choices.values:
+            raise ValidationFailed(f"{name} must be one of {', '.join(choices.values)}; "
+                                   f"got {value!r}", field=name)
+    n_images = int(dataset_version.stats.get("samples", 0))
+    if budget_s < minimum_budget_s(n_images):
+        raise ValidationFailed(f"budget_s {budget_s:g} is too short for {n_images} images: at "
+                               f"least {minimum_budget_text(n_images)} s", field="budget_s")
+    if budget_s > MAX_BUDGET_S:
+        raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most "
+                               f"{MAX_BUDGET_S:.0f} s (24 h)", field="budget_s")
     if len(dataset_version.labels) < 2:
         raise ValidationFailed("a classifier needs at least 2 classes with labeled samples; "
                                f"this version has {len(dataset_version.labels)}",
@@ -61,7 +74,9 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     with transaction.atomic():
         job = TrainingJob.objects.create(project=project, dataset_version=dataset_version,
                                          task_type=dataset_version.task_type, model_name=name,
-                                         budget_s=budget_s, seed=seed)
+                                         budget_s=budget_s, seed=seed,
+                                         augmentation=augmentation,
+                                         model_preference=model_preference)
         job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
         enqueue_on_commit("training.run", str(job.pk), queue="training")
     job.refresh_from_db()
@@ -89,8 +104,11 @@ class TrainingInputs:
     labels: list[str]
     train: list[tuple[str, int, str]] = field(default_factory=list)  # (path, class, sample id)
     val: list[tuple[str, int, str]] = field(default_factory=list)
+    test: list[tuple[str, int, str]] = field(default_factory=list)  # held out; may be empty
     budget_s: float = 60.0
     seed: int = 0
+    augmentation: str = Augmentation.AUTO
+    model_preference: str = ModelPreference.MORE_ACCURATE
     out_dir: Path = Path(".")
 
 
@@ -101,7 +119,8 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
     job = TrainingJob.objects.select_related("dataset_version").get(pk=job_id)
     inputs = TrainingInputs(job_id=str(job.pk), attempt=job.attempt,
                             labels=list(job.dataset_version.labels), budget_s=job.budget_s,
-                            seed=job.seed)
+                            seed=job.seed, augmentation=str(job.augmentation),
+                            model_preference=str(job.model_preference))
     items = job.dataset_version.items.select_related("sample").order_by("sample__content_sha256")
     for item in items:
         row = (str(storage.media_path(item.sample.file)), item.class_index, str(item.sample_id))
@@ -109,6 +128,8 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
             inputs.train.append(row)
         elif item.split == Split.VAL:
             inputs.val.append(row)
+        elif item.split == Split.TEST:
+            inputs.test.append(row)
     # artifacts of each attempt live apart, so a retry never reads a half-written file
     inputs.out_dir = Path(settings.DATA_DIR) / "jobs" / "training" / str(job.pk) / \
         f"attempt-{job.attempt}"
@@ -148,15 +169,19 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
 
     ``result`` keys: onnx_path, preprocessing, pretrained, weights_note, metrics, history, report,
     parity, recipe, onnx (opset, ir_version). Returns the version, or None if the job is no
-    longer RUNNING.
+    longer RUNNING. The report's ``split`` ("test" or "val"; "val" when an older engine leaves it
+    out) is stored on the EvaluationReport; the metrics, test figures included when the engine
+    gives them, go to the job and to the signed manifest as they are.
     """
     job = TrainingJob.objects.select_related("dataset_version", "project").get(pk=job_id)
     if job.status != JobStatus.RUNNING:
         return None
     version = job.dataset_version
     parity = result["parity"]
+    report = result["report"]
     EvaluationReport.objects.update_or_create(
-        training_job=job, defaults={"labels": version.labels, "report": result["report"],
+        training_job=job, defaults={"labels": version.labels, "report": report,
+                                    "split": report.get("split") or Split.VAL,
                                     "parity": parity})
     TrainingJob.objects.filter(pk=job.pk).update(
         pretrained=result["pretrained"], weights_note=result.get("weights_note", ""),

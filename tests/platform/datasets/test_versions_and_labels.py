@@ -8,7 +8,8 @@ import pytest
 
 from sampan.datasets.models import DatasetVersionItem, Sample
 from sampan.datasets.services import class_labels_ensure, dataset_create
-from sampan.datasets.versions import dataset_version_create, stratified_split
+from sampan.datasets.versions import (MIN_SAMPLES_FOR_TEST, dataset_version_create,
+                                      stratified_split)
 
 pytestmark = pytest.mark.django_db
 
@@ -46,9 +47,14 @@ def test_split_is_stratified_and_deterministic() -> None:
 def test_class_with_one_image_is_flagged_not_a_crash(dataset: Any) -> None:
     make_samples(dataset, {"a": 6, "b": 6, "lonely": 1})
     version = dataset_version_create(dataset=dataset, seed=0)
-    assert [f["class"] for f in version.flags] == ["lonely"]
-    assert "too few to appear in validation" in version.flags[0]["message"]
+    # no class reaches 10 samples: one no_test_split flag, not one per class
+    assert [f["code"] for f in version.flags] == ["no_test_split", "class_too_small",
+                                                  "class_imbalance"]
+    too_small = version.flags[1]
+    assert too_small["class"] == "lonely"
+    assert "too few to appear in validation" in too_small["message"]
     assert version.stats["classes"]["lonely"] == {"train": 1}
+    assert version.stats["classes"]["a"] == {"train": 5, "val": 1}  # round(6 * 0.15) = 1
     assert version.labels == ["a", "b", "lonely"]
 
 
@@ -159,3 +165,70 @@ def test_huge_seed_is_a_400_not_a_crash(project_with_roles: dict[str, Any], api:
     url = f"/api/v1/projects/{project_with_roles['project'].pk}/datasets/{dataset.pk}/versions/"
     response = api(project_with_roles["editor"]).post(url, {"seed": 2**70}, format="json")
     assert response.status_code == 400 and response.json()["error"]["field"] == "seed"
+
+
+def test_default_split_is_70_15_15_for_classes_big_enough_for_a_test_split(dataset: Any) -> None:
+    make_samples(dataset, {"a": 20, "b": 10, "c": 9})
+    version = dataset_version_create(dataset=dataset, seed=0)
+    assert version.split_fractions == {"val": 0.15, "test": 0.15}
+    # a: round(3.0) = 3 val and 3 test; b: round(1.5) = 2 each; c has 9 < 10: train/val only
+    assert version.stats["classes"] == {"a": {"train": 14, "val": 3, "test": 3},
+                                        "b": {"train": 6, "val": 2, "test": 2},
+                                        "c": {"train": 8, "val": 1}}
+    assert version.stats["splits"] == {"train": 28, "val": 6, "test": 5}
+    assert version.flags == [{
+        "code": "no_test_split_for_class", "class_index": 2, "class": "c",
+        "message": "class 'c' has 9 samples: too few for a test split (needs 10); it is left "
+                   "out of the test report"}]  # 20 / 9 = 2.2x: below the imbalance flag
+
+
+def test_tiny_dataset_gets_a_version_with_train_and_val_only(dataset: Any) -> None:
+    # 11 images over 4 classes (the smallest data a user might try)
+    make_samples(dataset, {"cat": 5, "dog": 3, "fox": 2, "owl": 1})
+    version = dataset_version_create(dataset=dataset, seed=0)
+    assert version.labels == ["cat", "dog", "fox", "owl"]
+    # val: round(0.75) = 1, round(0.45) -> at least 1, round(0.3) -> at least 1, owl none
+    assert version.stats["classes"] == {"cat": {"train": 4, "val": 1},
+                                        "dog": {"train": 2, "val": 1},
+                                        "fox": {"train": 1, "val": 1},
+                                        "owl": {"train": 1}}
+    assert version.stats["splits"] == {"train": 8, "val": 3}
+    codes = [f["code"] for f in version.flags]
+    assert codes == ["no_test_split", "class_too_small", "class_imbalance"]
+    no_test = version.flags[0]
+    assert f"the {MIN_SAMPLES_FOR_TEST} labelled samples" in no_test["message"]
+    assert "largest has 5" in no_test["message"] and "train and val splits only" in \
+        no_test["message"]
+    assert version.flags[1]["class"] == "owl"
+    assert version.flags[2]["ratio"] == 5.0
+    assert "'cat' has 5 samples, 'owl' only 1" in version.flags[2]["message"]
+
+
+@pytest.mark.parametrize("counts, ratio", [({"a": 9, "b": 3}, 3.0), ({"a": 8, "b": 3}, None),
+                                           ({"a": 30, "b": 12, "c": 4}, 7.5)])
+def test_class_imbalance_is_flagged_from_three_to_one(dataset: Any, counts: dict[str, int],
+                                                      ratio: float | None) -> None:
+    make_samples(dataset, counts)
+    version = dataset_version_create(dataset=dataset, seed=0, test_fraction=0.0)
+    flags = [f for f in version.flags if f["code"] == "class_imbalance"]
+    assert [f["ratio"] for f in flags] == ([ratio] if ratio else [])
+
+
+def test_explicit_zero_test_fraction_has_no_test_flags(dataset: Any) -> None:
+    make_samples(dataset, {"a": 4, "b": 4})
+    version = dataset_version_create(dataset=dataset, seed=0, val_fraction=0.25,
+                                     test_fraction=0.0)
+    assert version.flags == [] and version.stats["splits"] == {"train": 6, "val": 2}
+
+
+def test_version_api_defaults_and_minimum_budget(project_with_roles: dict[str, Any], api: Any,
+                                                dataset: Any) -> None:
+    make_samples(dataset, {"a": 10, "b": 10})
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/datasets/{dataset.pk}/versions/"
+    body = api(project_with_roles["editor"]).post(url, {}, format="json").json()
+    assert body["split_fractions"] == {"val": 0.15, "test": 0.15}
+    assert body["stats"]["splits"] == {"train": 12, "val": 4, "test": 4}
+    assert body["flags"] == []
+    assert body["min_budget_s"] == 15.2  # 15 s + 0.01 s for each of the 20 images
+    listed = api(project_with_roles["viewer"]).get(url).json()
+    assert [v["min_budget_s"] for v in listed] == [15.2]

@@ -19,6 +19,7 @@ from sampan.datasets.versions import dataset_version_create
 from sampan.registry.models import ModelVersion
 from sampan.registry.signing import public_key_b64
 from sampan.training import services
+from sampan.training.budget import minimum_budget_s
 from sampan.training.models import TrainingJob
 
 pytestmark = pytest.mark.django_db
@@ -41,16 +42,20 @@ def tiny_onnx(path: Path, classes: int = 2) -> Path:
     return path
 
 
-@pytest.fixture
-def version(project_with_roles: dict[str, Any]) -> Any:
-    dataset = dataset_create(project=project_with_roles["project"], name="d")
-    for label in ("a", "b"):
-        for i in range(5):
-            sample = Sample.objects.create(dataset=dataset, content_sha256=f"{label}{i}".ljust(64, "0"),
+def labelled_version(project: Any, counts: dict[str, int], name: str = "d") -> Any:
+    dataset = dataset_create(project=project, name=name)
+    for label, count in counts.items():
+        for i in range(count):
+            sample = Sample.objects.create(dataset=dataset, content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
                                            file=f"samples/{label}{i}.png", original_name=f"{i}",
                                            width=4, height=4)
             sample_label_set(sample=sample, label=label)
     return dataset_version_create(dataset=dataset)
+
+
+@pytest.fixture
+def version(project_with_roles: dict[str, Any]) -> Any:
+    return labelled_version(project_with_roles["project"], {"a": 5, "b": 5})
 
 
 def result_for(onnx_path: Path, passed: bool = True) -> dict[str, Any]:
@@ -186,3 +191,147 @@ def test_model_version_api_names_its_dataset_version_and_job(project_with_roles:
     assert job_body["dataset_version"] == body["dataset_version"]
     listed = viewer.get(f"/api/v1/projects/{project.pk}/model-versions/").json()
     assert [v["dataset_version"]["dataset_name"] for v in listed] == ["d"]
+
+
+def test_minimum_budget_grows_with_the_images() -> None:
+    assert minimum_budget_s(0) == 15.0
+    assert minimum_budget_s(400) == 19.0
+    assert minimum_budget_s(11) == pytest.approx(15.11)
+
+
+@pytest.mark.parametrize("budget, accepted", [(8, False), (15.09, False), (15.1, True)])
+def test_budget_below_the_versions_minimum_is_refused_before_queueing(
+        project_with_roles: dict[str, Any], version: Any, budget: float, accepted: bool) -> None:
+    project = project_with_roles["project"]
+    if accepted:
+        job = services.training_job_create(project=project, dataset_version=version,
+                                           budget_s=budget)
+        assert job.status == JobStatus.QUEUED
+        return
+    with pytest.raises(ValidationFailed) as error:
+        services.training_job_create(project=project, dataset_version=version, budget_s=budget)
+    assert error.value.field == "budget_s"
+    assert error.value.message == (f"budget_s {budget:g} is too short for 10 images: at least "
+                                   "16 s")
+    assert TrainingJob.objects.count() == 0
+
+
+def test_tiny_dataset_trains_on_train_and_val_without_a_test_split(
+        project_with_roles: dict[str, Any], tmp_path: Path) -> None:
+    project = project_with_roles["project"]
+    version = labelled_version(project, {"cat": 5, "dog": 3, "fox": 2, "owl": 1}, name="tiny")
+    assert version.stats["splits"] == {"train": 8, "val": 3}
+    assert [f["code"] for f in version.flags] == ["no_test_split", "class_too_small",
+                                                  "class_imbalance"]
+    with pytest.raises(ValidationFailed, match="too short for 11 images: at least 16 s"):
+        services.training_job_create(project=project, dataset_version=version, budget_s=15)
+    job = services.training_job_create(project=project, dataset_version=version, budget_s=16)
+    inputs = services.training_job_start(job_id=job.pk)
+    assert inputs is not None
+    assert (len(inputs.train), len(inputs.val), inputs.test) == (8, 3, [])
+    assert sorted({c for _, c, _ in inputs.train}) == [0, 1, 2, 3]  # owl trains, unvalidated
+    # what an engine reports without a test split: evaluated on val, no test figures
+    result = result_for(tiny_onnx(tmp_path / "m.onnx", classes=4))
+    result["metrics"] = {"evaluated_on": "val", "val_accuracy": 0.67, "macro_f1": 0.5,
+                         "best_epoch": 1, "best_phase": "head"}
+    result["report"] = {"accuracy": 0.67, "split": "val",
+                        "validation": {"accuracy": 0.67, "macro_f1": 0.5, "n": 3}}
+    model_version = services.training_job_complete(job_id=job.pk, result=result)
+    assert model_version is not None
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.evaluation.split == "val"
+    assert "test_accuracy" not in model_version.manifest["metrics"]
+
+
+def test_test_split_reaches_the_engine_and_its_figures_the_manifest(
+        project_with_roles: dict[str, Any], tmp_path: Path, api: Any) -> None:
+    project = project_with_roles["project"]
+    version = labelled_version(project, {"a": 12, "b": 10})
+    assert version.stats["splits"] == {"train": 14, "val": 4, "test": 4}
+    job = services.training_job_create(project=project, dataset_version=version, budget_s=60,
+                                       augmentation="light", model_preference="faster")
+    inputs = services.training_job_start(job_id=job.pk)
+    assert inputs is not None
+    assert (len(inputs.train), len(inputs.val), len(inputs.test)) == (14, 4, 4)
+    assert (inputs.augmentation, inputs.model_preference) == ("light", "faster")
+    test_ids = {i for _, _, i in inputs.test}
+    assert not test_ids & {i for _, _, i in (*inputs.train, *inputs.val)}
+    result = result_for(tiny_onnx(tmp_path / "m.onnx"))
+    result["metrics"] = {"evaluated_on": "test", "test_accuracy": 0.75, "test_macro_f1": 0.7,
+                         "val_accuracy": 1.0, "macro_f1": 1.0, "best_epoch": 3,
+                         "best_phase": "finetune"}
+    result["report"] = {"accuracy": 0.75, "macro_f1": 0.7, "split": "test",
+                        "validation": {"accuracy": 1.0, "macro_f1": 1.0, "n": 4}}
+    model_version = services.training_job_complete(job_id=job.pk, result=result)
+    assert model_version is not None
+    assert model_version.manifest["metrics"]["test_accuracy"] == 0.75
+    assert model_version.manifest["metrics"]["test_macro_f1"] == 0.7
+    assert model_version.manifest["metrics"]["evaluated_on"] == "test"
+    verify_manifest(model_version.manifest, public_key_b64())
+    viewer = api(project_with_roles["viewer"])
+    base = f"/api/v1/projects/{project.pk}/training-jobs/{job.pk}"
+    report = viewer.get(f"{base}/report/").json()
+    assert report["split"] == "test"
+    assert report["report"]["validation"] == {"accuracy": 1.0, "macro_f1": 1.0, "n": 4}
+    body = viewer.get(f"{base}/").json()
+    assert body["metrics"]["test_accuracy"] == 0.75
+    assert (body["augmentation"], body["model_preference"]) == ("light", "faster")
+
+
+def test_older_results_without_split_keep_a_val_report(project_with_roles: dict[str, Any],
+                                                       version: Any, tmp_path: Path) -> None:
+    job = start(project_with_roles["project"], version)
+    services.training_job_complete(job_id=job.pk,
+                                   result=result_for(tiny_onnx(tmp_path / "m.onnx")))
+    job.refresh_from_db()
+    assert job.evaluation.split == "val" and job.evaluation.report == {"accuracy": 0.5}
+
+
+def test_create_api_takes_the_options_with_defaults(project_with_roles: dict[str, Any],
+                                                    version: Any, api: Any) -> None:
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/training-jobs/"
+    editor = api(project_with_roles["editor"])
+    body = editor.post(url, {"dataset_version_id": str(version.pk), "budget_s": 30},
+                       format="json").json()
+    assert (body["augmentation"], body["model_preference"]) == ("auto", "more_accurate")
+    body = editor.post(url, {"dataset_version_id": str(version.pk), "budget_s": 30,
+                             "augmentation": "none", "model_preference": "faster"},
+                       format="json").json()
+    assert (body["augmentation"], body["model_preference"]) == ("none", "faster")
+    job = TrainingJob.objects.get(pk=body["id"])
+    assert (job.augmentation, job.model_preference) == ("none", "faster")
+
+
+@pytest.mark.parametrize("field, value", [("augmentation", "sideways"),
+                                          ("model_preference", "smallest"),
+                                          ("augmentation", None)])
+def test_create_api_refuses_unknown_options_naming_the_field(
+        project_with_roles: dict[str, Any], version: Any, api: Any, field: str, value: Any
+        ) -> None:
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/training-jobs/"
+    response = api(project_with_roles["editor"]).post(
+        url, {"dataset_version_id": str(version.pk), "budget_s": 30, field: value},
+        format="json")
+    assert response.status_code == 400 and response.json()["error"]["field"] == field
+    assert TrainingJob.objects.count() == 0
+
+
+def test_service_refuses_unknown_options_naming_the_field(project_with_roles: dict[str, Any],
+                                                          version: Any) -> None:
+    with pytest.raises(ValidationFailed) as error:
+        services.training_job_create(project=project_with_roles["project"],
+                                     dataset_version=version, budget_s=30,
+                                     model_preference="tiny")
+    assert error.value.field == "model_preference" and "more_accurate, faster" in \
+        error.value.message
+
+
+def test_budget_too_short_through_the_api_names_the_minimum(project_with_roles: dict[str, Any],
+                                                            version: Any, api: Any) -> None:
+    url = f"/api/v1/projects/{project_with_roles['project'].pk}/training-jobs/"
+    response = api(project_with_roles["editor"]).post(
+        url, {"dataset_version_id": str(version.pk), "budget_s": 8}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid", "field": "budget_s",
+        "message": "budget_s 8 is too short for 10 images: at least 16 s"}

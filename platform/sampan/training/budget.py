@@ -1,0 +1,29 @@
+"""The shortest training budget worth queueing for a dataset version (pure; no Django)."""
+
+from __future__ import annotations
+
+import math
+
+MAX_BUDGET_S = 24 * 3600.0
+# Fixed part of every training job, seconds: model setup (building MobileNetV2, loading the
+# ImageNet weights), step-time calibration, the linear probe and the ONNX export with its parity
+# check.
+BUDGET_FIXED_S = 15.0
+# Per-image part: decoding and preprocessing every image of the version once, ~100 images/s
+# (0.01 s an image).
+IMAGES_DECODED_PER_S = 100
+
+
+def minimum_budget_s(n_images: int) -> float:
+    """Seconds a job on ``n_images`` images (all splits of the version) needs before it can
+    train at all: ``15 + 0.01 * n_images`` (model setup + step calibration + decode + linear
+    probe + ONNX export), figures measured on 2-core machines, the smallest the platform
+    supports. A faster machine needs less: this is a floor against budgets that can only fail,
+    not an estimate of a good budget. Dividing by 100 keeps whole hundreds exact (400 -> 19.0).
+    """
+    return BUDGET_FIXED_S + max(0, n_images) / IMAGES_DECODED_PER_S
+
+
+def minimum_budget_text(n_images: int) -> str:
+    """The minimum in whole seconds as shown to users, rounded up so it is always enough."""
+    return f"{math.ceil(minimum_budget_s(n_images))}"
