@@ -200,7 +200,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
             raise ValueError(f"{name}: no image could be decoded")
     progress.emit({"phase": "decode", "step": len(train) + len(val) + len(test)}, force=True)
 
-    if recipe.class_weights is None and request.recipe is None:
+    if recipe.class_weights is None:
         recipe.class_weights = [round(float(w), 4)
                                 for w in _class_weights(train.labels, len(request.labels))]
     class_weights = torch.tensor(recipe.class_weights, dtype=torch.float32)

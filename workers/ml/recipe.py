@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["BudgetCosts", "Recipe", "minimum_budget_s", "plan_recipe", "target_resolution"]
+__all__ = ["BudgetCosts", "Recipe", "plan_recipe", "target_resolution"]
 
 #: Input sizes tried, in px (square). 96 is the smallest that keeps MobileNetV2's last feature map
 #: at 3x3 (stride 32); 224 is its ImageNet training size.
@@ -142,13 +142,6 @@ def _fixed_costs(costs: BudgetCosts, resolution: int, batch: int) -> dict[str, f
         # parity over validation (torch + onnxruntime), test through onnxruntime, the report
         "final_s": 1.0 + (2 * costs.n_val + costs.n_test) * forward_per_image,
     }
-
-
-def minimum_budget_s(n_images: int) -> float:
-    """Smallest budget (s) a run of ``n_images`` images can use: setup, decoding, the linear probe
-    and a TorchScript export on a 2-core machine (measured ~10 s for 400 digits), with margin.
-    The platform refuses shorter budgets before queueing (its copy: sampan.training.services)."""
-    return 15.0 + 0.01 * n_images
 
 
 def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int) -> tuple[int, str]:
