@@ -1,5 +1,7 @@
-// A training job's evaluation report: accuracy and macro-F1, where the weights came from, the
-// per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
+// A training job's evaluation report: the split it was computed on (test: never used to choose the
+// model; else validation), accuracy and macro-F1 (per-class recall and macro-F1 first when the
+// classes are imbalanced), the validation figures beside test ones, where the weights came from,
+// the per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
 import { useQuery } from "@tanstack/react-query";
 import { Alert, Breadcrumb, Card, Col, Empty, Pagination, Progress, Row, Skeleton, Space, Statistic, Table, Tooltip, Typography } from "antd";
 import { Fragment, useMemo, useState } from "react";

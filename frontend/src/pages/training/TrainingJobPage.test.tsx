@@ -22,6 +22,7 @@ describe("ProgressCard", () => {
     expect(statistic("Validation accuracy")).toBe("96.5%");
     expect(screen.getByTestId("val-epoch")).toHaveTextContent("after epoch 1 (all layers)");
     expect(screen.getByTestId("val-epoch")).toHaveAttribute("title", "Validation accuracy 96.5% after epoch 1 (all layers)");
+    expect(screen.getByTestId("loss-epoch")).toHaveTextContent("during epoch 2");
     expect(statistic("Time left")).toBe("0:45");
     expect(screen.getByTestId("training-progress")).toHaveAttribute("aria-valuenow", "50");
   });

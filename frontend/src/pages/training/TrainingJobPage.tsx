@@ -129,7 +129,14 @@ export function ProgressCard({ live, budget }: { live: LiveJob; budget: number }
           title={t("training.epoch")}
           value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
         />
-        <Statistic title={t("training.loss")} value={training && typeof p.loss === "number" ? p.loss.toFixed(4) : "—"} />
+        <div>
+          <Statistic title={t("training.loss")} value={training && typeof p.loss === "number" ? p.loss.toFixed(4) : "—"} />
+          {training && typeof p.loss === "number" && typeof p.epoch === "number" && (
+            <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="loss-epoch">
+              {t("training.lossDuring", { epoch: p.epoch })}
+            </Typography.Text>
+          )}
+        </div>
         <div>
           <Statistic
             title={t("training.valAccuracy")}

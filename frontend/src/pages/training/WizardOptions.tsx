@@ -98,6 +98,7 @@ export function PreferenceCards(props: { value?: ModelPreference; onChange?: (va
               size="small"
               role="radio"
               aria-checked={selected}
+              aria-label={`${t(`training.preferences.${p}`)}: ${LATENCY[p]}`}
               tabIndex={0}
               hoverable
               onClick={() => props.onChange?.(p)}
@@ -111,7 +112,7 @@ export function PreferenceCards(props: { value?: ModelPreference; onChange?: (va
             >
               <Space orientation="vertical" size={2}>
                 <Space size={6}>
-                  {selected ? <CheckCircleFilled style={{ color: "#1677ff" }} /> : <span style={{ display: "inline-block", width: 14 }} />}
+                  {selected ? <CheckCircleFilled aria-hidden style={{ color: "#1677ff" }} /> : <span style={{ display: "inline-block", width: 14 }} />}
                   <Typography.Text strong>{t(`training.preferences.${p}`)}</Typography.Text>
                 </Space>
                 <Typography.Text style={{ fontSize: 20 }}>{LATENCY[p]}</Typography.Text>
