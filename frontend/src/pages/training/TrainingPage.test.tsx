@@ -109,6 +109,17 @@ describe("TrainingPage", () => {
     expect(posted).toEqual([]);
   });
 
+  it("raises an untouched default budget to the smallest preset the version accepts", async () => {
+    const posted: unknown[] = [];
+    const big = { ...version, min_budget_s: 120.5 };
+    const base = api(posted);
+    const fetch = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/dataset-versions/v2/") ? json(200, big) : new URL(request.url).pathname.endsWith("/datasets/d1/versions/") ? json(200, [big]) : base(request);
+    renderRoutes(routes, "/projects/p1/training?version=v2", fetch as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("min-budget")).toHaveTextContent("This version needs at least 2:01.");
+    await waitFor(() => expect(screen.getByRole("spinbutton", { name: "Time budget" })).toHaveValue("300"));
+  });
+
   it("says why a time budget out of range is refused, and starts nothing", async () => {
     const posted: unknown[] = [];
     renderRoutes(routes, "/projects/p1/training?version=v2", api(posted) as unknown as typeof globalThis.fetch);

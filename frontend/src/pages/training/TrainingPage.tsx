@@ -121,9 +121,14 @@ function TrainingWizard() {
   // the version's shortest accepted budget (API: min_budget_s), when it says
   const minBudget = minBudgetOf(version);
 
-  // a version picked after a budget was refused for the previous one: check again
+  // a version that needs more than the budget: a budget typed by hand is checked again (and
+  // refused with the reason), an untouched default is raised to the smallest preset that fits
   useEffect(() => {
+    if (minBudget === undefined) return;
     if (form.isFieldTouched("budget_s")) void form.validateFields(["budget_s"]).catch(() => undefined);
+    else if (((form.getFieldValue("budget_s") as number | undefined) ?? 0) < minBudget) {
+      form.setFieldValue("budget_s", BUDGET_PRESETS.find((s) => s >= minBudget) ?? minBudget);
+    }
   }, [minBudget, form]);
 
   const submit = (values: WizardValues) => {
@@ -229,7 +234,7 @@ function TrainingWizard() {
               aria-label={t("training.budget")}
               value={(BUDGET_PRESETS as readonly number[]).includes(budget) ? budget : undefined}
               onChange={(value) => form.setFieldValue("budget_s", value)}
-              options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s) }))}
+              options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s), disabled: minBudget !== undefined && s < minBudget }))}
             />
             {/* no min/max on the input: it would clamp 0 to 10 s without a word; the rule says why */}
             <Form.Item
