@@ -427,7 +427,8 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     expect(val).to_have_text(re.compile(r"^\d+$"))
     n_train, n_val = int(train.inner_text()), int(val.inner_text())
     assert n_train + n_val == 403 and 70 <= n_val <= 90, (n_train, n_val)  # ~20 % per class
-    expect(statistic(page, "Test")).to_have_count(0)  # no test split: no test count
+    # no test split: the count says 0 and why it matters (the report is then computed on validation)
+    expect(statistic(page, "Test")).to_have_text(re.compile(r"^0\s*no test split$"))
     balance = page.get_by_role("img", name="Class balance per split")
     expect(balance.locator("canvas").first).to_be_visible()
     wait_for_chart(balance)
@@ -517,6 +518,10 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     expect(budget).to_have_value("90")  # the default
     page.locator(".ant-segmented").get_by_text("0:30", exact=True).click()  # the smallest preset
     expect(budget).to_have_value("30")
+    # augmentation "Auto" by default, previewed on 4 of the version's images, 3 draws each
+    expect(page.get_by_role("radio", name=re.compile(r"^Auto"))).to_be_checked()
+    expect(page.get_by_test_id("augmented")).to_have_count(12)
+    expect(page.get_by_role("radio", name=re.compile(r"^More accurate"))).to_have_attribute("aria-checked", "true")
     expect(page.get_by_test_id("training-jobs")).to_contain_text("No training jobs yet.")
     screenshots.take(page, "training-wizard")
     # what the job's websocket brings to the page (the page also polls while the socket is down)
@@ -580,7 +585,10 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     wait_for_chart(curves)
     # the curve may end lower than the result: the page says which epoch's weights were kept
     expect(page.get_by_test_id("kept-epoch")).to_have_text(re.compile(
-        r"^The model kept is from (probe|epoch \d+) \(validation accuracy \d+\.\d%\)"))
+        r"^The model kept is from epoch \d+ \((output layer only|all layers), validation accuracy \d+\.\d%\)"))
+    # the validation figure in the header names the epoch it belongs to
+    expect(page.get_by_test_id("val-epoch")).to_have_text(
+        re.compile(r"^after epoch \d+ \((output layer only|all layers)\)$"))
     expect(page.get_by_test_id("report-link")).to_have_text("Open the evaluation report")
     expect(page.get_by_test_id("model-link")).to_have_text("Model digits v1")
     expect(page.locator(".ant-descriptions").get_by_role("link", name="digits v1", exact=True)

@@ -142,9 +142,10 @@ export type SamplePage = Schemas["PaginatedSampleOutputList"];
  * A dataset's samples matching `filter`, page after page (`fetchNextPage`), in the API's order
  * (created_at, id). Every page reports the total `count` of matching samples.
  */
-export function useSampleList(projectId: string, datasetId: string, filter: SampleFilter, pageSize = SAMPLE_PAGE_SIZE) {
+export function useSampleList(projectId: string, datasetId: string, filter: SampleFilter, pageSize = SAMPLE_PAGE_SIZE, enabled = true) {
   return useInfiniteQuery({
     queryKey: [...datasetKeys.samples(projectId, datasetId), filter, pageSize],
+    enabled,
     initialPageParam: 1,
     queryFn: async ({ pageParam }) =>
       unwrap(

@@ -10,9 +10,15 @@ export type TrainingJob = Schemas["TrainingJobOutput"];
 export type EvaluationReport = Schemas["EvaluationReportOutput"];
 export type ModelVersion = Schemas["ModelVersionOutput"];
 
+/** The engine's phases, in order (workers/ml): "features" and "head" train the output layer on a frozen backbone. */
+export const PHASES = ["decode", "features", "head", "finetune", "export", "evaluate", "done"] as const;
+export type Phase = (typeof PHASES)[number];
+
 /** `progress` as the worker reports it (workers/ml/classification.py); keys present when known. */
 export interface TrainingProgress {
   phase?: string;
+  /** 0..1, share of the whole job done, never decreasing (absent on older jobs) */
+  fraction?: number;
   epoch?: number;
   epochs?: number;
   step?: number;
@@ -20,17 +26,39 @@ export interface TrainingProgress {
   loss?: number;
   val_loss?: number;
   val_accuracy?: number;
+  /** seconds left for the whole job, when the engine knows */
   eta_s?: number;
   elapsed_s?: number;
 }
-/** One `history` entry per finished epoch. */
+/** One `history` entry per evaluated epoch. */
 export interface EpochRecord {
-  /** "head" (linear probe on frozen features) or "finetune"; each counts epochs from 1 */
+  /** "head" (output layer on a frozen backbone) or "finetune" (all layers); each counts epochs from 1 */
   phase?: string;
   epoch: number;
+  epochs?: number;
   loss?: number;
   val_loss?: number;
   val_accuracy?: number;
+  elapsed_s?: number;
+  lr?: number;
+}
+
+export type StopReason = "no_improvement" | "deadline";
+/** `recipe` of a job as the engine records it; after the end it says why training stopped and what it used. */
+export interface TrainingRecipe {
+  stop_reason?: StopReason | null;
+  /** epochs without improvement that ended training (with stop_reason "no_improvement") */
+  patience?: number;
+  /** the resolved preset: "none", "light" or "strong" ("auto" resolved from the data) */
+  augmentation?: string;
+  /** px */
+  resolution?: number;
+  resolution_reason?: string;
+  model_preference?: string;
+}
+
+export function recipeOf(job: { recipe?: unknown }): TrainingRecipe {
+  return (job.recipe && typeof job.recipe === "object" ? job.recipe : {}) as TrainingRecipe;
 }
 export interface PerClassRow {
   label: string;
@@ -52,8 +80,17 @@ export interface Prediction {
   predicted: number;
   probability: number;
 }
+/** Figures on the validation split, beside a report computed on the test split. */
+export interface SplitFigures {
+  accuracy: number;
+  macro_f1: number;
+  n: number;
+}
 /** `report` of an evaluation (workers/ml/evaluation.py): rows of the matrix are true classes. */
 export interface ClassificationReport {
+  /** the split the figures were computed on: "test" (never used to choose the model) or "val" */
+  split?: string;
+  validation?: SplitFigures | null;
   n: number;
   accuracy: number;
   macro_f1: number;
@@ -74,6 +111,8 @@ export function historyOf(job: { history?: unknown }): EpochRecord[] {
 export function classificationReportOf(report: EvaluationReport): ClassificationReport {
   const raw = (report.report && typeof report.report === "object" ? report.report : {}) as Partial<ClassificationReport>;
   return {
+    ...(typeof raw.split === "string" ? { split: raw.split } : {}),
+    ...(raw.validation && typeof raw.validation === "object" ? { validation: raw.validation } : {}),
     n: raw.n ?? 0,
     accuracy: raw.accuracy ?? 0,
     macro_f1: raw.macro_f1 ?? 0,
@@ -124,10 +163,23 @@ export function useTrainingJob(projectId: string, jobId: string, pollMs: number)
   });
 }
 
+export const AUGMENTATIONS = ["auto", "none", "light", "strong"] as const;
+export type Augmentation = (typeof AUGMENTATIONS)[number];
+export const MODEL_PREFERENCES = ["more_accurate", "faster"] as const;
+export type ModelPreference = (typeof MODEL_PREFERENCES)[number];
+/**
+ * The create request with the fields the API is gaining (platform branch: `augmentation`,
+ * `model_preference`). TODO(merge): drop the extension once src/api/schema.d.ts is regenerated.
+ */
+export type StartTrainingRequest = Schemas["TrainingJobInputRequest"] & {
+  augmentation?: Augmentation;
+  model_preference?: ModelPreference;
+};
+
 export function useStartTraining(projectId: string) {
   const queryClient = useQueryClient();
   return useMutation({
-    mutationFn: async (body: Schemas["TrainingJobInputRequest"]) =>
+    mutationFn: async (body: StartTrainingRequest) =>
       unwrap(
         await api().POST("/api/v1/projects/{project_id}/training-jobs/", {
           params: { path: { project_id: projectId } },

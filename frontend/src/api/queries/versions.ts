@@ -5,7 +5,11 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schemas } from "../client";
 import { unwrap } from "../errors";
 
-export type DatasetVersion = Schemas["DatasetVersionOutput"];
+/**
+ * `min_budget_s` (the shortest training budget the API accepts for the version, seconds) is being
+ * added in the platform branch. TODO(merge): drop the extension once src/api/schema.d.ts is regenerated.
+ */
+export type DatasetVersion = Schemas["DatasetVersionOutput"] & { min_budget_s?: number };
 export const SPLITS = ["train", "val", "test"] as const;
 export type Split = (typeof SPLITS)[number];
 
@@ -20,7 +24,15 @@ export interface VersionFlag {
   code: string;
   class?: string;
   class_index?: number;
+  /** class_imbalance: largest class / smallest class */
+  ratio?: number;
   message: string;
+}
+
+/** The shortest budget the API accepts for the version, whole seconds; undefined when the API does not say. */
+export function minBudgetOf(version: DatasetVersion | undefined): number | undefined {
+  const min = version?.min_budget_s;
+  return typeof min === "number" && min > 0 ? Math.ceil(min) : undefined;
 }
 
 export function statsOf(version: DatasetVersion): VersionStats {

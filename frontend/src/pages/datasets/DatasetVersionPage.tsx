@@ -1,4 +1,5 @@
-// One dataset version: its numbers, its class balance per split as a bar chart, its flags.
+// One dataset version: its numbers (train, validation and test counts), its class balance per
+// split as a bar chart, its flags (class imbalance, no test split, ...) in words.
 import { ExperimentOutlined } from "@ant-design/icons";
 import { Alert, Breadcrumb, Button, Card, Descriptions, Skeleton, Space, Statistic, Tag, Typography } from "antd";
 import { useMemo } from "react";
@@ -10,6 +11,7 @@ import { flagsOf, statsOf, useDatasetVersion } from "../../api/queries/versions"
 import { Chart } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
 import { formatDate } from "../../format";
+import { flagText } from "./flagText";
 import { classBalance } from "./versionChart";
 
 export const SPLIT_COLOURS = { train: "#1677ff", val: "#fa8c16", test: "#52c41a" } as const;
@@ -89,7 +91,9 @@ export function DatasetVersionPage() {
           description={
             <ul style={{ margin: 0, paddingInlineStart: 20 }}>
               {flags.map((f, i) => (
-                <li key={i}>{f.code === "class_too_small" && f.class ? t("versions.flagTooSmall", { name: f.class }) : f.message}</li>
+                <li key={i} data-code={f.code}>
+                  {flagText(t, f, v.labels)}
+                </li>
               ))}
             </ul>
           }
@@ -100,7 +104,12 @@ export function DatasetVersionPage() {
         <Statistic title={t("versions.classes")} value={v.labels.length} />
         <Statistic title={t("versions.splits.train")} value={stats.splits.train ?? 0} />
         <Statistic title={t("versions.splits.val")} value={stats.splits.val ?? 0} />
-        {(stats.splits.test ?? 0) > 0 && <Statistic title={t("versions.splits.test")} value={stats.splits.test ?? 0} />}
+        {/* always shown: with no test split the report is computed on validation, which chose the model */}
+        <Statistic
+          title={t("versions.splits.test")}
+          value={stats.splits.test ?? 0}
+          suffix={(stats.splits.test ?? 0) === 0 ? <Typography.Text type="secondary" style={{ fontSize: 14 }}>{t("versions.noTestSplit")}</Typography.Text> : undefined}
+        />
       </Space>
       <Card size="small" title={t("versions.balance")}>
         <Chart option={option} height={320} ariaLabel={t("versions.balance")} />

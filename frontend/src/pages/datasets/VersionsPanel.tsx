@@ -9,6 +9,7 @@ import { flagsOf, statsOf, useDatasetVersions, useFreezeVersion, type DatasetVer
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
+import { flagText } from "./flagText";
 
 interface FreezeValues {
   seed: number;
@@ -61,7 +62,15 @@ export function VersionsPanel({ projectId, datasetId }: { projectId: string; dat
                 return flags.length === 0 ? (
                   <Tag color="success">{t("versions.noFlags")}</Tag>
                 ) : (
-                  <Tooltip title={flags.map((f) => f.message).join("\n")}>
+                  <Tooltip
+                    title={
+                      <ul style={{ margin: 0, paddingInlineStart: 16 }}>
+                        {flags.map((f, i) => (
+                          <li key={i}>{flagText(t, f, v.labels)}</li>
+                        ))}
+                      </ul>
+                    }
+                  >
                     <Tag color="warning" icon={<WarningOutlined />}>
                       {t("versions.flagCount", { count: flags.length })}
                     </Tag>

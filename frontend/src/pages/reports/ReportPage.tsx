@@ -1,8 +1,10 @@
-// A training job's evaluation report: accuracy and macro-F1, where the weights came from, the
-// per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
+// A training job's evaluation report: the split it was computed on (test: never used to choose the
+// model; else validation), accuracy and macro-F1 (per-class recall and macro-F1 first when the
+// classes are imbalanced), the validation figures beside test ones, where the weights came from,
+// the per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
 import { useQuery } from "@tanstack/react-query";
-import { Alert, Breadcrumb, Card, Col, Empty, Pagination, Row, Skeleton, Space, Statistic, Table, Typography } from "antd";
-import { useMemo, useState } from "react";
+import { Alert, Breadcrumb, Card, Col, Empty, Pagination, Progress, Row, Skeleton, Space, Statistic, Table, Tooltip, Typography } from "antd";
+import { Fragment, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
@@ -19,6 +21,7 @@ import { useDatasetVersion } from "../../api/queries/versions";
 import { Chart, type ChartClick } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
 import { cellSamples, heatmapData, maxOffDiagonal } from "./confusion";
+import { imbalanceRatio } from "./imbalance";
 import { SampleThumb } from "./SampleThumb";
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
@@ -33,14 +36,19 @@ export function ReportPage() {
 
   const report = useMemo(() => (evaluation.data ? classificationReportOf(evaluation.data) : null), [evaluation.data]);
   const labels = evaluation.data?.labels ?? [];
-  // only reports without `predictions` need the validation samples' true labels (diagonal cells)
-  const trueLabels = useValTrueLabels(projectId, job.data?.dataset_version_id, Boolean(report && report.predictions.length === 0));
+  // the split the figures were computed on: the report's own word, else the evaluation's
+  const split = report?.split ?? evaluation.data?.split ?? "val";
+  // only reports without `predictions` need the evaluated samples' true labels (diagonal cells)
+  const trueLabels = useSplitTrueLabels(projectId, job.data?.dataset_version_id, split, Boolean(report && report.predictions.length === 0));
 
   if (evaluation.isError) return <ErrorAlert error={evaluation.error} onRetry={() => void evaluation.refetch()} />;
   if (!evaluation.data || !report) return <Skeleton active />;
   const e = evaluation.data;
   const name = job.data?.model_name || jobId.slice(0, 8);
   const selected = cell ? cellSamples(report, labels, cell.row, cell.col, trueLabels) : [];
+  // imbalanced classes: per-class recall and macro-F1 lead, accuracy follows
+  const ratio = imbalanceRatio(report.per_class);
+  const macroF1 = <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} data-testid="report-macro-f1" />;
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
@@ -54,11 +62,26 @@ export function ReportPage() {
       <Typography.Title level={3} style={{ margin: 0 }}>
         {t("report.heading", { name })}
       </Typography.Title>
+      <Typography.Text data-testid="report-split">
+        {split === "test" ? t("report.splitTest", { count: report.n }) : t("report.splitVal", { count: report.n })}{" "}
+        <Typography.Text type="secondary">{t("report.onnxNote")}</Typography.Text>
+      </Typography.Text>
+      {ratio !== null && <Alert type="info" showIcon data-testid="report-imbalanced" title={t("report.imbalanced", { ratio: ratio.toFixed(1) })} />}
+      {ratio !== null && <RecallPerClass rows={report.per_class} />}
       <Space size="large" wrap>
+        {ratio !== null && macroF1}
         <Statistic title={t("report.accuracy")} value={pct(report.accuracy)} data-testid="report-accuracy" />
-        <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} />
+        {ratio === null && macroF1}
         <Statistic title={t("report.evaluated")} value={report.n} />
         <Statistic title={t("report.misclassified")} value={report.misclassified.length} />
+        {split === "test" && report.validation && (
+          <Statistic
+            title={t("report.validation")}
+            data-testid="report-validation"
+            value={t("report.validationValue", { accuracy: pct(report.validation.accuracy), f1: pct(report.validation.macro_f1), n: report.validation.n })}
+            styles={{ content: { fontSize: 16 } }}
+          />
+        )}
       </Space>
       {e.pretrained === false ? (
         <Alert type="warning" showIcon title={t("report.notPretrained")} description={e.weights_note || undefined} />
@@ -67,7 +90,6 @@ export function ReportPage() {
       ) : e.weights_note ? (
         <Alert type="info" showIcon title={e.weights_note} />
       ) : null}
-      <Typography.Text type="secondary">{t("report.splitNote", { split: t(`versions.splits.${e.split as "val"}`, { defaultValue: e.split }) })}</Typography.Text>
       <Row gutter={[16, 16]}>
         <Col xs={24} xl={13}>
           <Card size="small" title={t("report.confusion")} extra={<Typography.Text type="secondary">{t("report.confusionHint")}</Typography.Text>}>
@@ -158,6 +180,29 @@ function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[
   );
 }
 
+/** Each class's recall as a bar, smallest first: what accuracy hides when classes are imbalanced. */
+function RecallPerClass({ rows }: { rows: PerClassRow[] }) {
+  const { t } = useTranslation();
+  const sorted = [...rows].sort((a, b) => a.recall - b.recall);
+  return (
+    <Card size="small" title={t("report.recallPerClass")} data-testid="report-recall">
+      <div style={{ display: "grid", gridTemplateColumns: "minmax(80px, max-content) minmax(160px, 360px) max-content", gap: "4px 12px", alignItems: "center" }}>
+        {sorted.map((r) => (
+          <Fragment key={r.label}>
+            <Typography.Text>{r.label}</Typography.Text>
+            <Tooltip title={`${t("report.recall")} ${pct(r.recall)} · ${t("report.support")} ${r.support}`}>
+              <Progress percent={Math.round(1000 * r.recall) / 10} size="small" showInfo={false} status={r.recall < 0.5 ? "exception" : "normal"} />
+            </Tooltip>
+            <Typography.Text type="secondary">
+              {pct(r.recall)} ({r.support})
+            </Typography.Text>
+          </Fragment>
+        ))}
+      </div>
+    </Card>
+  );
+}
+
 function PerClassTable({ rows }: { rows: PerClassRow[] }) {
   const { t } = useTranslation();
   const num = (x: number) => x.toFixed(3);
@@ -202,12 +247,12 @@ function ThumbGrid(props: {
   );
 }
 
-/** Sample id -> true label name of a version's validation samples (all pages of 500). */
-function useValTrueLabels(projectId: string, versionId: string | undefined, enabled: boolean): Map<string, string> | undefined {
+/** Sample id -> true label name of a version's samples in `split` (all pages of 500). */
+function useSplitTrueLabels(projectId: string, versionId: string | undefined, split: string, enabled: boolean): Map<string, string> | undefined {
   const version = useDatasetVersion(projectId, enabled ? versionId : undefined);
   const datasetId = version.data?.dataset_id;
   const query = useQuery({
-    queryKey: ["projects", projectId, "dataset-versions", versionId, "val-labels"],
+    queryKey: ["projects", projectId, "dataset-versions", versionId, "split-labels", split],
     enabled: enabled && Boolean(datasetId && versionId),
     queryFn: async () => {
       const out = new Map<string, string>();
@@ -216,7 +261,7 @@ function useValTrueLabels(projectId: string, versionId: string | undefined, enab
           await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/", {
             params: {
               path: { project_id: projectId, dataset_id: datasetId ?? "" },
-              query: { version: versionId, split: "val", page, page_size: 500 },
+              query: { version: versionId, split: split === "test" ? "test" : "val", page, page_size: 500 },
             },
           }),
         );

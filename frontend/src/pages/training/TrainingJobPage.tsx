@@ -9,17 +9,17 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
-import { trainingKeys, useCancelTraining, useModelVersion, useTrainingJob } from "../../api/queries/training";
+import { recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
-import { applyMessage, applySnapshot, formatDuration, historySeries, isTerminal, keptIndex, percentDone, type JobMessage, type LiveJob } from "./jobState";
+import { curvesOption } from "./curves";
+import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
+import { elapsedOf, percentText, phaseName, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
-
-type PhaseKey = keyof typeof import("../../i18n/locales/en.json")["training"]["phases"];
 
 export function TrainingJobPage() {
   const { t } = useTranslation();
@@ -80,6 +80,7 @@ export function TrainingJobPage() {
       {live.status === "CANCELLED" && <Alert type="warning" showIcon title={t("training.cancelled")} />}
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
       <ProgressCard live={live} budget={j.budget_s} />
+      {live.status === "SUCCEEDED" && <OutcomeCard job={j} live={live} />}
       <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
       <Descriptions
         size="small"
@@ -103,92 +104,138 @@ export function TrainingJobPage() {
   );
 }
 
-function ProgressCard({ live, budget }: { live: LiveJob; budget: number }) {
+/**
+ * Phase in plain words, the running epoch, the step loss, the newest validation figure with the
+ * epoch it belongs to (while epoch n runs it is epoch n-1's), elapsed and time left; a bar that
+ * only moves forward (jobState.advanceShown).
+ */
+export function ProgressCard({ live, budget }: { live: LiveJob; budget: number }) {
   const { t } = useTranslation();
   const p = live.progress;
   const running = live.status === "RUNNING";
-  const percent = percentDone(live);
-  // step events carry no validation accuracy: show the last epoch's
-  const lastAccuracy = p.val_accuracy ?? [...live.history].reverse().find((h) => typeof h.val_accuracy === "number")?.val_accuracy;
+  const terminal = isTerminal(live.status);
+  const validation = lastValidation(live);
+  const training = p.phase === "head" || p.phase === "finetune";
+  const timeLeft = terminal
+    ? "—"
+    : running && live.shown.etaS !== null
+      ? formatDuration(live.shown.etaS)
+      : t("training.budgetOf", { budget: formatDuration(budget) });
   return (
     <Card size="small">
-      <Space size="large" wrap>
+      <Space size="large" wrap align="start">
+        <Statistic title={t("training.phase")} value={phaseName(t, p.phase)} />
         <Statistic
-          title={t("training.phase")}
-          value={p.phase ? t(`training.phases.${p.phase as PhaseKey}`, { defaultValue: p.phase }) : "—"}
+          title={t("training.epoch")}
+          value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
         />
-        <Statistic title={t("training.epoch")} value={typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"} />
-        <Statistic title={t("training.loss")} value={typeof p.loss === "number" ? p.loss.toFixed(4) : "—"} />
-        <Statistic
-          title={t("training.valAccuracy")}
-          value={typeof lastAccuracy === "number" ? `${(100 * lastAccuracy).toFixed(1)}%` : "—"}
-        />
+        <div>
+          <Statistic title={t("training.loss")} value={training && typeof p.loss === "number" ? p.loss.toFixed(4) : "—"} />
+          {training && typeof p.loss === "number" && typeof p.epoch === "number" && (
+            <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="loss-epoch">
+              {t("training.lossDuring", { epoch: p.epoch })}
+            </Typography.Text>
+          )}
+        </div>
+        <div>
+          <Statistic
+            title={t("training.valAccuracy")}
+            value={validation && typeof validation.val_accuracy === "number" ? percentText(validation.val_accuracy) : "—"}
+          />
+          <Typography.Text
+            type="secondary"
+            style={{ fontSize: 12 }}
+            data-testid="val-epoch"
+            title={validation ? validationHeadline(t, validation) : undefined}
+          >
+            {validation ? t("training.valAfterEpoch", { epoch: validation.epoch, stage: stageName(t, validation.phase) }) : t("training.noValidationYet")}
+          </Typography.Text>
+        </div>
         <Statistic title={t("training.elapsed")} value={typeof p.elapsed_s === "number" ? formatDuration(p.elapsed_s) : "—"} />
-        <Statistic
-          title={t("training.timeLeft")}
-          value={running && typeof p.eta_s === "number" ? formatDuration(p.eta_s) : isTerminal(live.status) ? "—" : t("training.budgetOf", { budget: formatDuration(budget) })}
-        />
+        <Statistic title={t("training.timeLeft")} value={timeLeft} />
       </Space>
       <Progress
         data-testid="training-progress"
-        percent={percent}
+        percent={live.shown.percent}
         status={live.status === "FAILED" ? "exception" : live.status === "SUCCEEDED" ? "success" : running ? "active" : "normal"}
       />
-      {!running && !isTerminal(live.status) && <Typography.Text type="secondary">{t("training.waiting")}</Typography.Text>}
+      {!running && !terminal && <Typography.Text type="secondary">{t("training.waiting")}</Typography.Text>}
     </Card>
   );
 }
 
+/** After the end: why training stopped (and the time it saved), the image size and why, the augmentation. */
+function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) {
+  const { t } = useTranslation();
+  const recipe = recipeOf(job);
+  const stop = stopReasonText(t, recipe, job.budget_s, elapsedOf(job, live.progress.elapsed_s));
+  const items = [
+    ...(stop ? [{ key: "stop", label: t("training.stopReason"), children: <span data-testid="stop-reason">{stop}</span>, span: 2 }] : []),
+    ...(typeof recipe.resolution === "number"
+      ? [
+          {
+            key: "resolution",
+            label: t("training.resolution"),
+            children: (
+              <span data-testid="resolution">
+                {t("training.resolutionValue", { px: recipe.resolution })}
+                {recipe.resolution_reason ? ` — ${recipe.resolution_reason}` : ""}
+              </span>
+            ),
+            span: 2,
+          },
+        ]
+      : []),
+    ...(recipe.augmentation
+      ? [{ key: "augmentation", label: t("training.augmentation"), children: optionName(t, "augmentations", recipe.augmentation) }]
+      : []),
+    ...(recipe.model_preference
+      ? [{ key: "preference", label: t("training.modelPreference"), children: optionName(t, "preferences", recipe.model_preference) }]
+      : []),
+  ];
+  if (items.length === 0) return null;
+  return <Descriptions size="small" bordered column={2} title={t("training.outcome")} items={items} data-testid="outcome" />;
+}
+
+function optionName(t: ReturnType<typeof useTranslation>["t"], group: "augmentations" | "preferences", value: string): string {
+  const names: Record<string, string> =
+    group === "augmentations"
+      ? { auto: t("training.augmentations.auto"), none: t("training.augmentations.none"), light: t("training.augmentations.light"), strong: t("training.augmentations.strong") }
+      : { more_accurate: t("training.preferences.more_accurate"), faster: t("training.preferences.faster") };
+  return names[value] ?? value;
+}
+
 function CurvesCard({ live, metrics }: { live: LiveJob; metrics: unknown }) {
   const { t } = useTranslation();
-  const series = useMemo(
-    () => historySeries(live.history, (h) => (h.phase === "head" ? t("training.probeTick") : String(h.epoch))),
-    [live.history, t],
-  );
   // the model kept is the best epoch, which may not be the last: mark it, and say so
   const kept = keptIndex(live.history, metrics);
   const keptEntry = kept >= 0 ? live.history[kept] : undefined;
   const option = useMemo(
-    () => ({
-      animation: false,
-      tooltip: { trigger: "axis" },
-      legend: { top: 0 },
-      grid: { left: 56, right: 56, top: 36, bottom: 36 },
-      xAxis: { type: "category", name: t("training.epoch"), nameLocation: "middle", nameGap: 24, data: series.epochs },
-      yAxis: [
-        { type: "value", name: t("training.loss"), scale: true },
-        { type: "value", name: t("training.valAccuracy"), min: 0, max: 1, axisLabel: { formatter: (v: number) => `${Math.round(v * 100)}%` } },
-      ],
-      series: [
-        { name: t("training.loss"), type: "line", data: series.loss, showSymbol: true, connectNulls: true },
-        { name: t("training.valLoss"), type: "line", data: series.valLoss, showSymbol: true, connectNulls: true },
-        {
-          name: t("training.valAccuracy"),
-          type: "line",
-          yAxisIndex: 1,
-          data: series.valAccuracy,
-          showSymbol: true,
-          connectNulls: true,
-          ...(kept >= 0 && {
-            markLine: { symbol: "none", silent: true, label: { formatter: t("training.keptMark") }, data: [{ xAxis: kept }] },
-          }),
-        },
-      ],
-    }),
-    [series, t, kept],
+    () =>
+      curvesOption(live.history, kept, {
+        loss: t("training.loss"),
+        valLoss: t("training.valLoss"),
+        valAccuracy: t("training.valAccuracy"),
+        epoch: t("training.epoch"),
+        kept: t("training.keptMark"),
+        stage: (phase) => stageName(t, phase),
+        entryTitle: (h) => t("training.entryTitle", { epoch: h.epoch, stage: stageName(t, h.phase) }),
+      }),
+    [live.history, t, kept],
   );
   return (
     <Card size="small" title={t("training.curves")}>
-      {series.epochs.length === 0 ? (
+      {live.history.length === 0 ? (
         <Typography.Text type="secondary">{t("training.noEpochs")}</Typography.Text>
       ) : (
-        <Chart option={option} height={280} ariaLabel={t("training.curves")} />
+        <Chart option={option} height={300} ariaLabel={t("training.curves")} />
       )}
       {keptEntry && (
         <Typography.Text type="secondary" data-testid="kept-epoch">
           {t("training.kept", {
-            where: keptEntry.phase === "head" ? t("training.probeTick") : t("training.keptEpoch", { epoch: keptEntry.epoch }),
-            accuracy: typeof keptEntry.val_accuracy === "number" ? `${(100 * keptEntry.val_accuracy).toFixed(1)}%` : "—",
+            epoch: keptEntry.epoch,
+            stage: stageName(t, keptEntry.phase),
+            accuracy: typeof keptEntry.val_accuracy === "number" ? percentText(keptEntry.val_accuracy) : "—",
           })}
         </Typography.Text>
       )}

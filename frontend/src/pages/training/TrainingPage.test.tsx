@@ -1,4 +1,4 @@
-import { screen, waitFor } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 
@@ -23,7 +23,19 @@ const version = {
   stats: { samples: 40, splits: { train: 32, val: 8 }, classes: {} },
   note: "",
   created_at: "2026-11-29T00:00:00Z",
+  min_budget_s: 15.4,
 };
+
+const samples = Array.from({ length: 4 }, (_, i) => ({
+  id: `s${i}`,
+  original_name: `img${i}.png`,
+  image_url: `/api/v1/projects/p1/samples/s${i}/image/`,
+  width: 28,
+  height: 28,
+  annotations: [],
+}));
+
+const sampleQueries: string[] = [];
 
 function api(posted: unknown[]) {
   return async (request: Request) => {
@@ -33,6 +45,10 @@ function api(posted: unknown[]) {
       return json(201, { id: "job1", status: "QUEUED" });
     }
     if (url.pathname.endsWith("/training-jobs/")) return json(200, { count: 0, next: null, previous: null, results: [] });
+    if (url.pathname.endsWith("/datasets/d1/samples/")) {
+      sampleQueries.push(url.search);
+      return json(200, { count: 4, next: null, previous: null, results: samples });
+    }
     if (url.pathname.endsWith("/dataset-versions/v2/")) return json(200, version);
     if (url.pathname.endsWith("/datasets/d1/versions/")) return json(200, [{ ...version, id: "v1", number: 1 }, version]);
     if (url.pathname.endsWith("/datasets/")) return json(200, [{ id: "d1", name: "pets", task_type: "image_classification" }]);
@@ -57,7 +73,51 @@ describe("TrainingPage", () => {
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
 
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
-    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0 }]);
+    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "auto", model_preference: "more_accurate" }]);
+  });
+
+  it("sends the augmentation and model preference chosen, and previews 4 images 3 times each", async () => {
+    const posted: unknown[] = [];
+    const { router } = renderRoutes(routes, "/projects/p1/training?version=v2", api(posted) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
+    const preview = await screen.findByTestId("augmentation-preview");
+    expect(sampleQueries.at(-1)).toContain("split=train");
+    expect(sampleQueries.at(-1)).toContain("page_size=4");
+    await userEvent.click(screen.getByRole("radio", { name: /Strong/ }));
+    const images = within(preview).getAllByTestId("augmented");
+    expect(images).toHaveLength(12);
+    expect(images[0]!.style.transform).toMatch(/rotate\(/);
+    await userEvent.click(within(preview).getByRole("button", { name: /Shuffle/ }));
+    await userEvent.click(screen.getByRole("radio", { name: /Faster/ }));
+    expect(screen.getByRole("radio", { name: /Faster/ })).toHaveAttribute("aria-checked", "true");
+    expect(screen.getByText("~2.5–3 ms")).toBeInTheDocument();
+    await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
+    await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
+    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "strong", model_preference: "faster" }]);
+  });
+
+  it("refuses a budget under the version's minimum, with the reason", async () => {
+    const posted: unknown[] = [];
+    renderRoutes(routes, "/projects/p1/training?version=v2", api(posted) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
+    expect(await screen.findByTestId("min-budget")).toHaveTextContent("This version needs at least 0:16.");
+    const budget = screen.getByRole("spinbutton", { name: "Time budget" });
+    await userEvent.clear(budget);
+    await userEvent.type(budget, "15");
+    await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
+    expect(await screen.findByText("This version needs a time budget of at least 0:16 (15 s plus 0.01 s per image).")).toBeInTheDocument();
+    expect(posted).toEqual([]);
+  });
+
+  it("raises an untouched default budget to the smallest preset the version accepts", async () => {
+    const posted: unknown[] = [];
+    const big = { ...version, min_budget_s: 120.5 };
+    const base = api(posted);
+    const fetch = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/dataset-versions/v2/") ? json(200, big) : new URL(request.url).pathname.endsWith("/datasets/d1/versions/") ? json(200, [big]) : base(request);
+    renderRoutes(routes, "/projects/p1/training?version=v2", fetch as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("min-budget")).toHaveTextContent("This version needs at least 2:01.");
+    await waitFor(() => expect(screen.getByRole("spinbutton", { name: "Time budget" })).toHaveValue("300"));
   });
 
   it("says why a time budget out of range is refused, and starts nothing", async () => {

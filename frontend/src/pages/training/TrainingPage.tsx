@@ -1,4 +1,5 @@
-// The Training section: a one-form wizard (dataset version, task, time budget) and the jobs.
+// The Training section: a one-form wizard (dataset version, task, time budget, augmentation with a
+// preview, model preference) and the jobs.
 import { ExperimentOutlined } from "@ant-design/icons";
 import {
   Alert,
@@ -22,13 +23,21 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
 import { useDatasets } from "../../api/queries/datasets";
-import { useStartTraining, useTrainingJobs, type TrainingJob } from "../../api/queries/training";
-import { useDatasetVersion, useDatasetVersions, statsOf } from "../../api/queries/versions";
+import {
+  useStartTraining,
+  useTrainingJobs,
+  type Augmentation,
+  type ModelPreference,
+  type StartTrainingRequest,
+  type TrainingJob,
+} from "../../api/queries/training";
+import { minBudgetOf, useDatasetVersion, useDatasetVersions, statsOf } from "../../api/queries/versions";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatDuration } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
+import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./WizardOptions";
 
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
@@ -46,6 +55,8 @@ interface WizardValues {
   budget_s: number;
   seed: number;
   model_name?: string;
+  augmentation: Augmentation;
+  model_preference: ModelPreference;
 }
 
 export function TrainingPage() {
@@ -74,6 +85,7 @@ function TrainingWizard() {
   const versionId = Form.useWatch("dataset_version_id", form);
   const taskType = Form.useWatch("task_type", form);
   const budget = Form.useWatch("budget_s", form) ?? DEFAULT_BUDGET_S;
+  const augmentation = Form.useWatch("augmentation", form) ?? "auto";
   const versions = useDatasetVersions(projectId, datasetId);
   const preset = useDatasetVersion(projectId, params.get("version") ?? undefined);
   const start = useStartTraining(projectId);
@@ -106,16 +118,31 @@ function TrainingWizard() {
   const version = versions.data?.find((v) => v.id === versionId);
   const versionTaskMismatch = version && taskType && version.task_type !== taskType;
   const supported = SUPPORTED_TASKS.has(taskType ?? "");
+  // the version's shortest accepted budget (API: min_budget_s), when it says
+  const minBudget = minBudgetOf(version);
+
+  // a version that needs more than the budget: a budget typed by hand is checked again (and
+  // refused with the reason), an untouched default is raised to the smallest preset that fits
+  useEffect(() => {
+    if (minBudget === undefined) return;
+    if (form.isFieldTouched("budget_s")) void form.validateFields(["budget_s"]).catch(() => undefined);
+    else if (((form.getFieldValue("budget_s") as number | undefined) ?? 0) < minBudget) {
+      form.setFieldValue("budget_s", BUDGET_PRESETS.find((s) => s >= minBudget) ?? minBudget);
+    }
+  }, [minBudget, form]);
 
   const submit = (values: WizardValues) => {
     if (!values.dataset_version_id) return;
+    const body: StartTrainingRequest = {
+      dataset_version_id: values.dataset_version_id,
+      budget_s: values.budget_s,
+      seed: values.seed,
+      augmentation: values.augmentation,
+      model_preference: values.model_preference,
+      ...(values.model_name?.trim() ? { model_name: values.model_name.trim() } : {}),
+    };
     start.mutate(
-      {
-        dataset_version_id: values.dataset_version_id,
-        budget_s: values.budget_s,
-        seed: values.seed,
-        ...(values.model_name?.trim() ? { model_name: values.model_name.trim() } : {}),
-      },
+      body,
       {
         onSuccess: (job) => void navigate(`/projects/${projectId}/training/${job.id}`),
         onError: (error) => reportError(error, form),
@@ -130,8 +157,14 @@ function TrainingWizard() {
         form={form}
         layout="horizontal"
         labelCol={{ flex: "160px" }}
-        style={{ maxWidth: 760 }}
-        initialValues={{ task_type: "image_classification", budget_s: DEFAULT_BUDGET_S, seed: 0 }}
+        style={{ maxWidth: 980 }}
+        initialValues={{
+          task_type: "image_classification",
+          budget_s: DEFAULT_BUDGET_S,
+          seed: 0,
+          augmentation: "auto",
+          model_preference: "more_accurate",
+        }}
         onFinish={submit}
       >
         <Form.Item label={t("training.step1")} required style={{ marginBottom: 0 }}>
@@ -201,7 +234,7 @@ function TrainingWizard() {
               aria-label={t("training.budget")}
               value={(BUDGET_PRESETS as readonly number[]).includes(budget) ? budget : undefined}
               onChange={(value) => form.setFieldValue("budget_s", value)}
-              options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s) }))}
+              options={BUDGET_PRESETS.map((s) => ({ value: s, label: formatDuration(s), disabled: minBudget !== undefined && s < minBudget }))}
             />
             {/* no min/max on the input: it would clamp 0 to 10 s without a word; the rule says why */}
             <Form.Item
@@ -210,11 +243,30 @@ function TrainingWizard() {
               rules={[
                 { required: true, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
                 { type: "number", min: MIN_BUDGET_S, max: MAX_BUDGET_S, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
+                ...(minBudget !== undefined
+                  ? [{ type: "number" as const, min: minBudget, message: t("training.minBudgetReason", { min: formatDuration(minBudget) }) }]
+                  : []),
               ]}
             >
               <InputNumber precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
             </Form.Item>
+            {minBudget !== undefined && (
+              <Typography.Text type="secondary" data-testid="min-budget">
+                {t("training.minBudget", { min: formatDuration(minBudget) })}
+              </Typography.Text>
+            )}
           </Space>
+        </Form.Item>
+        <Form.Item label={t("training.step4")} style={{ marginBottom: 8 }}>
+          <Space align="start" wrap size="large">
+            <Form.Item name="augmentation" noStyle>
+              <AugmentationChoice />
+            </Form.Item>
+            <AugmentationPreview projectId={projectId} datasetId={datasetId} versionId={versionId} preset={augmentation} />
+          </Space>
+        </Form.Item>
+        <Form.Item name="model_preference" label={t("training.step5")}>
+          <PreferenceCards />
         </Form.Item>
         <Form.Item label=" " colon={false}>
           <Collapse

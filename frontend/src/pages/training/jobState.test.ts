@@ -1,9 +1,19 @@
 import { describe, expect, it } from "vitest";
 
 import type { TrainingJob } from "../../api/queries/training";
-import { applyMessage, applySnapshot, formatDuration, historySeries, keptIndex, percentDone, type LiveJob } from "./jobState";
+import {
+  advanceShown,
+  applyMessage,
+  applySnapshot,
+  ETA_TOLERANCE_S,
+  formatDuration,
+  keptIndex,
+  lastValidation,
+  liveFromJob,
+  type LiveJob,
+} from "./jobState";
 
-const base: LiveJob = { status: "RUNNING", progress: {}, error: "", history: [] };
+const base: LiveJob = { status: "RUNNING", progress: {}, error: "", history: [], shown: { percent: 0, etaS: null } };
 
 function job(fields: Partial<TrainingJob>): TrainingJob {
   return {
@@ -40,7 +50,7 @@ describe("websocket messages", () => {
     s = applyMessage(s, { status: "RUNNING", progress: { epoch: 1, loss: 1.5, val_loss: 1.2, val_accuracy: 0.6 } });
     s = applyMessage(s, { status: "RUNNING", progress: { epoch: 1, loss: 1.4, val_loss: 1.2, val_accuracy: 0.61 } });
     expect(s.history).toEqual([{ phase: undefined, epoch: 1, loss: 1.4, val_loss: 1.2, val_accuracy: 0.61 }]);
-    // the probe and fine-tuning both count from 1: separate entries, in arrival order
+    // the output layer and all layers both count from 1: separate entries, in arrival order
     s = applyMessage(s, { status: "RUNNING", progress: { phase: "finetune", epoch: 1, loss: 0.9, val_accuracy: 0.8 } });
     expect(s.history.map((h) => h.phase)).toEqual([undefined, "finetune"]);
     expect(s.progress.loss).toBe(0.9);
@@ -82,26 +92,74 @@ describe("REST snapshots", () => {
   });
 });
 
-describe("chart and progress", () => {
-  it("turns history into series with gaps as null", () => {
-    const history = [
-      { phase: "head", epoch: 5, loss: 2, val_accuracy: 0.5 },
-      { phase: "finetune", epoch: 1, loss: 1, val_loss: 0.9, val_accuracy: 0.8 },
-    ];
-    expect(historySeries(history, (h) => (h.phase === "head" ? "P" : String(h.epoch)))).toEqual({
-      epochs: ["P", "1"],
-      loss: [2, 1],
-      valLoss: [null, 0.9],
-      valAccuracy: [0.5, 0.8],
-    });
-  });
-
-  it("estimates the share done from elapsed and eta, else from epochs", () => {
-    expect(percentDone({ ...base, progress: { elapsed_s: 30, eta_s: 60 } })).toBe(33);
-    expect(percentDone({ ...base, progress: { epoch: 3, epochs: 4 } })).toBe(75);
-    expect(percentDone({ ...base, status: "SUCCEEDED" })).toBe(100);
+describe("durations", () => {
+  it("formats durations", () => {
     expect(formatDuration(65)).toBe("1:05");
     expect(formatDuration(3723)).toBe("1:02:03");
+  });
+});
+
+describe("progress shown", () => {
+  const running = { ...base, budgetS: 100 };
+
+  it("uses the engine's fraction, and never goes back (the old bar fell to 0% during evaluation)", () => {
+    let s = applyMessage(running, { progress: { phase: "finetune", epoch: 3, epochs: 3, fraction: 0.8, elapsed_s: 60, eta_s: 15 } });
+    expect(s.shown.percent).toBe(80);
+    // evaluation: no epoch, no eta, an older engine without fraction
+    s = applyMessage(s, { progress: { phase: "evaluate", elapsed_s: 61 } });
+    expect(s.shown.percent).toBe(80);
+    s = applyMessage(s, { progress: { phase: "evaluate", fraction: 0.7, elapsed_s: 62 } });
+    expect(s.shown.percent).toBe(80);
+    s = applyMessage(s, { progress: { phase: "evaluate", fraction: 0.95, elapsed_s: 70 } });
+    expect(s.shown.percent).toBe(95);
+    expect(applyMessage(s, { status: "SUCCEEDED", progress: { phase: "done" } }).shown.percent).toBe(100);
+  });
+
+  it("derives progress from elapsed / budget on older jobs, at most 99 until done", () => {
+    let s = applyMessage(running, { progress: { phase: "head", epoch: 1, epochs: 3, elapsed_s: 25 } });
+    expect(s.shown.percent).toBe(25);
+    // a new phase restarts its epochs at 1: the bar does not follow
+    s = applyMessage(s, { progress: { phase: "finetune", epoch: 1, epochs: 3, elapsed_s: 20 } });
+    expect(s.shown.percent).toBe(25);
+    s = applyMessage(s, { progress: { phase: "evaluate", elapsed_s: 130 } });
+    expect(s.shown.percent).toBe(99);
+  });
+
+  it("shows the engine's time left and never jumps back up to the whole budget", () => {
+    let s = applyMessage(running, { progress: { phase: "finetune", elapsed_s: 70, eta_s: 30 } });
+    expect(s.shown.etaS).toBe(30);
+    s = applyMessage(s, { progress: { phase: "export", elapsed_s: 88, eta_s: 12 } });
+    expect(s.shown.etaS).toBe(12);
+    // no estimate in this event (the old page showed "up to 1:40" here): estimated from the budget
+    s = applyMessage(s, { progress: { phase: "evaluate", elapsed_s: 90 } });
+    expect(s.shown.etaS).toBe(10);
+    // the engine re-estimates upwards: capped at the previous value + the tolerance
+    s = applyMessage(s, { progress: { phase: "evaluate", elapsed_s: 91, eta_s: 100 } });
+    expect(s.shown.etaS).toBe(10 + ETA_TOLERANCE_S);
+    s = applyMessage(s, { progress: { phase: "evaluate", elapsed_s: 92, eta_s: 4 } });
+    expect(s.shown.etaS).toBe(4);
+    expect(applyMessage(s, { status: "SUCCEEDED" }).shown.etaS).toBe(0);
+  });
+
+  it("keeps what was shown when a snapshot brings older progress, and starts afresh for another job", () => {
+    const live = applyMessage({ ...base, id: "j", budgetS: 90 }, { progress: { elapsed_s: 45, fraction: 0.6, eta_s: 30 } });
+    const merged = applySnapshot(live, job({ progress: { elapsed_s: 40, fraction: 0.4, eta_s: 50 } }));
+    expect(merged.shown).toEqual({ percent: 60, etaS: 30 });
+    expect(applySnapshot(live, job({ id: "other", progress: { elapsed_s: 9, fraction: 0.1 } })).shown.percent).toBe(10);
+    expect(liveFromJob(job({ status: "QUEUED" })).shown).toEqual({ percent: 0, etaS: null });
+    expect(advanceShown({ ...base, status: "SUCCEEDED" }).percent).toBe(100);
+  });
+});
+
+describe("lastValidation", () => {
+  it("names the epoch the figure belongs to, not the epoch running now", () => {
+    let s = applyMessage(base, { progress: { phase: "finetune", epoch: 1, epochs: 3, loss: 0.9, val_loss: 0.8, val_accuracy: 0.1 } });
+    s = applyMessage(s, { progress: { phase: "finetune", epoch: 2, epochs: 3, step: 4, steps: 10, loss: 0.5 } });
+    expect(s.progress.epoch).toBe(2);
+    expect(lastValidation(s)).toMatchObject({ phase: "finetune", epoch: 1, val_accuracy: 0.1 });
+    s = applyMessage(s, { progress: { phase: "finetune", epoch: 2, epochs: 3, loss: 0.4, val_accuracy: 0.9 } });
+    expect(lastValidation(s)).toMatchObject({ epoch: 2, val_accuracy: 0.9 });
+    expect(lastValidation(base)).toBeNull();
   });
 });
 
@@ -111,7 +169,7 @@ describe("keptIndex", () => {
     { phase: "finetune", epoch: 1, val_accuracy: 0.1 },
     { phase: "finetune", epoch: 2, val_accuracy: 0.4 },
   ];
-  it("finds the epoch the engine kept (the best, here the probe, not the last)", () => {
+  it("finds the epoch the engine kept (the best, here the output layer's, not the last)", () => {
     expect(keptIndex(history, { best_phase: "head", best_epoch: 40 })).toBe(0);
     expect(keptIndex(history, { best_phase: "finetune", best_epoch: 2 })).toBe(2);
   });

@@ -4,12 +4,28 @@
 import { TERMINAL_JOB_STATES } from "../../api/queries/datasets";
 import { historyOf, trainingProgressOf, type EpochRecord, type TrainingJob, type TrainingProgress } from "../../api/queries/training";
 
+/** What the progress card shows; only ever moves forward (see `advanceShown`). */
+export interface Shown {
+  /** 0..100 */
+  percent: number;
+  /** seconds left as last shown; null while unknown */
+  etaS: number | null;
+}
+
 export interface LiveJob {
+  /** the job's id: a snapshot of another job starts afresh */
+  id?: string;
   status: string;
   progress: TrainingProgress;
   error: string;
   history: EpochRecord[];
+  /** the job's budget, seconds: estimates progress and time left when the engine does not */
+  budgetS?: number;
+  shown: Shown;
 }
+
+/** A time left may grow by this much between two events (an engine's estimate wobbles), never more. */
+export const ETA_TOLERANCE_S = 5;
 
 export interface JobMessage {
   status?: string;
@@ -27,7 +43,7 @@ export function isTerminal(status: string): boolean {
   return TERMINAL_JOB_STATES.has(status);
 }
 
-/** History entries are keyed by phase and epoch: the linear probe ("head") and fine-tuning both count epochs from 1. */
+/** History entries are keyed by phase and epoch: the output layer ("head") and all layers ("finetune") both count epochs from 1. */
 export function epochKey(entry: EpochRecord): string {
   return `${entry.phase ?? ""}:${entry.epoch}`;
 }
@@ -52,8 +68,52 @@ export function epochOf(progress: TrainingProgress): EpochRecord | null {
   };
 }
 
+const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
+
+/**
+ * The share done (0..100) and the time left to show, from the state's progress and what was shown
+ * before. Progress: the engine's `fraction` when present, else elapsed / budget; never below the
+ * previous value, 99 at most until the job succeeded. Time left: the engine's `eta_s`, else the
+ * budget minus the elapsed time; never more than the previous value + ETA_TOLERANCE_S (so an
+ * event without an estimate does not jump back to the whole budget).
+ */
+export function advanceShown(state: LiveJob): Shown {
+  const prev = state.shown;
+  const p = state.progress;
+  const budget = num(state.budgetS) && state.budgetS > 0 ? state.budgetS : undefined;
+  let percent = prev.percent;
+  if (state.status === "SUCCEEDED") percent = 100;
+  else {
+    let raw: number | undefined;
+    if (num(p.fraction)) raw = 100 * p.fraction;
+    else if (num(p.elapsed_s) && budget) raw = (100 * p.elapsed_s) / budget;
+    else if (num(p.elapsed_s) && num(p.eta_s) && p.elapsed_s + p.eta_s > 0) raw = (100 * p.elapsed_s) / (p.elapsed_s + p.eta_s);
+    if (raw !== undefined) percent = Math.max(prev.percent, Math.min(99, Math.max(0, Math.floor(raw))));
+  }
+  let etaS = prev.etaS;
+  if (isTerminal(state.status)) etaS = 0;
+  else {
+    let raw: number | undefined;
+    if (num(p.eta_s)) raw = Math.max(0, p.eta_s);
+    else if (num(p.elapsed_s) && budget) raw = Math.max(0, budget - p.elapsed_s);
+    if (raw !== undefined) etaS = prev.etaS === null ? raw : Math.min(raw, prev.etaS + ETA_TOLERANCE_S);
+  }
+  return { percent, etaS };
+}
+
+const NOTHING_SHOWN: Shown = { percent: 0, etaS: null };
+
 export function liveFromJob(job: TrainingJob): LiveJob {
-  return { status: job.status, progress: trainingProgressOf(job), error: job.error, history: historyOf(job) };
+  const live: LiveJob = {
+    id: job.id,
+    status: job.status,
+    progress: trainingProgressOf(job),
+    error: job.error,
+    history: historyOf(job),
+    budgetS: job.budget_s,
+    shown: NOTHING_SHOWN,
+  };
+  return { ...live, shown: advanceShown(live) };
 }
 
 /** A websocket message applied to the state. */
@@ -67,6 +127,7 @@ export function applyMessage(state: LiveJob, message: JobMessage): LiveJob {
     if (entry) next.history = upsertEpoch(state.history, entry);
   }
   if (typeof message.error === "string" && message.error) next.error = message.error;
+  next.shown = advanceShown(next);
   return next;
 }
 
@@ -76,24 +137,21 @@ export function applyMessage(state: LiveJob, message: JobMessage): LiveJob {
  */
 export function applySnapshot(state: LiveJob | null, job: TrainingJob): LiveJob {
   const server = liveFromJob(job);
-  if (!state) return server;
+  if (!state || (state.id !== undefined && state.id !== job.id)) return server;
   const known = new Set(server.history.map(epochKey));
   const history = [...server.history, ...state.history.filter((h) => !known.has(epochKey(h)))];
   const status = rank(server.status) >= rank(state.status) ? server.status : state.status;
   const newer = (server.progress.elapsed_s ?? 0) >= (state.progress.elapsed_s ?? 0) || isTerminal(server.status);
-  return { status, progress: newer ? server.progress : state.progress, error: server.error || state.error, history };
-}
-
-/** History as chart series: x = one label per entry, y = null where an entry lacks the value. */
-export function historySeries(history: EpochRecord[], label: (entry: EpochRecord) => string = (h) => String(h.epoch)) {
-  const pick = (key: "loss" | "val_loss" | "val_accuracy") =>
-    history.map((h) => (typeof h[key] === "number" ? (h[key] as number) : null));
-  return {
-    epochs: history.map(label),
-    loss: pick("loss"),
-    valLoss: pick("val_loss"),
-    valAccuracy: pick("val_accuracy"),
+  const next: LiveJob = {
+    ...state,
+    id: job.id,
+    status,
+    progress: newer ? server.progress : state.progress,
+    error: server.error || state.error,
+    history,
+    budgetS: job.budget_s,
   };
+  return { ...next, shown: advanceShown(next) };
 }
 
 /**
@@ -108,17 +166,16 @@ export function keptIndex(history: EpochRecord[], metrics: unknown): number {
   return history.findIndex((h) => (h.phase ?? "finetune") === phase && h.epoch === epoch);
 }
 
-/** 0..100: elapsed / (elapsed + eta) when the worker gave both, else epochs done; 100 when done. */
-export function percentDone(live: LiveJob): number {
-  if (live.status === "SUCCEEDED") return 100;
-  const p = live.progress;
-  if (typeof p.elapsed_s === "number" && typeof p.eta_s === "number" && p.elapsed_s + p.eta_s > 0) {
-    return Math.min(99, Math.floor((100 * p.elapsed_s) / (p.elapsed_s + p.eta_s)));
+/**
+ * The newest validation figure and the epoch it belongs to (an end-of-epoch event's `epoch`):
+ * while epoch n runs, the figure shown is epoch n-1's, and says so. Null before the first one.
+ */
+export function lastValidation(live: LiveJob): EpochRecord | null {
+  for (let i = live.history.length - 1; i >= 0; i -= 1) {
+    const h = live.history[i]!;
+    if (typeof h.val_accuracy === "number") return h;
   }
-  if (typeof p.epoch === "number" && typeof p.epochs === "number" && p.epochs > 0) {
-    return Math.min(99, Math.floor((100 * p.epoch) / p.epochs));
-  }
-  return 0;
+  return null;
 }
 
 /** Seconds as "1:05" (m:ss) or "1:02:03". */

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+
+import { drawStyle, drawTransform, IDENTITY, previewRanges } from "./augmentation";
+
+/** A deterministic [0, 1) sequence (a linear congruential generator). */
+function seeded(seed: number) {
+  let x = seed;
+  return () => {
+    x = (1103515245 * x + 12345) % 2 ** 31;
+    return x / 2 ** 31;
+  };
+}
+
+function draws(preset: "auto" | "none" | "light" | "strong", n = 2000) {
+  const random = seeded(7);
+  return Array.from({ length: n }, () => drawTransform(preset, random));
+}
+
+describe("augmentation preview", () => {
+  it("light: rotate ±10°, translate ±8%, scale 0.9-1.1, brightness 0.8-1.2, no flip", () => {
+    const d = draws("light");
+    expect(Math.max(...d.map((x) => Math.abs(x.rotate)))).toBeLessThanOrEqual(10);
+    expect(Math.max(...d.map((x) => Math.abs(x.rotate)))).toBeGreaterThan(9);
+    expect(Math.max(...d.flatMap((x) => [Math.abs(x.translateX), Math.abs(x.translateY)]))).toBeLessThanOrEqual(0.08);
+    expect(Math.min(...d.map((x) => x.scale))).toBeGreaterThanOrEqual(0.9);
+    expect(Math.max(...d.map((x) => x.scale))).toBeLessThanOrEqual(1.1);
+    expect(Math.min(...d.map((x) => x.brightness))).toBeGreaterThanOrEqual(0.8);
+    expect(Math.max(...d.map((x) => x.brightness))).toBeLessThanOrEqual(1.2);
+    expect(d.some((x) => x.flip)).toBe(false);
+  });
+
+  it("strong: rotate ±20°, translate ±12%, scale 0.8-1.2, brightness 0.6-1.4, flips about half", () => {
+    const d = draws("strong");
+    expect(Math.max(...d.map((x) => Math.abs(x.rotate)))).toBeLessThanOrEqual(20);
+    expect(Math.max(...d.map((x) => Math.abs(x.rotate)))).toBeGreaterThan(18);
+    expect(Math.max(...d.flatMap((x) => [Math.abs(x.translateX), Math.abs(x.translateY)]))).toBeLessThanOrEqual(0.12);
+    expect(Math.min(...d.map((x) => x.scale))).toBeGreaterThanOrEqual(0.8);
+    expect(Math.max(...d.map((x) => x.scale))).toBeLessThanOrEqual(1.2);
+    expect(Math.min(...d.map((x) => x.brightness))).toBeGreaterThanOrEqual(0.6);
+    expect(Math.max(...d.map((x) => x.brightness))).toBeLessThanOrEqual(1.4);
+    const flips = d.filter((x) => x.flip).length / d.length;
+    expect(flips).toBeGreaterThan(0.4);
+    expect(flips).toBeLessThan(0.6);
+  });
+
+  it("auto previews as light without flips; none leaves images unchanged", () => {
+    expect(previewRanges("auto")).toEqual({ ...previewRanges("light"), flip: 0 });
+    expect(draws("auto").some((x) => x.flip)).toBe(false);
+    expect(draws("none", 10).every((x) => x === IDENTITY)).toBe(true);
+    expect(drawStyle(IDENTITY)).toEqual({ transform: "translate(0.0%, 0.0%) rotate(0.0deg) scale(1.000, 1.000)", filter: "brightness(1.00)" });
+    expect(drawStyle({ ...IDENTITY, flip: true, scale: 1.1 }).transform).toContain("scale(-1.100, 1.100)");
+  });
+});

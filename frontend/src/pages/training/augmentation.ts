@@ -1,0 +1,63 @@
+// The augmentation presets' ranges, for the wizard's preview (pure, tested in augmentation.test.ts).
+// The ranges are the presets' as specified for the engine (workers/ml/augmentation.py, being written);
+// "auto" is chosen from the data when training starts, so the preview shows it as "light" without flips.
+import type { Augmentation } from "../../api/queries/training";
+
+export interface PresetRanges {
+  /** degrees, ± */
+  rotate: number;
+  /** share of the image size, ± */
+  translate: number;
+  scale: [number, number];
+  brightness: [number, number];
+  /** probability of a horizontal flip */
+  flip: number;
+}
+
+export const PRESET_RANGES: Record<Exclude<Augmentation, "none" | "auto">, PresetRanges> = {
+  light: { rotate: 10, translate: 0.08, scale: [0.9, 1.1], brightness: [0.8, 1.2], flip: 0 },
+  strong: { rotate: 20, translate: 0.12, scale: [0.8, 1.2], brightness: [0.6, 1.4], flip: 0.5 },
+};
+
+/** The ranges the preview draws from; null: images unchanged. */
+export function previewRanges(preset: Augmentation): PresetRanges | null {
+  if (preset === "none") return null;
+  if (preset === "auto") return { ...PRESET_RANGES.light, flip: 0 };
+  return PRESET_RANGES[preset];
+}
+
+export interface Draw {
+  rotate: number;
+  /** share of the image size */
+  translateX: number;
+  translateY: number;
+  scale: number;
+  brightness: number;
+  flip: boolean;
+}
+
+export const IDENTITY: Draw = { rotate: 0, translateX: 0, translateY: 0, scale: 1, brightness: 1, flip: false };
+
+/** One random draw from the preset's ranges; `random` returns [0, 1) like Math.random. */
+export function drawTransform(preset: Augmentation, random: () => number = Math.random): Draw {
+  const r = previewRanges(preset);
+  if (!r) return IDENTITY;
+  const between = (lo: number, hi: number) => lo + (hi - lo) * random();
+  return {
+    rotate: between(-r.rotate, r.rotate),
+    translateX: between(-r.translate, r.translate),
+    translateY: between(-r.translate, r.translate),
+    scale: between(r.scale[0], r.scale[1]),
+    brightness: between(r.brightness[0], r.brightness[1]),
+    flip: random() < r.flip,
+  };
+}
+
+/** The draw as CSS on an <img>: transform (translate in % of the image) and filter. */
+export function drawStyle(d: Draw): { transform: string; filter: string } {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  return {
+    transform: `translate(${pct(d.translateX)}, ${pct(d.translateY)}) rotate(${d.rotate.toFixed(1)}deg) scale(${d.flip ? "-" : ""}${d.scale.toFixed(3)}, ${d.scale.toFixed(3)})`,
+    filter: `brightness(${d.brightness.toFixed(2)})`,
+  };
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+
+import { curvesOption, phaseRuns, type CurveTexts } from "./curves";
+
+const texts: CurveTexts = {
+  loss: "Loss",
+  valLoss: "Validation loss",
+  valAccuracy: "Validation accuracy",
+  epoch: "Epoch",
+  kept: "kept",
+  stage: (phase) => (phase === "head" ? "output layer only" : "all layers"),
+  entryTitle: (h) => `Epoch ${h.epoch}`,
+};
+
+const history = [
+  { phase: "head", epoch: 1, loss: 2.3, val_loss: 1.9, val_accuracy: 0.42 },
+  { phase: "head", epoch: 2, loss: 1.1, val_loss: 0.9, val_accuracy: 0.8 },
+  { phase: "finetune", epoch: 1, loss: 0.4, val_loss: 0.5, val_accuracy: 0.1 },
+  { phase: "finetune", epoch: 2, loss: 0.04, val_loss: 0, val_accuracy: 0.965 },
+];
+
+describe("curvesOption", () => {
+  const option = curvesOption(history, 1, texts);
+
+  it("puts both losses on a log axis of their own and accuracy on 0..100 %", () => {
+    expect(option.yAxis[0]).toMatchObject({ type: "log", name: "Loss" });
+    expect(option.yAxis[1]).toMatchObject({ type: "value", min: 0, max: 100 });
+    const [loss, valLoss, accuracy] = option.series;
+    expect([loss!.yAxisIndex, valLoss!.yAxisIndex, accuracy!.yAxisIndex]).toEqual([0, 0, 1]);
+    expect(loss!.data.map((p) => p[1])).toEqual([2.3, 1.1, 0.4, 0.04]);
+    expect(valLoss!.data.map((p) => p[1])).toEqual([1.9, 0.9, 0.5, null]); // log 0: not drawn
+    expect(accuracy!.data.map((p) => p[1])).toEqual([42, 80, 10, 96.5]);
+  });
+
+  it("marks the kept epoch and shades each phase, named without 'probe'", () => {
+    expect(option.series[2]).toMatchObject({ markLine: { data: [{ xAxis: 2 }], label: { formatter: "kept" } } });
+    const areas = option.series[0]!.markArea!.data;
+    expect(areas.map(([from, to]) => [from.name, from.xAxis, to.xAxis])).toEqual([
+      ["output layer only", 0.5, 2.5],
+      ["all layers", 2.5, 4.5],
+    ]);
+    expect(JSON.stringify(option)).not.toMatch(/probe/i);
+    // ticks are each phase's own epoch numbers
+    const label = option.xAxis.axisLabel.formatter;
+    expect([1, 2, 3, 4, 2.5].map(label)).toEqual(["1", "2", "1", "2", ""]);
+  });
+
+  it("has no kept mark while the kept epoch is unknown", () => {
+    expect(curvesOption(history, -1, texts).series[2]).not.toHaveProperty("markLine");
+    expect(phaseRuns([])).toEqual([]);
+  });
+});

@@ -1,0 +1,120 @@
+// The job page's curves as an ECharts option (pure, tested in curves.test.ts): loss and validation
+// loss on a log axis of their own (a loss falls from ~2 to ~0.05: on a linear axis shared with
+// anything else it is a flat line), validation accuracy on 0..100 %, one band per phase (output
+// layer on a frozen backbone, then all layers), the kept epoch marked.
+import type { EpochRecord } from "../../api/queries/training";
+
+export interface CurveTexts {
+  loss: string;
+  valLoss: string;
+  valAccuracy: string;
+  epoch: string;
+  kept: string;
+  /** a phase's short name ("head" -> "output layer only"), for the bands and the tooltip */
+  stage: (phase: string | undefined) => string;
+  /** the tooltip's heading for an entry ("Epoch 3 · all layers") */
+  entryTitle: (entry: EpochRecord) => string;
+}
+
+const STAGE_COLOURS: Record<string, string> = { head: "rgba(22, 119, 255, 0.07)", finetune: "rgba(250, 140, 22, 0.07)" };
+
+/** Runs of consecutive entries with the same phase: [phase, first index, last index]. */
+export function phaseRuns(history: EpochRecord[]): [string | undefined, number, number][] {
+  const runs: [string | undefined, number, number][] = [];
+  history.forEach((h, i) => {
+    const last = runs[runs.length - 1];
+    if (last && last[0] === h.phase) last[2] = i;
+    else runs.push([h.phase, i, i]);
+  });
+  return runs;
+}
+
+/** A loss for a log axis: null where missing or not positive (log 0 is not drawn). */
+function positive(x: number | undefined): number | null {
+  return typeof x === "number" && Number.isFinite(x) && x > 0 ? x : null;
+}
+
+/**
+ * x is the entry's position (1..n) on a value axis, labelled with the entry's own epoch number
+ * (each phase counts from 1), so the phases' bands can start and end between two epochs.
+ */
+export function curvesOption(history: EpochRecord[], kept: number, texts: CurveTexts) {
+  const xy = (pick: (h: EpochRecord) => number | null) => history.map((h, i) => [i + 1, pick(h)] as [number, number | null]);
+  const runs = phaseRuns(history);
+  const labelOf = (value: number) => {
+    const entry = Number.isInteger(value) ? history[value - 1] : undefined;
+    return entry ? String(entry.epoch) : "";
+  };
+  const twoDecimals = (x: number) => (x >= 0.01 ? x.toFixed(3) : x.toExponential(1));
+  return {
+    animation: false,
+    tooltip: {
+      trigger: "axis",
+      formatter: (params: { dataIndex: number; marker: string; seriesName: string; value: [number, number | null] }[]) => {
+        const list = Array.isArray(params) ? params : [params];
+        const entry = list[0] ? history[list[0].dataIndex] : undefined;
+        const lines = list
+          .filter((p) => p.value[1] !== null)
+          .map((p) => {
+            const v = p.value[1] as number;
+            const text = p.seriesName === texts.valAccuracy ? `${v.toFixed(1)}%` : twoDecimals(v);
+            return `${p.marker}${p.seriesName}: ${text}`;
+          });
+        return [entry ? texts.entryTitle(entry) : "", ...lines].join("<br/>");
+      },
+    },
+    legend: { top: 0 },
+    grid: { left: 64, right: 56, top: 40, bottom: 40 },
+    xAxis: {
+      type: "value",
+      name: texts.epoch,
+      nameLocation: "middle",
+      nameGap: 26,
+      min: 0.5,
+      max: history.length + 0.5,
+      minInterval: 1,
+      ...(history.length <= 20 ? { interval: 1 } : {}),
+      splitLine: { show: false },
+      axisLabel: { formatter: labelOf, showMinLabel: false, showMaxLabel: false },
+      axisPointer: { label: { formatter: ({ value }: { value: number }) => labelOf(Math.round(value)) } },
+    },
+    yAxis: [
+      { type: "log", logBase: 10, name: texts.loss, axisLabel: { formatter: (v: number) => String(Number(v.toPrecision(2))) } },
+      { type: "value", name: texts.valAccuracy, min: 0, max: 100, interval: 25, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
+    ],
+    series: [
+      {
+        name: texts.loss,
+        type: "line",
+        yAxisIndex: 0,
+        data: xy((h) => positive(h.loss)),
+        showSymbol: true,
+        connectNulls: true,
+        // the phases as bands behind the lines, named at the top
+        markArea: {
+          silent: true,
+          label: { position: "insideTop", color: "#8c8c8c" },
+          data: runs.map(
+            ([phase, first, last]): [{ name: string; xAxis: number; itemStyle: { color: string } }, { xAxis: number }] => [
+              { name: texts.stage(phase), xAxis: first + 0.5, itemStyle: { color: STAGE_COLOURS[phase ?? ""] ?? "rgba(0, 0, 0, 0.03)" } },
+              { xAxis: last + 1.5 },
+            ],
+          ),
+        },
+      },
+      { name: texts.valLoss, type: "line", yAxisIndex: 0, data: xy((h) => positive(h.val_loss)), showSymbol: true, connectNulls: true, lineStyle: { type: "dashed" } },
+      {
+        name: texts.valAccuracy,
+        type: "line",
+        yAxisIndex: 1,
+        data: xy((h) => (typeof h.val_accuracy === "number" ? Math.round(1000 * h.val_accuracy) / 10 : null)),
+        showSymbol: true,
+        connectNulls: true,
+        ...(kept >= 0 &&
+          kept < history.length && {
+            markLine: { symbol: "none", silent: true, label: { formatter: texts.kept }, data: [{ xAxis: kept + 1 }] },
+          }),
+      },
+    ],
+  };
+}

@@ -1,0 +1,55 @@
+import i18n from "i18next";
+import { afterEach, describe, expect, it } from "vitest";
+
+import en from "../../i18n/locales/en.json";
+import zhCN from "../../i18n/locales/zh-CN.json";
+import { elapsedOf, phaseName, stopReasonText, validationHeadline } from "./jobText";
+
+const t = i18n.t.bind(i18n);
+
+afterEach(async () => {
+  await i18n.changeLanguage("en");
+});
+
+describe("phase names", () => {
+  it("are plain words in both languages, and nothing a person reads says probe", async () => {
+    expect(phaseName(t, "head")).toBe("Training the new output layer (backbone frozen)");
+    expect(phaseName(t, "features")).toBe("Training the new output layer (backbone frozen)");
+    expect(phaseName(t, "finetune")).toBe("Training all layers");
+    expect(phaseName(t, "evaluate")).toBe("Evaluating on held-out images");
+    expect(phaseName(t, undefined)).toBe("—");
+    await i18n.changeLanguage("zh-CN");
+    expect(phaseName(t, "decode")).toBe("准备图像");
+    expect(phaseName(t, "head")).toBe("训练输出层（主干冻结）");
+    expect(phaseName(t, "finetune")).toBe("训练全部层");
+    expect(JSON.stringify(en)).not.toMatch(/probe/i);
+    expect(JSON.stringify(zhCN)).not.toMatch(/探测/);
+  });
+
+  it("name the epoch a validation figure belongs to", () => {
+    expect(validationHeadline(t, { phase: "finetune", epoch: 4, val_accuracy: 0.965 })).toBe(
+      "Validation accuracy 96.5% after epoch 4 (all layers)",
+    );
+  });
+});
+
+describe("stopReasonText", () => {
+  it("says plainly that training finished early, and the time it saved", () => {
+    expect(stopReasonText(t, { stop_reason: "no_improvement", patience: 3 }, 300, 190)).toBe(
+      "Finished early: no improvement for 3 epochs, 1:50 of the 5:00 budget left unused.",
+    );
+    expect(stopReasonText(t, { stop_reason: "no_improvement", patience: 1 }, undefined, 190)).toBe(
+      "Finished early: no improvement for 1 epoch.",
+    );
+    expect(stopReasonText(t, { stop_reason: "no_improvement" }, 300, 100)).toBe("Finished early: the validation figures stopped improving.");
+    expect(stopReasonText(t, { stop_reason: "deadline" }, 300, 299)).toMatch(/time budget ran out/);
+    expect(stopReasonText(t, { stop_reason: null }, 300, 100)).toBeNull();
+    expect(stopReasonText(t, {}, 300, 100)).toBeNull();
+  });
+
+  it("takes the time from the engine, else from the job's dates", () => {
+    expect(elapsedOf({ started_at: "2026-11-29T00:00:00Z", finished_at: "2026-11-29T00:01:30Z" }, undefined)).toBe(90);
+    expect(elapsedOf({ started_at: null, finished_at: null }, 42)).toBe(42);
+    expect(elapsedOf({ started_at: null, finished_at: null }, undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,57 @@
+// What the job page says in words: phases in plain names, the phase an epoch belongs to, why
+// training stopped. Pure (t passed in), tested in jobText.test.ts.
+import type { TFunction } from "i18next";
+
+import { PHASES, type EpochRecord, type Phase, type TrainingRecipe } from "../../api/queries/training";
+import { formatDuration } from "./jobState";
+
+function isPhase(phase: string | undefined): phase is Phase {
+  return (PHASES as readonly string[]).includes(phase ?? "");
+}
+
+/** The phase in plain words ("Training all layers"); an unknown phase as the engine named it. */
+export function phaseName(t: TFunction, phase: string | undefined): string {
+  if (!phase) return "—";
+  return isPhase(phase) ? t(`training.phases.${phase}`) : phase;
+}
+
+/** The short name of the stage an epoch belongs to ("all layers"), as part of a sentence. */
+export function stageName(t: TFunction, phase: string | undefined): string {
+  return phase === "head" || phase === "features" ? t("training.stages.head") : phase === "finetune" ? t("training.stages.finetune") : t("training.stages.other");
+}
+
+export const percentText = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+/** "Validation accuracy 96.5% after epoch 4 (all layers)". */
+export function validationHeadline(t: TFunction, entry: EpochRecord): string {
+  return t("training.valHeadline", {
+    accuracy: typeof entry.val_accuracy === "number" ? percentText(entry.val_accuracy) : "—",
+    epoch: entry.epoch,
+    stage: stageName(t, entry.phase),
+  });
+}
+
+/**
+ * Why training stopped, in a sentence; null when the recipe does not say (running, older jobs).
+ * "no_improvement": "Finished early: no improvement for 3 epochs, 1:10 of the 5:00 budget left
+ * unused." (the time only when the budget and the time taken are known and some was left).
+ */
+export function stopReasonText(t: TFunction, recipe: TrainingRecipe, budgetS: number | undefined, elapsedS: number | undefined): string | null {
+  if (recipe.stop_reason === "deadline") return t("training.stoppedDeadline");
+  if (recipe.stop_reason !== "no_improvement") return null;
+  if (typeof recipe.patience !== "number" || recipe.patience < 1) return t("training.stoppedEarlyPlain");
+  const count = recipe.patience;
+  const saved = typeof budgetS === "number" && typeof elapsedS === "number" ? budgetS - elapsedS : 0;
+  if (saved >= 1 && typeof budgetS === "number") {
+    return t("training.stoppedEarlySaved", { count, saved: formatDuration(saved), budget: formatDuration(budgetS) });
+  }
+  return t("training.stoppedEarly", { count });
+}
+
+/** The time the job took: the engine's last elapsed_s, else finished - started. */
+export function elapsedOf(job: { started_at: string | null; finished_at: string | null }, elapsedS: number | undefined): number | undefined {
+  if (typeof elapsedS === "number") return elapsedS;
+  if (!job.started_at || !job.finished_at) return undefined;
+  const s = (Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000;
+  return Number.isFinite(s) && s >= 0 ? s : undefined;
+}
