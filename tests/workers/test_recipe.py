@@ -1,0 +1,53 @@
+"""The planner: resolution for the data and the budget, the faster preference, the schedule."""
+
+import pytest
+
+from workers.ml.recipe import BudgetCosts, plan_recipe
+from workers.ml.training import learning_rate_factor
+
+
+def _costs(**kwargs):
+    values = {"budget_s": 60.0, "n_train": 600, "n_val": 200, "n_test": 500,
+              "source_pixels": 28 * 28, "shorter_side": 28, "step_s_96": 0.15,
+              "pretrained": True}
+    values.update(kwargs)
+    return BudgetCosts(**values)
+
+
+def _plan(**kwargs):
+    return plan_recipe(_costs(**kwargs), seed=0, threads=2, architecture="mobilenet_v2")
+
+
+def test_tiny_digits_get_96_px_and_say_why():
+    recipe = _plan()
+    assert recipe.resolution == 96
+    assert "28 px" in recipe.resolution_reason
+    assert recipe.finetune_steps > 0 and recipe.warmup_steps >= 1
+
+
+def test_large_photos_get_the_largest_size_the_budget_affords_and_say_which():
+    # 4,000 px photos: 224 px is the target, but 1,400 images leave too few epochs in 600 s
+    recipe = _plan(budget_s=600.0, n_train=1400, n_val=300, n_test=300,
+                   source_pixels=4000 * 3000, shorter_side=3000)
+    assert recipe.resolution < 224
+    assert "224 px would leave time for fewer than 12 epochs in 600 s" in recipe.resolution_reason
+    generous = _plan(budget_s=6000.0, n_train=1400, n_val=300, n_test=300,
+                     source_pixels=4000 * 3000, shorter_side=3000)
+    assert generous.resolution == 224
+
+
+def test_faster_preference_caps_the_resolution():
+    recipe = _plan(budget_s=6000.0, shorter_side=300, source_pixels=300 * 300,
+                   model_preference="faster")
+    assert recipe.resolution == 128
+    assert "faster" in recipe.resolution_reason
+
+
+def test_budget_shorter_than_the_fixed_costs_plans_no_finetuning():
+    recipe = _plan(budget_s=8.0)
+    assert recipe.finetune_steps == 0
+
+
+@pytest.mark.parametrize(("step", "expected"), [(0, 0.01), (10, 0.505), (20, 1.0), (120, 0.0)])
+def test_learning_rate_warms_up_then_decays_to_zero(step, expected):
+    assert learning_rate_factor(step, 120, 20) == pytest.approx(expected, abs=1e-3)
