@@ -412,8 +412,13 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     expect(page).to_have_url(re.compile(r"tab=versions"))
     expect(page.get_by_text("No versions yet. Label samples, then freeze a version to train on it.")
            ).to_be_visible()
-    # the API's defaults: 20 % validation, no test split, seed 0
-    expect(page.get_by_role("spinbutton", name="Validation fraction")).to_have_value("0.20")
+    # the API's defaults: 70/15/15 train/validation/test, seed 0; the form says what the test
+    # split is for and what a class needs to have one
+    expect(page.get_by_role("spinbutton", name="Validation fraction")).to_have_value("0.15")
+    expect(page.get_by_role("spinbutton", name="Test fraction")).to_have_value("0.15")
+    expect(page.get_by_test_id("test-split-hint")).to_contain_text(
+        "The evaluation report is computed on the test split")
+    expect(page.get_by_test_id("test-split-hint")).to_contain_text("at least 10 labeled samples")
     page.get_by_role("button", name="Freeze version").click()
     expect(page.locator(".ant-message").get_by_text("Version 1 frozen")).to_be_visible()
     # the new version's page: its numbers, split counts and the class balance chart
@@ -422,19 +427,19 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     samples, classes = statistic(page, "Samples"), statistic(page, "Classes")
     expect(samples).to_have_text("403")
     expect(classes).to_have_text("10")
-    train, val = statistic(page, "Train"), statistic(page, "Validation")
-    expect(train).to_have_text(re.compile(r"^\d+$"))
-    expect(val).to_have_text(re.compile(r"^\d+$"))
-    n_train, n_val = int(train.inner_text()), int(val.inner_text())
-    assert n_train + n_val == 403 and 70 <= n_val <= 90, (n_train, n_val)  # ~20 % per class
-    # no test split: the count says 0 and why it matters (the report is then computed on validation)
-    expect(statistic(page, "Test")).to_have_text(re.compile(r"^0\s*no test split$"))
+    train, val, test = statistic(page, "Train"), statistic(page, "Validation"), statistic(page, "Test")
+    for count in (train, val, test):
+        expect(count).to_have_text(re.compile(r"^\d+$"))  # a test split: no "no test split"
+    n_train, n_val, n_test = int(train.inner_text()), int(val.inner_text()), int(test.inner_text())
+    # round(15 %) of each class's 40 or 41 samples to validation and to test: 6 each (every class
+    # has the 10 samples a test split needs)
+    assert (n_train, n_val, n_test) == (283, 60, 60), (n_train, n_val, n_test)
     balance = page.get_by_role("img", name="Class balance per split")
     expect(balance.locator("canvas").first).to_be_visible()
     wait_for_chart(balance)
     # every class has 40+ samples: no warnings about this version
     expect(page.get_by_test_id("version-flags")).to_have_count(0)
-    expect(page.get_by_text("validation 20%, test 0%")).to_be_visible()
+    expect(page.get_by_text("validation 15%, test 15%")).to_be_visible()
     screenshots.take(page, "dataset-version")
 
     # the versions table lists it with its counts and no flags
@@ -442,7 +447,7 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     expect(page).to_have_url(re.compile(r"tab=versions"))
     row = page.get_by_test_id("versions-table").get_by_role("row").filter(
         has=page.get_by_role("link", name="v1", exact=True))
-    expect(row).to_contain_text(f"{n_train} / {n_val} / 0")
+    expect(row).to_contain_text(f"{n_train} / {n_val} / {n_test}")
     expect(row.get_by_role("cell", name="403", exact=True)).to_be_visible()
     expect(row.get_by_role("cell", name="10", exact=True)).to_be_visible()
     expect(row.locator(".ant-tag")).to_have_text("OK")
@@ -464,11 +469,11 @@ def filter_by_split(page: Page, screenshots: Any) -> None:
     choose_option(page, split, "Validation")
     expect(page).to_have_url(re.compile(r"[?&]version=[^&]+&split=val"))
     expect(page.get_by_text(f"{n_val} samples", exact=True)).to_be_visible()
-    # with the label filter too: the validation samples of class "3" (~20 % of its 40)
+    # with the label filter too: the validation samples of class "3" (~15 % of its 40)
     choose_filter(page, "Label: 3")
     expect(page.get_by_text(f"{n_val} samples", exact=True)).to_have_count(0)
     n_three = int(page.get_by_text(re.compile(r"^\d{1,2} samples?$")).inner_text().split()[0])
-    assert 6 <= n_three <= 10, n_three  # the split is stratified: 20 % of each class
+    assert n_three == 6, n_three  # the split is stratified: round(15 %) of each class
     expect(gallery.get_by_test_id("sample")).to_have_count(n_three)
     expect(gallery.get_by_role("button", name=re.compile(r": 3$"))).to_have_count(n_three)
     wait_for_thumbnails(page)
@@ -604,7 +609,13 @@ def open_report(page: Page, screenshots: Any) -> None:
     expect(statistic(page, "Macro-F1")).to_have_text(re.compile(r"^\d+\.\d%$"))
     accuracy = float(statistic(page, "Accuracy").inner_text().rstrip("%"))
     assert accuracy >= 50, f"accuracy {accuracy}% after a 30 s budget"  # ten classes: chance is 10%
-    expect(statistic(page, "Samples evaluated")).to_have_text(re.compile(r"^\d+$"))
+    # the version has a test split (the default 15 %): the report is computed on it, with the
+    # validation figures beside
+    expect(statistic(page, "Samples evaluated")).to_have_text("60")
+    expect(page.get_by_test_id("report-split")).to_contain_text(
+        "Computed on the test split: 60 images never used to choose the model.")
+    expect(page.get_by_test_id("report-validation")).to_contain_text(
+        re.compile(r"accuracy \d+\.\d%, macro-F1 \d+\.\d% \(60 images\)"))
     matrix = page.get_by_role("img", name="Confusion matrix")
     expect(matrix.locator("canvas").first).to_be_visible()
     wait_for_chart(matrix)

@@ -932,6 +932,14 @@ export interface components {
             /** Format: double */
             y2: number | null;
         };
+        /**
+         * @description * `auto` - Auto (chosen from the data)
+         *     * `none` - None
+         *     * `light` - Light
+         *     * `strong` - Strong
+         * @enum {string}
+         */
+        AugmentationEnum: "auto" | "none" | "light" | "strong";
         BoxInputRequest: {
             /** Format: double */
             x1: number;
@@ -997,12 +1005,13 @@ export interface components {
             seed?: number;
             /**
              * Format: double
-             * @default 0.2
+             * @default 0.15
              */
             val_fraction?: number;
             /**
              * Format: double
-             * @default 0
+             * @description Held-out share per class; a class with fewer than 10 samples stays in train/val (flagged).
+             * @default 0.15
              */
             test_fraction?: number;
             /** @default  */
@@ -1024,6 +1033,11 @@ export interface components {
             note: string;
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: double
+             * @description Shortest training budget accepted for this version, seconds (15 + 0.01 per image).
+             */
+            readonly min_budget_s: number;
         };
         /** @description A dataset version as other resources name it (lineage): ``<dataset_name> v<number>``. */
         DatasetVersionRef: {
@@ -1169,8 +1183,10 @@ export interface components {
         EvaluationReportOutput: {
             /** Format: uuid */
             training_job_id: string;
+            /** @description The split the report is computed on: test, or val when the version has no test split. */
             split: string;
             labels: string[];
+            /** @description accuracy, per_class, macro_f1, confusion_matrix, predictions on `split`; newer reports add validation {accuracy, macro_f1, n}. */
             report: unknown;
             parity: unknown;
             /** @description False: trained from random initialisation. */
@@ -1286,6 +1302,12 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /**
+         * @description * `more_accurate` - More accurate
+         *     * `faster` - Faster
+         * @enum {string}
+         */
+        ModelPreferenceEnum: "more_accurate" | "faster";
         ModelVersionOutput: {
             /** Format: uuid */
             id: string;
@@ -1466,6 +1488,24 @@ export interface components {
             seed?: number;
             /** @default  */
             model_name?: string;
+            /**
+             * @description auto: chosen from the data (no flips for digits or text); none, light, strong.
+             *
+             *     * `auto` - Auto (chosen from the data)
+             *     * `none` - None
+             *     * `light` - Light
+             *     * `strong` - Strong
+             * @default auto
+             */
+            augmentation?: components["schemas"]["AugmentationEnum"];
+            /**
+             * @description more_accurate: resolution up to 224 px; faster: at most 128 px (~3x fewer FLOPs on the device).
+             *
+             *     * `more_accurate` - More accurate
+             *     * `faster` - Faster
+             * @default more_accurate
+             */
+            model_preference?: components["schemas"]["ModelPreferenceEnum"];
         };
         TrainingJobOutput: {
             /** Format: uuid */
@@ -1479,11 +1519,14 @@ export interface components {
             /** Format: double */
             budget_s: number;
             seed: number;
+            augmentation: components["schemas"]["AugmentationEnum"];
+            model_preference: components["schemas"]["ModelPreferenceEnum"];
             status: string;
             attempt: number;
             progress: unknown;
             history: unknown;
             recipe: unknown;
+            /** @description val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs add evaluated_on (test or val) and, with a test split, test_accuracy and test_macro_f1. */
             metrics: unknown;
             pretrained: boolean | null;
             weights_note: string;

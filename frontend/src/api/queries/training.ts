@@ -163,18 +163,11 @@ export function useTrainingJob(projectId: string, jobId: string, pollMs: number)
   });
 }
 
-export const AUGMENTATIONS = ["auto", "none", "light", "strong"] as const;
-export type Augmentation = (typeof AUGMENTATIONS)[number];
-export const MODEL_PREFERENCES = ["more_accurate", "faster"] as const;
-export type ModelPreference = (typeof MODEL_PREFERENCES)[number];
-/**
- * The create request with the fields the API is gaining (platform branch: `augmentation`,
- * `model_preference`). TODO(merge): drop the extension once src/api/schema.d.ts is regenerated.
- */
-export type StartTrainingRequest = Schemas["TrainingJobInputRequest"] & {
-  augmentation?: Augmentation;
-  model_preference?: ModelPreference;
-};
+export type Augmentation = Schemas["AugmentationEnum"];
+export const AUGMENTATIONS = ["auto", "none", "light", "strong"] as const satisfies readonly Augmentation[];
+export type ModelPreference = Schemas["ModelPreferenceEnum"];
+export const MODEL_PREFERENCES = ["more_accurate", "faster"] as const satisfies readonly ModelPreference[];
+export type StartTrainingRequest = Schemas["TrainingJobInputRequest"];
 
 export function useStartTraining(projectId: string) {
   const queryClient = useQueryClient();

@@ -5,11 +5,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schemas } from "../client";
 import { unwrap } from "../errors";
 
-/**
- * `min_budget_s` (the shortest training budget the API accepts for the version, seconds) is being
- * added in the platform branch. TODO(merge): drop the extension once src/api/schema.d.ts is regenerated.
- */
-export type DatasetVersion = Schemas["DatasetVersionOutput"] & { min_budget_s?: number };
+/** A version; `min_budget_s` is the shortest training budget the API accepts for it, seconds. */
+export type DatasetVersion = Schemas["DatasetVersionOutput"];
 export const SPLITS = ["train", "val", "test"] as const;
 export type Split = (typeof SPLITS)[number];
 

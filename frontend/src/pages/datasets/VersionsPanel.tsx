@@ -18,8 +18,10 @@ interface FreezeValues {
   note?: string;
 }
 
-/** Defaults of the API (DatasetVersionInputRequest): 20 % validation, no test split, seed 0. */
-export const FREEZE_DEFAULTS: FreezeValues = { seed: 0, val_fraction: 0.2, test_fraction: 0 };
+/** Defaults of the API (DatasetVersionInputRequest): 70/15/15 train/validation/test, seed 0. */
+export const FREEZE_DEFAULTS: FreezeValues = { seed: 0, val_fraction: 0.15, test_fraction: 0.15 };
+/** A class with fewer labeled samples stays out of the test split (platform: MIN_SAMPLES_FOR_TEST). */
+export const MIN_SAMPLES_FOR_TEST = 10;
 
 export function VersionsPanel({ projectId, datasetId }: { projectId: string; datasetId: string }) {
   const { t } = useTranslation();
@@ -112,6 +114,9 @@ function FreezeForm({ projectId, datasetId }: { projectId: string; datasetId: st
     <Card size="small" title={t("versions.freezeTitle")}>
       <Typography.Paragraph type="secondary" style={{ marginTop: 0 }}>
         {t("versions.freezeHint")}
+      </Typography.Paragraph>
+      <Typography.Paragraph type="secondary" data-testid="test-split-hint">
+        {t("versions.testSplitHint", { min: MIN_SAMPLES_FOR_TEST })}
       </Typography.Paragraph>
       <Form<FreezeValues> form={form} layout="inline" initialValues={FREEZE_DEFAULTS} onFinish={submit} disabled={!canEdit}>
         <Form.Item name="val_fraction" label={t("versions.valFraction")} tooltip={t("versions.valFractionHint")}>

@@ -25,6 +25,8 @@ function job(fields: Partial<TrainingJob>): TrainingJob {
     architecture: "",
     budget_s: 90,
     seed: 0,
+    augmentation: "auto",
+    model_preference: "more_accurate",
     status: "RUNNING",
     attempt: 1,
     progress: {},
