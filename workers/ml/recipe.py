@@ -67,6 +67,9 @@ class Recipe:
     head_finetune_lr: float = 3e-3
     weight_decay: float = 0.02
     label_smoothing: float = 0.1
+    batchnorm: str = "train"
+    optimizer: str = "adamw"
+    precise_bn_images: int = 256
     warmup_steps: int = 0
     patience: int = 5
     augmentation: str = "light"

@@ -10,6 +10,13 @@ head is then fitted on the features that fine-tuning's train-mode BatchNorm also
 statistics of target images), instead of ImageNet statistics that do not describe, say, white
 digits on black upscaled from 28 px: without it, a probe head scoring loss 0.02 in eval mode
 scored 9.9 in train mode and the first fine-tuning epoch fell to chance (measured, issue 7).
+With AdaBN the same head scores 0.05 in train mode at batch 32 (measured on the digits).
+
+Before each validation, the BatchNorm statistics are re-estimated on ``recipe.precise_bn_images``
+training images with the current weights ("precise BN", Wu & Johnson 2021, "Rethinking 'Batch' in
+BatchNorm"): the running averages lag behind weights that move fast early in fine-tuning, and
+evaluating with them dipped validation accuracy from 81% to 53-67% in the first epochs even
+though the training loss kept falling (measured); with precise BN the first epoch held 80%.
 """
 
 from __future__ import annotations
@@ -154,9 +161,17 @@ def evaluate(model: nn.Module, data: ImageTensors, preprocessing: Preprocessing
     return accuracy, loss, logits
 
 
+def _subset(data: ImageTensors, n: int, generator: torch.Generator) -> ImageTensors:
+    if n >= len(data):
+        return data
+    index = torch.randperm(len(data), generator=generator)[:n]
+    return ImageTensors(data.images[index], data.labels[index],
+                        [data.sample_ids[i] for i in index.tolist()])
+
+
 @torch.no_grad()
 def adapt_batchnorm(model: nn.Module, train: ImageTensors, preprocessing: Preprocessing,
-                    progress: Progress) -> None:
+                    progress: Progress, emit: bool = True) -> None:
     """Replace every BatchNorm's running mean/variance by the training images' (AdaBN): a
     cumulative average over one pass in train mode (``momentum=None``), weights unchanged."""
     norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
@@ -168,7 +183,8 @@ def adapt_batchnorm(model: nn.Module, train: ImageTensors, preprocessing: Prepro
     for i in range(0, len(train), _EVAL_BATCH):
         progress.check()
         model.features(normalise(train.images[i : i + _EVAL_BATCH], preprocessing))
-        progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
+        if emit:
+            progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
     for m, momentum in zip(norms, momenta):
         m.momentum = momentum
     model.eval()
@@ -246,11 +262,14 @@ def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
     for name, parameter in model.named_parameters():
         groups.setdefault((name.startswith("classifier"), parameter.ndim <= 1), []).append(
             parameter)
-    return torch.optim.AdamW([
+    param_groups = [
         {"params": params, "base_lr": recipe.head_finetune_lr if is_head else recipe.lr,
          "weight_decay": 0.0 if no_decay else recipe.weight_decay}
         for (is_head, no_decay), params in sorted(groups.items())
-    ], lr=recipe.lr)
+    ]
+    if recipe.optimizer == "sgd":
+        return torch.optim.SGD(param_groups, lr=recipe.lr, momentum=0.9, nesterov=True)
+    return torch.optim.AdamW(param_groups, lr=recipe.lr)
 
 
 class _Schedule:
@@ -310,6 +329,10 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         epoch += 1
         epoch_began = time.monotonic()
         model.train()
+        if recipe.batchnorm == "frozen":
+            for module in model.modules():
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    module.eval()
         order = torch.randperm(len(train), generator=generator)
         running, seen = 0.0, 0
         for start in range(0, len(order), recipe.batch_size):
@@ -340,6 +363,9 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
                            "steps": total, "loss": round(running / seen, 4)})
         if seen == 0:
             break
+        if recipe.precise_bn_images:
+            adapt_batchnorm(model, _subset(train, recipe.precise_bn_images, generator),
+                            preprocessing, progress, emit=False)
         accuracy, val_loss, _ = evaluate(model, val, preprocessing)
         state.offer(model, "finetune", epoch, accuracy, val_loss)
         schedule.replan(step, time.monotonic() - epoch_began)
