@@ -51,6 +51,10 @@ export interface TrainingRecipe {
   patience?: number;
   /** the resolved preset: "none", "light" or "strong" ("auto" resolved from the data) */
   augmentation?: string;
+  /** why that preset (and whether with flips), in the engine's words */
+  augmentation_reason?: string;
+  /** whether the preset flipped images horizontally (never for digits or text) */
+  augmentation_flip?: boolean;
   /** px */
   resolution?: number;
   resolution_reason?: string;

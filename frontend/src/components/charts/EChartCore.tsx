@@ -5,6 +5,8 @@ import {
   DatasetComponent,
   GridComponent,
   LegendComponent,
+  MarkAreaComponent,
+  MarkLineComponent,
   TitleComponent,
   TooltipComponent,
   VisualMapComponent,
@@ -16,6 +18,8 @@ import EChartsReactCore from "echarts-for-react/esm/core";
 
 import type { ChartProps } from "./Chart";
 
+// MarkArea/MarkLine: the training curves' phase bands and kept-epoch line (ECharts drops them
+// silently when they are not registered)
 echarts.use([
   BarChart,
   LineChart,
@@ -23,6 +27,8 @@ echarts.use([
   DatasetComponent,
   GridComponent,
   LegendComponent,
+  MarkAreaComponent,
+  MarkLineComponent,
   TitleComponent,
   TooltipComponent,
   VisualMapComponent,

@@ -1,9 +1,12 @@
 import { screen } from "@testing-library/react";
-import { describe, expect, it } from "vitest";
+import i18n from "i18next";
+import { afterEach, describe, expect, it } from "vitest";
+
+import type { TrainingJob } from "../../api/queries/training";
 
 import { renderWithProviders } from "../../test/render";
 import { applyMessage, type LiveJob } from "./jobState";
-import { ProgressCard } from "./TrainingJobPage";
+import { OutcomeCard, ProgressCard } from "./TrainingJobPage";
 
 const start: LiveJob = { status: "RUNNING", progress: {}, error: "", history: [], budgetS: 90, shown: { percent: 0, etaS: null } };
 
@@ -35,5 +38,59 @@ describe("ProgressCard", () => {
     expect(statistic("Epoch")).toBe("—");
     expect(statistic("Time left")).toBe("0:09"); // min(90 - 81, 8 + tolerance), not "up to 1:30"
     expect(screen.getByTestId("training-progress")).toHaveAttribute("aria-valuenow", "90");
+  });
+});
+
+describe("ProgressCard once done", () => {
+  it("shows the kept epoch's validation figure, not the last epoch's", () => {
+    const live: LiveJob = {
+      ...start,
+      status: "SUCCEEDED",
+      progress: { phase: "done" },
+      history: [
+        { phase: "head", epoch: 40, val_accuracy: 0.867 },
+        { phase: "finetune", epoch: 1, val_accuracy: 0.333 },
+      ],
+    };
+    renderWithProviders(<ProgressCard live={live} budget={30} metrics={{ best_epoch: 40, best_phase: "head" }} />);
+    expect(statistic("Validation accuracy")).toBe("86.7%");
+    expect(screen.getByTestId("val-epoch")).toHaveTextContent("of the model kept: epoch 40 (output layer only)");
+  });
+});
+
+describe("OutcomeCard", () => {
+  afterEach(async () => {
+    await i18n.changeLanguage("en");
+  });
+
+  const finished = {
+    budget_s: 30,
+    started_at: "2026-11-29T00:00:00Z",
+    finished_at: "2026-11-29T00:00:25Z",
+    recipe: {
+      stop_reason: "deadline",
+      resolution: 96,
+      resolution_reason: "96 px: the images' shorter side is 28 px",
+      augmentation: "light",
+      augmentation_flip: false,
+      augmentation_reason: "grayscale images (digits, text, scans): no flips, a mirror image can change the class",
+      model_preference: "more_accurate",
+    },
+  } as unknown as TrainingJob;
+  const done: LiveJob = { ...start, status: "SUCCEEDED" };
+
+  it("gives the engine's reasons once, without repeating the image size", () => {
+    renderWithProviders(<OutcomeCard job={finished} live={done} />);
+    expect(screen.getByTestId("resolution")).toHaveTextContent(/^96 px — the images' shorter side is 28 px$/);
+    expect(screen.getByTestId("augmentation")).toHaveTextContent(/^Light — grayscale images \(digits, text, scans\): no flips/);
+  });
+
+  it("in Chinese keeps the engine's English reasons in a tooltip and says whether it flipped", async () => {
+    await i18n.changeLanguage("zh-CN");
+    renderWithProviders(<OutcomeCard job={finished} live={done} />);
+    expect(screen.getByTestId("resolution")).toHaveTextContent(/^96 像素$/);
+    expect(screen.getByTestId("resolution")).toHaveAttribute("title", "96 px: the images' shorter side is 28 px");
+    expect(screen.getByTestId("augmentation")).toHaveTextContent(/^轻度（不做翻转）$/);
+    expect(screen.getByTestId("augmentation").getAttribute("title")).toMatch(/^grayscale images/);
   });
 });

@@ -17,7 +17,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { curvesOption } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
-import { elapsedOf, percentText, phaseName, stageName, stopReasonText, validationHeadline } from "./jobText";
+import { elapsedOf, percentText, phaseName, resolutionReason, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
@@ -79,7 +79,7 @@ export function TrainingJobPage() {
       )}
       {live.status === "CANCELLED" && <Alert type="warning" showIcon title={t("training.cancelled")} />}
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
-      <ProgressCard live={live} budget={j.budget_s} />
+      <ProgressCard live={live} budget={j.budget_s} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
       {live.status === "SUCCEEDED" && <OutcomeCard job={j} live={live} />}
       <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
       <Descriptions
@@ -109,12 +109,15 @@ export function TrainingJobPage() {
  * epoch it belongs to (while epoch n runs it is epoch n-1's), elapsed and time left; a bar that
  * only moves forward (jobState.advanceShown).
  */
-export function ProgressCard({ live, budget }: { live: LiveJob; budget: number }) {
+export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget: number; metrics?: unknown }) {
   const { t } = useTranslation();
   const p = live.progress;
   const running = live.status === "RUNNING";
   const terminal = isTerminal(live.status);
-  const validation = lastValidation(live);
+  // once done, the figure of the epoch whose weights were kept (the best, not always the last)
+  const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics);
+  const keptEntry = kept >= 0 && typeof live.history[kept]?.val_accuracy === "number" ? live.history[kept] : undefined;
+  const validation = keptEntry ?? lastValidation(live);
   const training = p.phase === "head" || p.phase === "finetune";
   const timeLeft = terminal
     ? "—"
@@ -148,7 +151,9 @@ export function ProgressCard({ live, budget }: { live: LiveJob; budget: number }
             data-testid="val-epoch"
             title={validation ? validationHeadline(t, validation) : undefined}
           >
-            {validation ? t("training.valAfterEpoch", { epoch: validation.epoch, stage: stageName(t, validation.phase) }) : t("training.noValidationYet")}
+            {validation
+              ? t(keptEntry ? "training.valKeptEpoch" : "training.valAfterEpoch", { epoch: validation.epoch, stage: stageName(t, validation.phase) })
+              : t("training.noValidationYet")}
           </Typography.Text>
         </div>
         <Statistic title={t("training.elapsed")} value={typeof p.elapsed_s === "number" ? formatDuration(p.elapsed_s) : "—"} />
@@ -165,9 +170,15 @@ export function ProgressCard({ live, budget }: { live: LiveJob; budget: number }
 }
 
 /** After the end: why training stopped (and the time it saved), the image size and why, the augmentation. */
-function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) {
-  const { t } = useTranslation();
+export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) {
+  const { t, i18n } = useTranslation();
   const recipe = recipeOf(job);
+  // the engine gives its reasons in English: in another language they go in a tooltip, and the
+  // augmentation says in that language whether it flipped images
+  const english = i18n.language.startsWith("en");
+  const flips = typeof recipe.augmentation_flip === "boolean" && recipe.augmentation !== "none"
+    ? t(recipe.augmentation_flip ? "training.withFlips" : "training.noFlips")
+    : "";
   const stop = stopReasonText(t, recipe, job.budget_s, elapsedOf(job, live.progress.elapsed_s));
   const items = [
     ...(stop ? [{ key: "stop", label: t("training.stopReason"), children: <span data-testid="stop-reason">{stop}</span>, span: 2 }] : []),
@@ -177,9 +188,9 @@ function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) {
             key: "resolution",
             label: t("training.resolution"),
             children: (
-              <span data-testid="resolution">
+              <span data-testid="resolution" title={english ? undefined : recipe.resolution_reason || undefined}>
                 {t("training.resolutionValue", { px: recipe.resolution })}
-                {recipe.resolution_reason ? ` — ${recipe.resolution_reason}` : ""}
+                {english ? resolutionReason(recipe.resolution, recipe.resolution_reason) : ""}
               </span>
             ),
             span: 2,
@@ -187,7 +198,19 @@ function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) {
         ]
       : []),
     ...(recipe.augmentation
-      ? [{ key: "augmentation", label: t("training.augmentation"), children: optionName(t, "augmentations", recipe.augmentation) }]
+      ? [
+          {
+            key: "augmentation",
+            label: t("training.augmentation"),
+            children: (
+              <span data-testid="augmentation" title={english ? undefined : recipe.augmentation_reason || undefined}>
+                {optionName(t, "augmentations", recipe.augmentation)}
+                {english ? (recipe.augmentation_reason ? ` — ${recipe.augmentation_reason}` : flips && ` (${flips})`) : flips && t("training.flipsAside", { flips })}
+              </span>
+            ),
+            span: english && recipe.augmentation_reason ? 2 : 1,
+          },
+        ]
       : []),
     ...(recipe.model_preference
       ? [{ key: "preference", label: t("training.modelPreference"), children: optionName(t, "preferences", recipe.model_preference) }]

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { curvesOption, phaseRuns, type CurveTexts } from "./curves";
+import { curvesOption, phaseRuns, tickPositions, type CurveTexts } from "./curves";
 
 const texts: CurveTexts = {
   loss: "Loss",
@@ -43,10 +43,28 @@ describe("curvesOption", () => {
     // ticks are each phase's own epoch numbers
     const label = option.xAxis.axisLabel.formatter;
     expect([1, 2, 3, 4, 2.5].map(label)).toEqual(["1", "2", "1", "2", ""]);
+    // on the entries themselves, not from the axis' min (0.5) on
+    expect(option.xAxis.axisLabel.customValues).toEqual([1, 2, 3, 4]);
+    expect(option.xAxis.axisTick.customValues).toEqual([1, 2, 3, 4]);
   });
 
   it("has no kept mark while the kept epoch is unknown", () => {
     expect(curvesOption(history, -1, texts).series[2]).not.toHaveProperty("markLine");
     expect(phaseRuns([])).toEqual([]);
+  });
+});
+
+describe("tickPositions", () => {
+  it("labels every entry when few, else every k-th of each phase from its first epoch", () => {
+    expect(tickPositions(history)).toEqual([1, 2, 3, 4]);
+    const long = [
+      ...Array.from({ length: 40 }, (_, i) => ({ phase: "head", epoch: i + 1 })),
+      ...Array.from({ length: 5 }, (_, i) => ({ phase: "finetune", epoch: i + 1 })),
+    ];
+    const ticks = tickPositions(long);
+    expect(ticks.length).toBeLessThanOrEqual(22);
+    expect(ticks.slice(0, 3)).toEqual([1, 4, 7]);
+    expect(ticks).toContain(41); // the first fine-tuning epoch
+    expect(tickPositions([])).toEqual([]);
   });
 });

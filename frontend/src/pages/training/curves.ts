@@ -34,13 +34,29 @@ function positive(x: number | undefined): number | null {
   return typeof x === "number" && Number.isFinite(x) && x > 0 ? x : null;
 }
 
+/** At most about this many epoch labels on the x axis. */
+const MAX_TICKS = 20;
+
+/**
+ * The positions (1..n) that get a tick and a label: every entry when there are few, else every
+ * k-th of each phase counting from its first epoch (so each phase's first epoch is labelled).
+ */
+export function tickPositions(history: EpochRecord[]): number[] {
+  const step = Math.max(1, Math.ceil(history.length / MAX_TICKS));
+  return phaseRuns(history).flatMap(([, first, last]) =>
+    Array.from({ length: last - first + 1 }, (_, k) => first + k + 1).filter((_, k) => k % step === 0),
+  );
+}
+
 /**
  * x is the entry's position (1..n) on a value axis, labelled with the entry's own epoch number
- * (each phase counts from 1), so the phases' bands can start and end between two epochs.
+ * (each phase counts from 1), so the phases' bands can start and end between two epochs. The
+ * ticks are placed on the entries themselves (ECharts would start them at the axis' min, 0.5).
  */
 export function curvesOption(history: EpochRecord[], kept: number, texts: CurveTexts) {
   const xy = (pick: (h: EpochRecord) => number | null) => history.map((h, i) => [i + 1, pick(h)] as [number, number | null]);
   const runs = phaseRuns(history);
+  const ticks = tickPositions(history);
   const labelOf = (value: number) => {
     const entry = Number.isInteger(value) ? history[value - 1] : undefined;
     return entry ? String(entry.epoch) : "";
@@ -72,10 +88,9 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
       nameGap: 26,
       min: 0.5,
       max: history.length + 0.5,
-      minInterval: 1,
-      ...(history.length <= 20 ? { interval: 1 } : {}),
       splitLine: { show: false },
-      axisLabel: { formatter: labelOf, showMinLabel: false, showMaxLabel: false },
+      axisTick: { customValues: ticks },
+      axisLabel: { formatter: labelOf, customValues: ticks },
       axisPointer: { label: { formatter: ({ value }: { value: number }) => labelOf(Math.round(value)) } },
     },
     yAxis: [

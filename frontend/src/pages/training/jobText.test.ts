@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import en from "../../i18n/locales/en.json";
 import zhCN from "../../i18n/locales/zh-CN.json";
-import { elapsedOf, phaseName, stopReasonText, validationHeadline } from "./jobText";
+import { elapsedOf, phaseName, resolutionReason, stopReasonText, validationHeadline } from "./jobText";
 
 const t = i18n.t.bind(i18n);
 
@@ -51,5 +51,14 @@ describe("stopReasonText", () => {
     expect(elapsedOf({ started_at: "2026-11-29T00:00:00Z", finished_at: "2026-11-29T00:01:30Z" }, undefined)).toBe(90);
     expect(elapsedOf({ started_at: null, finished_at: null }, 42)).toBe(42);
     expect(elapsedOf({ started_at: null, finished_at: null }, undefined)).toBeUndefined();
+  });
+});
+
+describe("resolutionReason", () => {
+  it("does not repeat the size the engine's reason starts with", () => {
+    expect(resolutionReason(96, "96 px: the images' shorter side is 28 px")).toBe(" — the images' shorter side is 28 px");
+    expect(resolutionReason(128, "the faster model is capped at 128 px")).toBe(" — the faster model is capped at 128 px");
+    expect(resolutionReason(96, "96 px")).toBe("");
+    expect(resolutionReason(96, undefined)).toBe("");
   });
 });

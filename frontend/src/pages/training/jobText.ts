@@ -55,3 +55,9 @@ export function elapsedOf(job: { started_at: string | null; finished_at: string 
   const s = (Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000;
   return Number.isFinite(s) && s >= 0 ? s : undefined;
 }
+
+/** " — <why>" after the image size, without the size the engine's reason starts with ("96 px: …"). */
+export function resolutionReason(px: number, reason: string | undefined): string {
+  const why = (reason ?? "").replace(new RegExp(`^${px}\\s*px\\s*(:|$)\\s*`), "").trim();
+  return why ? ` — ${why}` : "";
+}
