@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from edge_agent.imaging import Preprocessing
-from workers.ml.data import to_tensors
+from workers.ml.data import normalise, to_tensors
 from workers.ml.export import check_parity, export_onnx
 
 from .conftest import digit_refs
@@ -31,8 +31,9 @@ def _trained(seed: int, images: torch.Tensor, labels: torch.Tensor) -> nn.Module
 
 @pytest.fixture(scope="module")
 def digits():
-    data = to_tensors(digit_refs("train", 10), Preprocessing(size=(32, 32)), lambda: False)
-    return data.images, data.labels
+    preprocessing = Preprocessing(size=(32, 32))
+    data = to_tensors(digit_refs("train", 10), preprocessing, lambda: False)
+    return normalise(data.images, preprocessing).contiguous(), data.labels
 
 
 def test_parity_passes_for_the_exported_model(digits, tmp_path):
@@ -66,3 +67,19 @@ def test_parity_fails_when_the_onnx_file_is_another_model(digits, tmp_path):
     first = parity["mismatches"][0]
     assert first["torch_top1"] != first["onnx_top1"]
     assert first["sample_id"] == f"s{first['index']}"
+
+
+def test_training_pixels_are_the_devices_pixels():
+    # training caches uint8 pixels and normalises them in torch; the device runs
+    # edge_agent.imaging.preprocess: both must give the same float32 input
+    import numpy as np
+
+    from edge_agent.imaging import decode_image, preprocess
+
+    preprocessing = Preprocessing(size=(96, 96))
+    refs = digit_refs("train", 1)[:3]
+    data = to_tensors(refs, preprocessing, lambda: False)
+    ours = normalise(data.images, preprocessing).contiguous().numpy()
+    device = np.stack([preprocess(decode_image(open(r.path, "rb").read()), preprocessing)
+                       for r in refs])
+    assert np.abs(ours - device).max() <= 1e-6

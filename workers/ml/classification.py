@@ -82,9 +82,10 @@ def _check_request(request: TrainRequest) -> None:
 
 
 def _threads() -> int:
-    """Intra-op threads: the CPUs this process may use (affinity mask, then the cgroup v2 CPU
-    quota), never the load average: on an idle 2-core machine the 1-minute load average reads
-    ~1 and chose 1 thread in every run, while 2 threads make a step ~1.5x faster (issue 7)."""
+    """Most intra-op threads: the CPUs this process may use (affinity mask, then the cgroup v2
+    CPU quota). :func:`workers.ml.training.calibrate_step_s` then times this count against 1
+    thread and keeps the faster; the load average is never used (on an idle 2-core machine it
+    read ~1 and chose 1 thread in every run, while 2 threads are ~1.5x faster: issue 7)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -169,9 +170,12 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     images = [image for _, image in probe]
     choice = choose_augmentation(request.augmentation, images)
     if request.recipe is not None:
-        recipe = Recipe.from_dict({**request.recipe, "seed": request.seed, "threads": threads})
+        # the recorded thread count too: a different count sums in another order
+        recipe = Recipe.from_dict({**request.recipe, "seed": request.seed})
         recipe.pretrained = pretrained
+        torch.set_num_threads(max(1, int(recipe.threads)))
     else:
+        step_s_96, threads = calibrate_step_s(model, len(request.labels), threads)
         costs = BudgetCosts(
             budget_s=float(request.budget_s),
             n_train=len(request.train),
@@ -179,7 +183,8 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
             n_test=len(request.test),
             source_pixels=int(np.median([i.size[0] * i.size[1] for i in images])) if images else 0,
             shorter_side=shorter_side_px(images),
-            step_s_96=calibrate_step_s(model, len(request.labels), threads),
+            step_s_96=step_s_96,
+            spent_s=progress.elapsed_s(),
             pretrained=pretrained,
             model_preference=request.model_preference,
         )

@@ -43,7 +43,6 @@ __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "calibrate_step_s", "
            "finetune", "train_head"]
 
 _EVAL_BATCH = 64
-_CALIBRATION_CACHE: dict[tuple[str, int, int], float] = {}
 
 
 class Progress:
@@ -122,29 +121,39 @@ class TrainingState:
             self.epochs_since_best += 1
 
 
-def calibrate_step_s(model: nn.Module, num_classes: int, threads: int) -> float:
-    """Seconds of one training step (batch 32, 96 px, channels_last, forward + backward), median
-    of 5 after 2 warm-up steps. Cached per process. The model's state is restored afterwards."""
-    key = (type(model).__name__, num_classes, threads)
-    if key in _CALIBRATION_CACHE:
-        return _CALIBRATION_CACHE[key]
+def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threads: int,
+                steps: int = 5) -> float:
+    torch.set_num_threads(threads)
+    timings = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(images), labels).backward()
+        timings.append(time.perf_counter() - started)
+    return sorted(timings[2:])[len(timings[2:]) // 2]  # 2 warm-up steps: oneDNN builds kernels
+
+
+def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int) -> tuple[float, int]:
+    """(seconds of one training step at batch 32, 96 px, channels_last; the thread count that
+    gave it). Times ``max_threads`` and, on a multi-core machine, 1 thread (median of 3 steps
+    after 2 warm-up steps each) and keeps the faster: on an idle 2-core machine 2 threads are
+    ~1.5x faster, while with other processes busy 2 OpenMP threads spin-waiting on each other
+    were 5-20x slower than 1 (measured). The count is measured, never guessed from the load
+    average. Leaves torch set to the chosen count and the model's state as it was."""
     saved = copy.deepcopy(model.state_dict())
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(32, 3, 96, 96, generator=generator).contiguous(
         memory_format=torch.channels_last)
     labels = torch.randint(0, num_classes, (32,), generator=generator)
     model.train()
-    timings = []
-    for _ in range(7):
-        started = time.perf_counter()
-        model.zero_grad(set_to_none=True)
-        nn.functional.cross_entropy(model(images), labels).backward()
-        timings.append(time.perf_counter() - started)
+    timings = {max_threads: _time_steps(model, images, labels, max_threads)}
+    if max_threads > 1:
+        timings[1] = _time_steps(model, images, labels, 1, steps=4)
     model.zero_grad(set_to_none=True)
     model.load_state_dict(saved)
-    step_s = sorted(timings[2:])[2]  # two warm-up steps: oneDNN builds its kernels
-    _CALIBRATION_CACHE[key] = step_s
-    return step_s
+    threads = max_threads if timings[max_threads] <= 1.1 * timings.get(1, math.inf) else 1
+    torch.set_num_threads(threads)
+    return timings[threads], threads
 
 
 @torch.no_grad()
@@ -370,7 +379,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         state.offer(model, "finetune", epoch, accuracy, val_loss)
         schedule.replan(step, time.monotonic() - epoch_began)
         entry = {"phase": "finetune", "epoch": epoch,
-                 "epochs": math.ceil(schedule.total / steps_per_epoch), "step": step,
+                 "epochs": math.ceil(schedule.at(step) / steps_per_epoch), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
                  "val_accuracy": round(accuracy, 4), "lr": round(recipe.lr * factor, 7),
                  "elapsed_s": round(progress.elapsed_s(), 2)}
