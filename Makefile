@@ -55,8 +55,9 @@ test-frontend: frontend
 demo: install
 	$(PY) -m sampan.devstack.demo
 
+# make bench: every benchmark; make bench BENCH=training (or serving): one
 bench: install
-	$(PY) -m workers.bench
+	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 
 schema: install $(FRONTEND_DEPS)
 	cd platform && ../$(PY) manage.py spectacular --file ../docs/openapi.yaml --validate

@@ -1,14 +1,14 @@
-"""``make bench``: Sampan against a named baseline, run side by side in the same run.
+"""``make bench``: Sampan against named baselines, run side by side in the same run.
 
-1. Training on ``seeds/mnist/train`` (stratified 80/20 split): the engine
-   (:func:`workers.ml.classification.train_image_classifier`) vs plain torchvision fine-tuning
-   (:func:`workers.ml.baseline.train_baseline`), same split, same wall-clock budget, same torch
-   thread count; the engine's time includes ONNX export and parity, the baseline's does not.
-2. Serving ``seeds/mnist/heldout``: the real agent process (``edge_agent.cli run``, 1 intra-op
-   thread) over HTTP keep-alive vs an in-process decode + preprocess + onnxruntime loop (1 thread),
-   and the bare ``session.run`` on pre-decoded tensors.
+Benchmarks (``make bench BENCH=<name>`` runs one; each prints one JSON line per configuration
+with a ``"bench"`` key, and nothing is asserted):
 
-Nothing is asserted: it prints a table of figures and ratios, then one JSON line with all figures.
+- ``training``: :mod:`workers.bench_training`, Sampan's training vs a competent hand-written
+  torchvision script at equal data and budget, accuracy on held-out test images.
+- ``serving``: a model trained by Sampan on ``seeds/mnist/train`` (30 s), served from
+  ``seeds/mnist/heldout`` by the real agent process (``edge_agent.cli run``, 1 intra-op thread)
+  over HTTP keep-alive vs an in-process decode + preprocess + onnxruntime loop (1 thread), and the
+  bare ``session.run`` on pre-decoded tensors.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from edge_agent.runtime import canonical_json, file_sha256, public_key_id
 from workers.ml.specs import SampleRef, TrainRequest
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds" / "mnist"
-BASELINE = "workers.ml.baseline.train_baseline (plain torchvision loop)"
 
 
 def split_by_class(root: Path, seed: int, val_share: float = 0.2) -> tuple[list, list, list]:
@@ -61,33 +60,12 @@ def split_by_class(root: Path, seed: int, val_share: float = 0.2) -> tuple[list,
     return train, val, labels
 
 
-def bench_training(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], Any]:
-    import torch
-
-    from workers.ml.baseline import train_baseline
+def train_for_serving(args: argparse.Namespace, work: Path) -> Any:
     from workers.ml.classification import train_image_classifier
 
     train, val, labels = split_by_class(SEEDS / "train", args.seed)
-    threads = len(os.sched_getaffinity(0))
-    figures: dict[str, Any] = {"n_train": len(train), "n_val": len(val), "budget_s": args.budget_s,
-                               "torch_threads": threads, "load_before": os.getloadavg()[0]}
-    request = TrainRequest(train, val, labels, work / "engine", budget_s=args.budget_s,
-                           seed=args.seed)
-    began = time.perf_counter()
-    result = train_image_classifier(request)
-    figures["engine"] = {"wall_s": time.perf_counter() - began, "pretrained": result.pretrained,
-                         "val_accuracy": result.metrics["val_accuracy"],
-                         "resolution": result.recipe.get("resolution"),
-                         "parity": bool(result.parity.get("passed")),
-                         **{k: result.recipe.get(k) for k in ("finetune_epochs", "stopped_early")},
-                         "best_phase": result.metrics.get("best_phase")}
-    torch.set_num_threads(threads)  # the engine restores the previous count; use the same
-    request.out_dir = work / "baseline"
-    began = time.perf_counter()
-    metrics = train_baseline(request)
-    figures["baseline"] = {**metrics, "name": BASELINE, "wall_s": time.perf_counter() - began}
-    figures["load_after"] = os.getloadavg()[0]
-    return figures, result
+    return train_image_classifier(TrainRequest(train, val, labels, work / "engine",
+                                               budget_s=args.budget_s, seed=args.seed))
 
 
 def sign(manifest: dict[str, Any], key: Ed25519PrivateKey, public_b64: str) -> dict[str, Any]:
@@ -237,14 +215,9 @@ def ratio(a: float, b: float) -> float:
     return a / b if b and not math.isnan(b) else float("nan")
 
 
-def print_report(training: dict[str, Any], serving: dict[str, Any]) -> None:
-    engine, base = training["engine"], training["baseline"]
-    rows = [("Training", "Sampan engine", "plain baseline", "engine/base"),
-            ("wall s", engine["wall_s"], base["wall_s"], ratio(engine["wall_s"], base["wall_s"])),
-            ("val accuracy", engine["val_accuracy"], base.get("val_accuracy", float("nan")),
-             ratio(engine["val_accuracy"], base.get("val_accuracy", float("nan"))))]
+def print_report(serving: dict[str, Any]) -> None:
     agent, plain, bare = serving["agent"], serving["plain"], serving["bare"]
-    rows += [("Serving (1 thread, b=1)", "agent HTTP", "plain in-process", "agent/plain")]
+    rows = [("Serving (1 thread, b=1)", "agent HTTP", "plain in-process", "agent/plain")]
     for key, label in (("per_s", "requests/s"), ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms")):
         rows.append((label, agent[key], plain[key], ratio(agent[key], plain[key])))
     rows += [("", "bare session.run", "plain in-process", "bare/plain")]
@@ -253,34 +226,43 @@ def print_report(training: dict[str, Any], serving: dict[str, Any]) -> None:
     for row in rows:
         cells = [f"{c:.3f}" if isinstance(c, float) else str(c) for c in row]
         print(f"{cells[0]:<24} {cells[1]:>18} {cells[2]:>18} {cells[3]:>12}")
-    print(f"engine: { {k: v for k, v in engine.items() if k not in ('wall_s', 'val_accuracy')} }")
-    print(f"baseline {base['name']}: "
-          f"{ {k: v for k, v in base.items() if k not in ('name', 'wall_s', 'val_accuracy')} }")
     print(f"agent: server-side p50 {agent['server_p50_ms']:.3f} ms, heldout top-1 "
           f"{agent['heldout_top1']:.3f} over {agent['heldout_images_seen']} of "
-          f"{serving['n_heldout']} images")
-    print(f"load average (1 min): training {training['load_before']:.2f} -> "
-          f"{training['load_after']:.2f}, serving {serving['load_before']:.2f} -> "
+          f"{serving['n_heldout']} images; load average (1 min) {serving['load_before']:.2f} -> "
           f"{serving['load_after']:.2f} on {os.cpu_count()} CPUs")
+
+
+def bench_serving_main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="sampan-bench-") as temp:
+        work = Path(temp)
+        result = train_for_serving(args, work)
+        _, _, labels = split_by_class(SEEDS / "train", args.seed)
+        serving = bench_serving(args, work, result, labels)
+    print_report(serving)
+    print(json.dumps({"bench": "serving", "baseline": "plain in-process onnxruntime loop",
+                      "agent_per_plain_throughput": ratio(serving["agent"]["per_s"],
+                                                          serving["plain"]["per_s"]),
+                      **serving}, sort_keys=True))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget-s", type=float, default=60.0, help="training budget, seconds")
+    parser.add_argument("--only", choices=("training", "serving"), help="run one benchmark")
+    parser.add_argument("--budget-s", type=float, default=30.0,
+                        help="training budget of the served model, seconds")
     parser.add_argument("--requests", type=int, default=500, help="timed requests per loop")
     parser.add_argument("--warmup", type=int, default=20, help="untimed requests per loop")
     parser.add_argument("--max-loop-s", type=float, default=120.0,
                         help="cap on the timed seconds of each serving loop")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="sampan-bench-") as temp:
-        work = Path(temp)
-        training, result = bench_training(args, work)
-        _, _, labels = split_by_class(SEEDS / "train", args.seed)
-        serving = bench_serving(args, work, result, labels)
-    print_report(training, serving)
-    print(json.dumps({"training": training, "serving": serving}, sort_keys=True))
+    if args.only in (None, "training"):
+        from workers import bench_training
+
+        bench_training.main(["--seed", str(args.seed)])
+    if args.only in (None, "serving"):
+        bench_serving_main(args)
     return 0
 
 

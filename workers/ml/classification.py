@@ -219,7 +219,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         train_head(model, train, val, recipe, state, progress, preprocessing, class_weights)
     else:
         accuracy, loss, _ = evaluate(model, val, preprocessing)
-        state.offer(model, "init", 0, accuracy, loss)
+        state.offer(model, "init", 0, accuracy, loss, len(val))
     torch.manual_seed(request.seed + 2)  # dropout masks and augmentation draws
     finetune(model, train, val, recipe, state, progress, deadline, preprocessing, transform,
              class_weights)
@@ -307,7 +307,7 @@ def _finish(
         "macro_f1": val_report["macro_f1"],
         "best_epoch": state.best_epoch,
         "best_phase": state.best_phase,
-        "torch_val_accuracy": round(state.best_accuracy, 4),
+        "torch_val_accuracy": round(state.kept_accuracy, 4),
     }
     if len(test):
         metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])

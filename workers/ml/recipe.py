@@ -199,7 +199,7 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
         head_finetune_lr=3e-3,
         # Warm-up: one epoch, at most a tenth of the run.
         warmup_steps=min(max(1, steps // 10), steps_per_epoch),
-        patience=max(5, math.ceil(0.25 * epochs)),
+        patience=max(6, math.ceil(0.25 * epochs)),
         exporter=_export_plan(costs)[0],
         pretrained=costs.pretrained,
         seed=seed,

@@ -142,7 +142,9 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     stage("predict")
 
     return {
-        "val_accuracy": round(float(evaluation["report"]["accuracy"]), 4),
+        # the report is computed on the test split when the version has one (else validation)
+        "report_split": evaluation["report"].get("split", "val"),
+        "report_accuracy": round(float(evaluation["report"]["accuracy"]), 4),
         "macro_f1": round(float(evaluation["report"]["macro_f1"]), 4),
         "edge_accuracy": round(correct / len(held), 4),
         "edge_samples": len(held),
