@@ -70,6 +70,7 @@ class Recipe:
     batchnorm: str = "train"
     optimizer: str = "adamw"
     precise_bn_images: int = 256
+    ema_epochs: float = 2.0
     warmup_steps: int = 0
     patience: int = 5
     augmentation: str = "light"

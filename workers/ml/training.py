@@ -317,16 +317,31 @@ class _Schedule:
                 self.total = total
         return self.total
 
-    def replan(self, step: int, epoch_s: float) -> None:
-        if self.replay:
+    def replan(self, step: int, step_s: float, eval_s: float) -> None:
+        """Re-plan the total from the measured seconds per training step and per validation
+        (precise BN + evaluation, once per epoch): as many steps as fit before the deadline
+        with their validations, ending mid-epoch if that is where the time runs out."""
+        if self.replay or step_s <= 0:
             return
-        left_s = self.deadline - time.monotonic()
-        epochs_left = max(0, int(left_s / epoch_s)) if epoch_s > 0 else 0
-        total = step + epochs_left * self.steps_per_epoch
+        left_s = self.deadline - time.monotonic() - eval_s  # the last validation always runs
+        steps_left = max(0, int(left_s / (step_s + eval_s / self.steps_per_epoch)))
+        total = step + (steps_left if steps_left >= 3 else 0)  # not a few stray steps
         total = max(step, min(total, self.recipe.max_finetune_epochs * self.steps_per_epoch))
         if total != self.total:
             self.total = total
             self.recipe.replans.append([step, total])
+
+
+def _ema(model: nn.Module, recipe: Recipe, steps_per_epoch: int
+         ) -> torch.optim.swa_utils.AveragedModel | None:
+    """An exponential moving average of the weights (and BatchNorm buffers) over about
+    ``recipe.ema_epochs`` epochs of steps (Polyak & Juditsky 1992; torchvision's classification
+    reference uses one): it is what gets validated, kept and exported."""
+    if recipe.ema_epochs <= 0:
+        return None
+    decay = 1.0 - 1.0 / max(1.0, recipe.ema_epochs * steps_per_epoch)
+    return torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(decay), use_buffers=True)
 
 
 def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: Recipe,
@@ -343,6 +358,8 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     optimizer = _optimizer(model, recipe)
     criterion = _loss(recipe, class_weights)
     generator = torch.Generator().manual_seed(recipe.seed + 1)
+    ema = _ema(model, recipe, steps_per_epoch)
+    evaluated = ema.module if ema is not None else model
     step, epoch = 0, 0
     step_times: list[float] = []
     def end(at_step: int) -> int:  # a replay also stops where the recorded run stopped
@@ -351,7 +368,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
 
     while step < end(step):
         epoch += 1
-        epoch_began = time.monotonic()
+        epoch_step_times = len(step_times)
         model.train()
         if recipe.batchnorm == "frozen":
             for module in model.modules():
@@ -378,6 +395,8 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+            if ema is not None:
+                ema.update_parameters(model)
             step += 1
             running += loss.item() * len(index)
             seen += len(index)
@@ -387,12 +406,15 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
                            "steps": total, "loss": round(running / seen, 4)})
         if seen == 0:
             break
+        eval_began = time.monotonic()
         if recipe.precise_bn_images:
-            adapt_batchnorm(model, _subset(train, recipe.precise_bn_images, generator),
+            adapt_batchnorm(evaluated, _subset(train, recipe.precise_bn_images, generator),
                             preprocessing, progress, emit=False)
-        accuracy, val_loss, _ = evaluate(model, val, preprocessing)
-        state.offer(model, "finetune", epoch, accuracy, val_loss, len(val))
-        schedule.replan(step, time.monotonic() - epoch_began)
+        accuracy, val_loss, _ = evaluate(evaluated, val, preprocessing)
+        state.offer(evaluated, "finetune", epoch, accuracy, val_loss, len(val))
+        this_epoch = step_times[epoch_step_times:]
+        schedule.replan(step, sorted(this_epoch)[len(this_epoch) // 2],
+                        time.monotonic() - eval_began)
         entry = {"phase": "finetune", "epoch": epoch,
                  "epochs": math.ceil(schedule.at(step) / steps_per_epoch), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
