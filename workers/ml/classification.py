@@ -116,14 +116,17 @@ def train_image_classifier(
     Writes ``model.onnx`` (input ``input`` (N, 3, H, W) float32, output ``probabilities`` (N, C))
     and ``checkpoint.pt`` (best state dict, labels, preprocessing, recipe) into
     ``request.out_dir``. ``on_progress`` receives dicts with ``phase`` (``decode``, ``features``,
-    ``head``, ``finetune``, ``export``, ``evaluate``), ``epoch``, ``epochs``, ``step``, ``loss``,
-    ``val_accuracy``, ``elapsed_s``, ``eta_s`` (keys present when known), at most ~3 per second.
-    ``should_stop`` is polled between steps.
+    ``head``, ``finetune``, ``export``, ``evaluate``, ``done``), ``elapsed_s``, ``fraction``
+    (0..1 of the budget, never decreasing), ``eta_s`` (never increasing) and, when known,
+    ``epoch``, ``epochs``, ``step``, ``steps``, ``loss``, and at epoch ends ``val_loss`` and
+    ``val_accuracy`` of that ``epoch``; at most ~3 per second. ``should_stop`` is polled between
+    steps.
 
-    The whole call, export and evaluation included, aims to end within ``budget_s``; budgets under
-    ~20 s still export (~10 s) and so can end later. Same request and seed in one process ->
-    same recipe and the same model; ``TrainResult.recipe`` passed back as ``request.recipe``
-    replays a run anywhere.
+    The whole call, export and evaluation included, aims to end at ``budget_s`` (90-105 % of it,
+    unless validation stops improving first; the platform refuses budgets under its minimum).
+    The schedule adapts to the measured speed, so two live runs may differ;
+    ``TrainResult.recipe`` passed back as ``request.recipe`` replays a run exactly (same
+    learning rate at every step, same thread count, same model).
 
     Raises:
         TrainingCancelled: ``should_stop()`` returned True.

@@ -62,11 +62,18 @@ MODEL_PREFERENCES = ("more_accurate", "faster")
 class TrainResult:
     """What training produced. Paths are inside ``TrainRequest.out_dir``.
 
-    ``metrics``: ``val_accuracy``, ``macro_f1`` (from the exported ONNX model on the validation
-    split), ``best_epoch``, ``best_phase``. ``history``: one dict per evaluated epoch.
-    ``report``: :func:`workers.ml.evaluation.classification_report` plus ``skipped_samples``.
+    ``metrics``: ``evaluated_on`` (``test`` or ``val``), ``val_accuracy`` and ``macro_f1`` (the
+    exported ONNX model on the validation split), ``test_accuracy`` and ``test_macro_f1`` (on the
+    test split, when there is one), ``best_epoch``, ``best_phase`` (the epoch kept).
+    ``history``: one dict per evaluated epoch (``phase``, ``epoch``, ``epochs``, ``loss``,
+    ``val_loss``, ``val_accuracy``, ``elapsed_s``; fine-tuning adds ``step`` and ``lr``).
+    ``report``: :func:`workers.ml.evaluation.classification_report` of the exported model on the
+    test split (``split: "test"``) or, without one, the validation split (``"val"``), plus
+    ``validation`` (``accuracy``, ``macro_f1``, ``n``), ``imbalanced`` (largest class support >=
+    3x the smallest), ``predictions`` and ``skipped_samples``.
     ``parity``: :func:`workers.ml.export.check_parity`; the caller must refuse to register the
-    model unless ``parity["passed"]``. ``recipe``: what was run (resolution, epochs, lr, timings,
+    model unless ``parity["passed"]``. ``recipe``: what was run (resolution and why, augmentation
+    and why, learning rates, ``replans``, ``finetune_steps_done``, ``stop_reason``, timings,
     ONNX ``opset`` and ``ir_version``). ``elapsed_s``: wall-clock seconds of the whole call.
     """
 
