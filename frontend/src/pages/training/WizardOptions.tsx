@@ -8,9 +8,11 @@ import { useTranslation } from "react-i18next";
 
 import { useSampleList } from "../../api/queries/datasets";
 import { AUGMENTATIONS, MODEL_PREFERENCES, type Augmentation, type ModelPreference } from "../../api/queries/training";
-import { drawStyle, drawTransform } from "./augmentation";
+import { drawStyle, drawTransform, previewSamples } from "./augmentation";
 
 export const PREVIEW_IMAGES = 4;
+/** Samples fetched to choose the preview from (one page). */
+const PREVIEW_POOL = 100;
 export const PREVIEW_DRAWS = 3;
 
 /** A Form control: the four presets with a one-line explanation each. */
@@ -41,10 +43,10 @@ export function AugmentationPreview(props: { projectId: string; datasetId?: stri
     props.projectId,
     props.datasetId ?? "",
     { version: props.versionId, split: "train" },
-    PREVIEW_IMAGES,
+    PREVIEW_POOL,
     Boolean(props.datasetId && props.versionId),
   );
-  const images = (props.datasetId && props.versionId ? (samples.data?.pages[0]?.results ?? []) : []).slice(0, PREVIEW_IMAGES);
+  const images = previewSamples(props.datasetId && props.versionId ? (samples.data?.pages[0]?.results ?? []) : [], PREVIEW_IMAGES);
   const draws = useMemo(
     () => images.map(() => Array.from({ length: PREVIEW_DRAWS }, () => drawTransform(props.preset))),
     // a new draw per preset, per Shuffle and per set of images

@@ -1,6 +1,7 @@
+import type { Sample } from "../../api/queries/datasets";
 import { describe, expect, it } from "vitest";
 
-import { drawStyle, drawTransform, IDENTITY, previewRanges } from "./augmentation";
+import { drawStyle, drawTransform, IDENTITY, previewRanges, previewSamples } from "./augmentation";
 
 /** A deterministic [0, 1) sequence (a linear congruential generator). */
 function seeded(seed: number) {
@@ -49,5 +50,16 @@ describe("augmentation preview", () => {
     expect(draws("none", 10).every((x) => x === IDENTITY)).toBe(true);
     expect(drawStyle(IDENTITY)).toEqual({ transform: "translate(0.0%, 0.0%) rotate(0.0deg) scale(1.000, 1.000)", filter: "brightness(1.00)" });
     expect(drawStyle({ ...IDENTITY, flip: true, scale: 1.1 }).transform).toContain("scale(-1.100, 1.100)");
+  });
+});
+
+describe("previewSamples", () => {
+  const sample = (id: string, label: string | null) =>
+    ({ id, annotations: label === null ? [] : [{ kind: "class", class_label: label }] }) as unknown as Sample;
+
+  it("shows different classes first, then fills in storage order", () => {
+    const pool = [sample("a", "0"), sample("b", "0"), sample("c", "0"), sample("d", "1"), sample("e", "2"), sample("f", "1")];
+    expect(previewSamples(pool, 4).map((s) => s.id)).toEqual(["a", "d", "e", "b"]);
+    expect(previewSamples(pool.slice(0, 2), 4).map((s) => s.id)).toEqual(["a", "b"]);
   });
 });

@@ -1,7 +1,9 @@
 // The augmentation presets' ranges, for the wizard's preview (pure, tested in augmentation.test.ts).
-// The ranges are the presets' as specified for the engine (workers/ml/augmentation.py, being written);
-// "auto" is chosen from the data when training starts, so the preview shows it as "light" without flips.
+// The ranges are the engine's presets (workers/ml/augmentation.py); "auto" is chosen from the data
+// when training starts, so the preview shows it as "light" without flips.
+import type { Sample } from "../../api/queries/datasets";
 import type { Augmentation } from "../../api/queries/training";
+import { classLabelOf } from "../datasets/labeling";
 
 export interface PresetRanges {
   /** degrees, ± */
@@ -60,4 +62,17 @@ export function drawStyle(d: Draw): { transform: string; filter: string } {
     transform: `translate(${pct(d.translateX)}, ${pct(d.translateY)}) rotate(${d.rotate.toFixed(1)}deg) scale(${d.flip ? "-" : ""}${d.scale.toFixed(3)}, ${d.scale.toFixed(3)})`,
     filter: `brightness(${d.brightness.toFixed(2)})`,
   };
+}
+
+/** Up to `n` samples of different classes first (a page in storage order is often all one or two
+ * classes), then the others in order. */
+export function previewSamples<T extends Sample>(pool: T[], n: number): T[] {
+  const seen = new Set<string | null>();
+  const distinct = pool.filter((sample) => {
+    const key = classLabelOf(sample);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return [...distinct, ...pool.filter((sample) => !distinct.includes(sample))].slice(0, n);
 }
