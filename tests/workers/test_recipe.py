@@ -51,3 +51,29 @@ def test_budget_shorter_than_the_fixed_costs_plans_no_finetuning():
 @pytest.mark.parametrize(("step", "expected"), [(0, 0.01), (10, 0.505), (20, 1.0), (120, 0.0)])
 def test_learning_rate_warms_up_then_decays_to_zero(step, expected):
     assert learning_rate_factor(step, 120, 20) == pytest.approx(expected, abs=1e-3)
+
+
+def test_one_slow_epoch_cuts_at_most_30_percent_of_the_steps_left():
+    import time
+
+    from workers.ml.recipe import Recipe
+    from workers.ml.training import _Schedule
+
+    recipe = Recipe(finetune_steps=154)
+    # 10 s left, a burst of load made the median look like 2 s a step
+    schedule = _Schedule(recipe, steps_per_epoch=2, deadline=time.monotonic() + 10.0)
+    schedule.replan(2, step_s=2.0, eval_s=1.0)
+    assert schedule.at(2) == 2 + int(0.7 * 152)  # not 2 + 3
+    assert recipe.replans == [[0, 154], [2, 108]]
+
+
+def test_replan_uses_the_time_left_when_the_machine_is_faster_than_planned():
+    import time
+
+    from workers.ml.recipe import Recipe
+    from workers.ml.training import _Schedule
+
+    recipe = Recipe(finetune_steps=40)
+    schedule = _Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 20.0)
+    schedule.replan(10, step_s=0.1, eval_s=0.5)  # (20 - 0.5) / (0.1 + 0.05) = ~130 steps
+    assert 120 <= schedule.at(10) - 10 <= 130

@@ -169,7 +169,13 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     del state_dict
 
     progress.emit({"phase": "decode", "step": 0}, force=True)
-    probe, probe_skipped = decode_samples(request.train[:_PROBE_IMAGES], progress.check)
+
+    def tick() -> bool:  # polled per image and per calibration step: cancel, and keep moving
+        progress.check()
+        progress.emit({"phase": "decode"})
+        return False
+
+    probe, probe_skipped = decode_samples(request.train[:_PROBE_IMAGES], tick)
     images = [image for _, image in probe]
     choice = choose_augmentation(request.augmentation, images)
     if request.recipe is not None:
@@ -178,7 +184,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         recipe.pretrained = pretrained
         torch.set_num_threads(max(1, int(recipe.threads)))
     else:
-        step_s_96, threads = calibrate_step_s(model, len(request.labels), threads)
+        step_s_96, threads = calibrate_step_s(model, len(request.labels), threads, tick)
         costs = BudgetCosts(
             budget_s=float(request.budget_s),
             n_train=len(request.train),
@@ -198,10 +204,10 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         recipe.augmentation_reason = choice.reason
     preprocessing = Preprocessing(size=(recipe.resolution, recipe.resolution), mean=_MEAN, std=_STD)
     decoded = {sample.sample_id: image for sample, image in probe}
-    train = to_tensors(request.train, preprocessing, progress.check, decoded)
+    train = to_tensors(request.train, preprocessing, tick, decoded)
     train.skipped[:0] = probe_skipped
-    val = to_tensors(request.val, preprocessing, progress.check)
-    test = to_tensors(request.test, preprocessing, progress.check)
+    val = to_tensors(request.val, preprocessing, tick)
+    test = to_tensors(request.test, preprocessing, tick)
     del decoded, images, probe
     for name, split in (("train", train), ("val", val)):
         if len(split) == 0:
@@ -292,8 +298,11 @@ def _finish(
     report["validation"] = {"accuracy": val_report["accuracy"],
                             "macro_f1": val_report["macro_f1"], "n": val_report["n"]}
     report["skipped_samples"] = train.skipped + val.skipped + test.skipped
-    supports = [c["support"] for c in report["per_class"] if c["support"] > 0]
-    report["imbalanced"] = bool(supports and max(supports) >= 3 * min(supports))
+    # judged on the training split: a test split leaves out classes too small for it
+    counts = torch.bincount(train.labels, minlength=len(request.labels)).tolist()
+    present = [c for c in counts if c > 0]
+    report["train_class_counts"] = counts
+    report["imbalanced"] = bool(present and max(present) >= 3 * min(present))
     elapsed = progress.elapsed_s()
     recipe_dict = recipe.to_dict()
     recipe_dict.update(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,10 +138,11 @@ class TrainingState:
 
 
 def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threads: int,
-                steps: int = 5) -> float:
+                tick: Callable[[], Any], steps: int = 5) -> float:
     torch.set_num_threads(threads)
     timings = []
     for _ in range(steps):
+        tick()
         started = time.perf_counter()
         model.zero_grad(set_to_none=True)
         nn.functional.cross_entropy(model(images), labels).backward()
@@ -148,7 +150,8 @@ def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, th
     return sorted(timings[2:])[len(timings[2:]) // 2]  # 2 warm-up steps: oneDNN builds kernels
 
 
-def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int) -> tuple[float, int]:
+def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int,
+                     tick: Callable[[], Any] = lambda: None) -> tuple[float, int]:
     """(seconds of one training step at batch 32, 96 px, channels_last; the thread count that
     gave it). Times ``max_threads`` and, on a multi-core machine, 1 thread (median of 3 steps
     after 2 warm-up steps each) and keeps the faster: on an idle 2-core machine 2 threads are
@@ -161,9 +164,9 @@ def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int) -> tu
         memory_format=torch.channels_last)
     labels = torch.randint(0, num_classes, (32,), generator=generator)
     model.train()
-    timings = {max_threads: _time_steps(model, images, labels, max_threads)}
+    timings = {max_threads: _time_steps(model, images, labels, max_threads, tick)}
     if max_threads > 1:
-        timings[1] = _time_steps(model, images, labels, 1, steps=4)
+        timings[1] = _time_steps(model, images, labels, 1, tick, steps=4)
     model.zero_grad(set_to_none=True)
     model.load_state_dict(saved)
     threads = max_threads if timings[max_threads] <= 1.1 * timings.get(1, math.inf) else 1
@@ -319,12 +322,17 @@ class _Schedule:
 
     def replan(self, step: int, step_s: float, eval_s: float) -> None:
         """Re-plan the total from the measured seconds per training step and per validation
-        (precise BN + evaluation, once per epoch): as many steps as fit before the deadline
-        with their validations, ending mid-epoch if that is where the time runs out."""
+        (precise BN + evaluation, once per epoch; both medians over the run so far, so one slow
+        epoch is not taken for the machine's speed): as many steps as fit before the deadline
+        with their validations, ending mid-epoch if that is where the time runs out. One re-plan
+        cuts at most 30 % of the steps left (a burst of load on a shared machine cut a run from
+        154 planned steps to 8, measured); the per-step deadline guard still ends a run that
+        really is late (``stop_reason="deadline"``)."""
         if self.replay or step_s <= 0:
             return
         left_s = self.deadline - time.monotonic() - eval_s  # the last validation always runs
         steps_left = max(0, int(left_s / (step_s + eval_s / self.steps_per_epoch)))
+        steps_left = max(steps_left, int(0.7 * (self.total - step)))
         total = step + (steps_left if steps_left >= 3 else 0)  # not a few stray steps
         total = max(step, min(total, self.recipe.max_finetune_epochs * self.steps_per_epoch))
         if total != self.total:
@@ -377,13 +385,13 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     evaluated = ema.module if ema is not None else model
     step, epoch = 0, 0
     step_times: list[float] = []
+    eval_times: list[float] = []
     def end(at_step: int) -> int:  # a replay also stops where the recorded run stopped
         total = schedule.at(at_step)
         return min(total, recipe.finetune_steps_done) if schedule.replay else total
 
     while step < end(step):
         epoch += 1
-        epoch_step_times = len(step_times)
         model.train()
         if recipe.batchnorm == "frozen":
             for module in model.modules():
@@ -427,9 +435,9 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
                             preprocessing, progress, emit=False)
         accuracy, val_loss, _ = evaluate(evaluated, val, preprocessing)
         state.offer(evaluated, "finetune", epoch, accuracy, val_loss, len(val))
-        this_epoch = step_times[epoch_step_times:]
-        schedule.replan(step, sorted(this_epoch)[len(this_epoch) // 2],
-                        time.monotonic() - eval_began)
+        eval_times.append(time.monotonic() - eval_began)
+        schedule.replan(step, statistics.median(step_times[-200:]),
+                        statistics.median(eval_times[-3:]))
         entry = {"phase": "finetune", "epoch": epoch,
                  "epochs": math.ceil(schedule.at(step) / steps_per_epoch), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
@@ -448,3 +456,5 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             break
     if not schedule.replay:
         recipe.finetune_steps_done = step
+        if step == 0:
+            state.stop_reason = "no_finetune_time"
