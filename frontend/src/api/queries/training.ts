@@ -43,10 +43,13 @@ export interface EpochRecord {
   lr?: number;
 }
 
-export type StopReason = "no_improvement" | "deadline";
+/** "no_finetune_time": the budget left no step for training all layers (the output layer only) */
+export type StopReason = "no_improvement" | "deadline" | "no_finetune_time";
 /** `recipe` of a job as the engine records it; after the end it says why training stopped and what it used. */
 export interface TrainingRecipe {
   stop_reason?: StopReason | null;
+  /** steps of training all layers actually run (0: the model is the output layer only) */
+  finetune_steps_done?: number;
   /** epochs without improvement that ended training (with stop_reason "no_improvement") */
   patience?: number;
   /** the resolved preset: "none", "light" or "strong" ("auto" resolved from the data) */
@@ -102,6 +105,30 @@ export interface ClassificationReport {
   confusion_matrix: number[][];
   misclassified: Misclassified[];
   predictions: Prediction[];
+  /** judged on the training split's class counts (newer reports; else judged here from the supports) */
+  imbalanced?: boolean;
+  /** images per class in the training split, in label order (newer reports) */
+  train_class_counts?: number[];
+}
+
+/** `metrics` of a finished job: which split the report used and the figures on it. */
+export interface TrainingMetrics {
+  /** "test" or "val" (newer jobs) */
+  evaluated_on?: string;
+  val_accuracy?: number;
+  macro_f1?: number;
+  test_accuracy?: number;
+  test_macro_f1?: number;
+}
+
+export function metricsOf(job: { metrics?: unknown }): TrainingMetrics {
+  return (job.metrics && typeof job.metrics === "object" ? job.metrics : {}) as TrainingMetrics;
+}
+
+/** The accuracy a finished job is judged by: on the test split when the report used it, else on validation. */
+export function headlineAccuracy(metrics: TrainingMetrics): { split: "test" | "val"; accuracy: number } | null {
+  if (metrics.evaluated_on === "test" && typeof metrics.test_accuracy === "number") return { split: "test", accuracy: metrics.test_accuracy };
+  return typeof metrics.val_accuracy === "number" ? { split: "val", accuracy: metrics.val_accuracy } : null;
 }
 
 export function trainingProgressOf(job: { progress?: unknown }): TrainingProgress {
@@ -124,6 +151,8 @@ export function classificationReportOf(report: EvaluationReport): Classification
     confusion_matrix: raw.confusion_matrix ?? [],
     misclassified: raw.misclassified ?? [],
     predictions: raw.predictions ?? [],
+    ...(typeof raw.imbalanced === "boolean" ? { imbalanced: raw.imbalanced } : {}),
+    ...(Array.isArray(raw.train_class_counts) ? { train_class_counts: raw.train_class_counts } : {}),
   };
 }
 

@@ -20,8 +20,8 @@ import {
 import { useDatasetVersion } from "../../api/queries/versions";
 import { Chart, type ChartClick } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
-import { cellSamples, heatmapData, maxOffDiagonal } from "./confusion";
-import { imbalanceRatio } from "./imbalance";
+import { cellSamples, heatmapSeries, maxOffDiagonal } from "./confusion";
+import { notEvaluated, reportImbalance } from "./imbalance";
 import { SampleThumb } from "./SampleThumb";
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
@@ -46,8 +46,10 @@ export function ReportPage() {
   const e = evaluation.data;
   const name = job.data?.model_name || jobId.slice(0, 8);
   const selected = cell ? cellSamples(report, labels, cell.row, cell.col, trueLabels) : [];
-  // imbalanced classes: per-class recall and macro-F1 lead, accuracy follows
-  const ratio = imbalanceRatio(report.per_class);
+  // imbalanced classes (judged on the training split when the report says): per-class recall
+  // and macro-F1 lead, accuracy follows
+  const { imbalanced, ratio } = reportImbalance(report);
+  const fromTraining = typeof report.imbalanced === "boolean";
   const macroF1 = <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} data-testid="report-macro-f1" />;
 
   return (
@@ -66,12 +68,23 @@ export function ReportPage() {
         {split === "test" ? t("report.splitTest", { count: report.n }) : t("report.splitVal", { count: report.n })}{" "}
         <Typography.Text type="secondary">{t("report.onnxNote")}</Typography.Text>
       </Typography.Text>
-      {ratio !== null && <Alert type="info" showIcon data-testid="report-imbalanced" title={t("report.imbalanced", { ratio: ratio.toFixed(1) })} />}
-      {ratio !== null && <RecallPerClass rows={report.per_class} />}
+      {imbalanced && (
+        <Alert
+          type="info"
+          showIcon
+          data-testid="report-imbalanced"
+          title={
+            ratio === null
+              ? t("report.imbalancedPlain")
+              : t(fromTraining ? "report.imbalancedTrain" : "report.imbalanced", { ratio: ratio.toFixed(1) })
+          }
+        />
+      )}
+      {imbalanced && <RecallPerClass rows={report.per_class} split={split} />}
       <Space size="large" wrap>
-        {ratio !== null && macroF1}
+        {imbalanced && macroF1}
         <Statistic title={t("report.accuracy")} value={pct(report.accuracy)} data-testid="report-accuracy" />
-        {ratio === null && macroF1}
+        {!imbalanced && macroF1}
         <Statistic title={t("report.evaluated")} value={report.n} />
         <Statistic title={t("report.misclassified")} value={report.misclassified.length} />
         {split === "test" && report.validation && (
@@ -93,7 +106,7 @@ export function ReportPage() {
       <Row gutter={[16, 16]}>
         <Col xs={24} xl={13}>
           <Card size="small" title={t("report.confusion")} extra={<Typography.Text type="secondary">{t("report.confusionHint")}</Typography.Text>}>
-            <ConfusionHeatmap report={report} labels={labels} onCell={(row, col) => setCell({ row, col })} />
+            <ConfusionHeatmap report={report} labels={labels} split={split} onCell={(row, col) => setCell({ row, col })} />
           </Card>
         </Col>
         <Col xs={24} xl={11}>
@@ -111,7 +124,7 @@ export function ReportPage() {
         </Col>
       </Row>
       <Card size="small" title={t("report.perClass")}>
-        <PerClassTable rows={report.per_class} />
+        <PerClassTable rows={report.per_class} split={split} />
       </Card>
       <Card size="small" title={t("report.misclassifiedTitle", { count: report.misclassified.length })}>
         <ThumbGrid projectId={projectId} samples={report.misclassified} emptyText={t("report.noneMisclassified")} />
@@ -120,16 +133,19 @@ export function ReportPage() {
   );
 }
 
-function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[]; onCell: (row: number, col: number) => void }) {
+function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[]; split: string; onCell: (row: number, col: number) => void }) {
   const { t } = useTranslation();
-  const { report, labels, onCell } = props;
+  const { report, labels, split, onCell } = props;
   const option = useMemo(() => {
-    const points = heatmapData(report.confusion_matrix);
+    const { errors, correct, absent } = heatmapSeries(report.confusion_matrix);
+    const notInSplit = notInSplitText(t, split);
     return {
       tooltip: {
         position: "top",
-        formatter: (p: { data: [number, number, number] }) =>
-          t("report.cellTooltip", { true: labels[p.data[1]], predicted: labels[p.data[0]], count: p.data[2] }),
+        formatter: (p: { seriesIndex: number; data: [number, number, number] }) =>
+          p.seriesIndex === 2
+            ? `${labels[p.data[1]]}: ${notInSplit}`
+            : t("report.cellTooltip", { true: labels[p.data[1]], predicted: labels[p.data[0]], count: p.data[2] }),
       },
       grid: { left: 72, right: 24, top: 16, bottom: 96 },
       xAxis: { type: "category", data: labels, name: t("report.predicted"), nameLocation: "middle", nameGap: 32, splitArea: { show: true } },
@@ -151,21 +167,29 @@ function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[
         {
           name: t("report.errors"),
           type: "heatmap",
-          data: points.filter(([col, row]) => col !== row),
+          data: errors,
           label: { show: true, formatter: (p: { data: number[] }) => (p.data[2] ? String(p.data[2]) : "") },
           emphasis: { itemStyle: { borderColor: "#000", borderWidth: 1 } },
         },
         {
           name: t("report.correct"),
           type: "heatmap",
-          data: points.filter(([col, row]) => col === row),
+          data: correct,
           itemStyle: { color: "#b7eb8f" },
           label: { show: true },
           emphasis: { itemStyle: { borderColor: "#000", borderWidth: 1 } },
         },
+        {
+          // classes with no image in the split: nothing to be correct about, so not green
+          name: notInSplit,
+          type: "heatmap",
+          data: absent,
+          itemStyle: { color: "#f0f0f0" },
+          label: { show: true, color: "#bfbfbf", formatter: () => "—" },
+        },
       ],
     };
-  }, [report, labels, t]);
+  }, [report, labels, split, t]);
   const size = Math.min(560, Math.max(300, 120 + labels.length * 36));
   return (
     <Chart
@@ -180,40 +204,71 @@ function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[
   );
 }
 
-/** Each class's recall as a bar, smallest first: what accuracy hides when classes are imbalanced. */
-function RecallPerClass({ rows }: { rows: PerClassRow[] }) {
+/** "not in the test split" (or validation): a class with no image in the evaluated split. */
+function notInSplitText(t: ReturnType<typeof useTranslation>["t"], split: string): string {
+  return split === "test" ? t("report.notInTestSplit") : t("report.notInValSplit");
+}
+
+/**
+ * Each class's recall as a bar, smallest first: what accuracy hides when classes are imbalanced.
+ * Classes with no image in the split come last, greyed, without a bar.
+ */
+function RecallPerClass({ rows, split }: { rows: PerClassRow[]; split: string }) {
   const { t } = useTranslation();
-  const sorted = [...rows].sort((a, b) => a.recall - b.recall);
+  const sorted = [...rows.filter((r) => !notEvaluated(r)).sort((a, b) => a.recall - b.recall), ...rows.filter(notEvaluated)];
   return (
     <Card size="small" title={t("report.recallPerClass")} data-testid="report-recall">
       <div style={{ display: "grid", gridTemplateColumns: "minmax(80px, max-content) minmax(160px, 360px) max-content", gap: "4px 12px", alignItems: "center" }}>
-        {sorted.map((r) => (
-          <Fragment key={r.label}>
-            <Typography.Text>{r.label}</Typography.Text>
-            <Tooltip title={`${t("report.recall")} ${pct(r.recall)} · ${t("report.support")} ${r.support}`}>
-              <Progress percent={Math.round(1000 * r.recall) / 10} size="small" showInfo={false} status={r.recall < 0.5 ? "exception" : "normal"} />
-            </Tooltip>
-            <Typography.Text type="secondary">
-              {pct(r.recall)} ({r.support})
-            </Typography.Text>
-          </Fragment>
-        ))}
+        {sorted.map((r) =>
+          notEvaluated(r) ? (
+            <Fragment key={r.label}>
+              <Typography.Text type="secondary">{r.label}</Typography.Text>
+              <Typography.Text type="secondary" style={{ gridColumn: "span 2" }}>
+                {notInSplitText(t, split)}
+              </Typography.Text>
+            </Fragment>
+          ) : (
+            <Fragment key={r.label}>
+              <Typography.Text>{r.label}</Typography.Text>
+              <Tooltip title={`${t("report.recall")} ${pct(r.recall)} · ${t("report.support")} ${r.support}`}>
+                <Progress percent={Math.round(1000 * r.recall) / 10} size="small" showInfo={false} status={r.recall < 0.5 ? "exception" : "normal"} />
+              </Tooltip>
+              <Typography.Text type="secondary">
+                {pct(r.recall)} ({r.support})
+              </Typography.Text>
+            </Fragment>
+          ),
+        )}
       </div>
     </Card>
   );
 }
 
-function PerClassTable({ rows }: { rows: PerClassRow[] }) {
+/** Classes with no image in the split read so, greyed, with "—" for precision, recall and F1. */
+function PerClassTable({ rows, split }: { rows: PerClassRow[]; split: string }) {
   const { t } = useTranslation();
-  const num = (x: number) => x.toFixed(3);
+  const num = (x: number, r: PerClassRow) => (notEvaluated(r) ? "—" : x.toFixed(3));
   return (
     <Table<PerClassRow>
       rowKey="label"
       size="small"
       dataSource={rows}
+      data-testid="per-class"
+      onRow={(r) => (notEvaluated(r) ? { style: { color: "rgba(0, 0, 0, 0.45)" } } : {})}
       pagination={rows.length > 20 ? { pageSize: 20, showSizeChanger: false } : false}
       columns={[
-        { title: t("report.class"), dataIndex: "label" },
+        {
+          title: t("report.class"),
+          dataIndex: "label",
+          render: (label: string, r) =>
+            notEvaluated(r) ? (
+              <Typography.Text type="secondary">
+                {label} <Typography.Text type="secondary" italic>({notInSplitText(t, split)})</Typography.Text>
+              </Typography.Text>
+            ) : (
+              label
+            ),
+        },
         { title: t("report.precision"), dataIndex: "precision", render: num, sorter: (a, b) => a.precision - b.precision },
         { title: t("report.recall"), dataIndex: "recall", render: num, sorter: (a, b) => a.recall - b.recall },
         { title: t("report.f1"), dataIndex: "f1", render: num, sorter: (a, b) => a.f1 - b.f1, defaultSortOrder: undefined },

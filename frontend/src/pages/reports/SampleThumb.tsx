@@ -1,5 +1,13 @@
 import { Tag, Typography } from "antd";
+import type { TFunction } from "i18next";
 import { useTranslation } from "react-i18next";
+
+/** "predicted 5 · 69%" (not "5 69%", which reads as 5.69%); without a probability "predicted 5". */
+export function thumbCaption(t: TFunction, predicted: string, probability: number | null): string {
+  return probability === null
+    ? t("report.predictedLabel", { label: predicted })
+    : t("report.predictedWithProbability", { label: predicted, percent: Math.round(100 * probability) });
+}
 
 /** A validation sample's thumbnail with its predicted and true label. */
 export function SampleThumb(props: {
@@ -28,9 +36,8 @@ export function SampleThumb(props: {
         style={{ objectFit: "contain", display: "block", margin: "0 auto", imageRendering: "pixelated" }}
       />
       <figcaption style={{ marginTop: 4, lineHeight: 1.4 }}>
-        <Tag color={correct ? "success" : "error"} style={{ marginInlineEnd: 0 }}>
-          {props.predicted}
-          {props.probability !== null && ` ${Math.round(100 * props.probability)}%`}
+        <Tag color={correct ? "success" : "error"} style={{ marginInlineEnd: 0, whiteSpace: "normal" }} data-testid="thumb-predicted">
+          {thumbCaption(t, props.predicted, props.probability)}
         </Tag>
         {!correct && (
           <div>

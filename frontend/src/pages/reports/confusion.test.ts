@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { cellSamples, heatmapData, maxOffDiagonal } from "./confusion";
+import { cellSamples, heatmapData, heatmapSeries, maxOffDiagonal } from "./confusion";
 
 const labels = ["cat", "dog"];
 const report = {
@@ -43,5 +43,23 @@ describe("confusion matrix cells", () => {
     expect(heatmapData(matrix)).toEqual([[0, 0, 5], [1, 0, 1], [0, 1, 3], [1, 1, 7]]);
     expect(maxOffDiagonal(matrix)).toBe(3);
     expect(maxOffDiagonal([[4]])).toBe(1);
+  });
+});
+
+describe("heatmapSeries", () => {
+  it("does not draw the diagonal cell of a class absent from the split as correct", () => {
+    // class 1 has no image in the split: its row is empty
+    const { errors, correct, absent } = heatmapSeries([
+      [5, 0, 1],
+      [0, 0, 0],
+      [0, 2, 3],
+    ]);
+    expect(correct).toEqual([
+      [0, 0, 5],
+      [2, 2, 3],
+    ]);
+    expect(absent).toEqual([[1, 1, 0]]);
+    expect(errors).toHaveLength(6);
+    expect(errors.every(([col, row]) => col !== row)).toBe(true);
   });
 });

@@ -57,3 +57,22 @@ export function maxOffDiagonal(matrix: number[][]): number {
   }));
   return Math.max(1, max);
 }
+
+/**
+ * The heat map's points in three series: `errors` off the diagonal, `correct` on it, and
+ * `absent` the diagonal cells of classes with no sample in the evaluated split (an empty row):
+ * nothing was classified correctly there, so they are not drawn as correct.
+ */
+export function heatmapSeries(matrix: number[][]): {
+  errors: [number, number, number][];
+  correct: [number, number, number][];
+  absent: [number, number, number][];
+} {
+  const empty = matrix.map((cells) => cells.every((count) => count === 0));
+  const points = heatmapData(matrix);
+  return {
+    errors: points.filter(([col, row]) => col !== row),
+    correct: points.filter(([col, row]) => col === row && !empty[row]),
+    absent: points.filter(([col, row]) => col === row && empty[row]),
+  };
+}

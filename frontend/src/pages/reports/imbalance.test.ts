@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { imbalanceRatio } from "./imbalance";
+import { imbalanceRatio, reportImbalance } from "./imbalance";
 
 const row = (label: string, support: number) => ({ label, index: 0, precision: 1, recall: 1, f1: 1, support });
 
@@ -10,5 +10,23 @@ describe("imbalanceRatio", () => {
     expect(imbalanceRatio([row("a", 89), row("b", 30)])).toBeNull();
     expect(imbalanceRatio([row("a", 100), row("b", 10), row("c", 0)])).toBe(10); // c not evaluated
     expect(imbalanceRatio([row("a", 100)])).toBeNull();
+  });
+});
+
+describe("reportImbalance", () => {
+  // classes 40/4/20 in training; the test split left class "1" out entirely (6 and 3 images)
+  const perClass = [row("0", 6), row("1", 0), row("2", 3)];
+
+  it("takes the report's own word, judged on the training split, with its ratio", () => {
+    expect(reportImbalance({ per_class: perClass, imbalanced: true, train_class_counts: [40, 4, 20] })).toEqual({ imbalanced: true, ratio: 10 });
+    expect(reportImbalance({ per_class: perClass, imbalanced: true })).toEqual({ imbalanced: true, ratio: null });
+    // the test supports alone (6 vs 3) would say balanced
+    expect(reportImbalance({ per_class: perClass, imbalanced: false, train_class_counts: [10, 10, 10] })).toEqual({ imbalanced: false, ratio: null });
+    expect(reportImbalance({ per_class: [row("a", 100), row("b", 10)], imbalanced: false })).toEqual({ imbalanced: false, ratio: null });
+  });
+
+  it("falls back to the supports for older reports", () => {
+    expect(reportImbalance({ per_class: perClass })).toEqual({ imbalanced: false, ratio: null });
+    expect(reportImbalance({ per_class: [row("a", 90), row("b", 30)] })).toEqual({ imbalanced: true, ratio: 3 });
   });
 });

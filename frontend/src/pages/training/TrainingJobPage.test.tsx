@@ -56,6 +56,21 @@ describe("ProgressCard once done", () => {
     expect(statistic("Validation accuracy")).toBe("86.7%");
     expect(screen.getByTestId("val-epoch")).toHaveTextContent("of the model kept: epoch 40 (output layer only)");
   });
+
+  it("shows the test accuracy, said to be on test, when the report used the test split", () => {
+    const live: LiveJob = { ...start, status: "SUCCEEDED", progress: { phase: "done" }, history: [{ phase: "finetune", epoch: 3, val_accuracy: 0.95 }] };
+    const metrics = { evaluated_on: "test", val_accuracy: 0.95, test_accuracy: 0.912, best_epoch: 3, best_phase: "finetune" };
+    renderWithProviders(<ProgressCard live={live} budget={30} metrics={metrics} />);
+    expect(statistic("Test accuracy")).toBe("91.2%");
+    expect(statistic("Validation accuracy")).toBe("");
+  });
+
+  it("keeps validation accuracy when the report used the validation split", () => {
+    const live: LiveJob = { ...start, status: "SUCCEEDED", progress: { phase: "done" }, history: [{ phase: "finetune", epoch: 3, val_accuracy: 0.95 }] };
+    renderWithProviders(<ProgressCard live={live} budget={30} metrics={{ evaluated_on: "val", val_accuracy: 0.95, best_epoch: 3, best_phase: "finetune" }} />);
+    expect(statistic("Validation accuracy")).toBe("95.0%");
+    expect(statistic("Test accuracy")).toBe("");
+  });
 });
 
 describe("OutcomeCard", () => {
@@ -83,6 +98,25 @@ describe("OutcomeCard", () => {
     renderWithProviders(<OutcomeCard job={finished} live={done} />);
     expect(screen.getByTestId("resolution")).toHaveTextContent(/^96 px — the images' shorter side is 28 px$/);
     expect(screen.getByTestId("augmentation")).toHaveTextContent(/^Light — grayscale images \(digits, text, scans\): no flips/);
+  });
+
+  it("says plainly when the budget left no time to train all layers", async () => {
+    const headOnly = { ...finished, recipe: { ...(finished.recipe as object), stop_reason: "no_finetune_time", finetune_steps_done: 0 } } as unknown as TrainingJob;
+    const live: LiveJob = { ...done, history: [{ phase: "head", epoch: 40, val_accuracy: 0.8 }] };
+    const view = renderWithProviders(<OutcomeCard job={headOnly} live={live} />);
+    expect(screen.getByTestId("output-layer-only")).toHaveTextContent(
+      "The budget left no time to train all layers: this model is the output layer only (raise the budget for a better model).",
+    );
+    view.unmount();
+    await i18n.changeLanguage("zh-CN");
+    renderWithProviders(<OutcomeCard job={headOnly} live={live} />);
+    expect(screen.getByTestId("output-layer-only")).toHaveTextContent("预算没有留下训练全部层的时间：此模型只训练了输出层（提高预算可得到更好的模型）。");
+  });
+
+  it("says a job stopped at the time limit, without an output-layer warning", () => {
+    renderWithProviders(<OutcomeCard job={finished} live={done} />);
+    expect(screen.getByTestId("stop-reason")).toHaveTextContent("Stopped at the time limit (a longer budget may train further).");
+    expect(screen.queryByTestId("output-layer-only")).toBeNull();
   });
 
   it("in Chinese keeps the engine's English reasons in a tooltip and says whether it flipped", async () => {

@@ -9,7 +9,7 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
-import { recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
+import { headlineAccuracy, metricsOf, recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert, useReportError } from "../../components/errors";
@@ -17,7 +17,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { curvesOption } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
-import { elapsedOf, percentText, phaseName, resolutionReason, stageName, stopReasonText, validationHeadline } from "./jobText";
+import { elapsedOf, outputLayerOnly, percentText, phaseName, resolutionReason, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
@@ -118,6 +118,8 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
   const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics);
   const keptEntry = kept >= 0 && typeof live.history[kept]?.val_accuracy === "number" ? live.history[kept] : undefined;
   const validation = keptEntry ?? lastValidation(live);
+  // once done and evaluated on the test split: the test accuracy (of the model kept), said so
+  const test = metrics === undefined ? null : headlineAccuracy(metricsOf({ metrics }));
   const training = p.phase === "head" || p.phase === "finetune";
   const timeLeft = terminal
     ? "—"
@@ -141,10 +143,14 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
           )}
         </div>
         <div>
-          <Statistic
-            title={t("training.valAccuracy")}
-            value={validation && typeof validation.val_accuracy === "number" ? percentText(validation.val_accuracy) : "—"}
-          />
+          {test?.split === "test" ? (
+            <Statistic title={t("training.testAccuracy")} value={percentText(test.accuracy)} data-testid="test-accuracy" />
+          ) : (
+            <Statistic
+              title={t("training.valAccuracy")}
+              value={validation && typeof validation.val_accuracy === "number" ? percentText(validation.val_accuracy) : "—"}
+            />
+          )}
           <Typography.Text
             type="secondary"
             style={{ fontSize: 12 }}
@@ -179,7 +185,9 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
   const flips = typeof recipe.augmentation_flip === "boolean" && recipe.augmentation !== "none"
     ? t(recipe.augmentation_flip ? "training.withFlips" : "training.noFlips")
     : "";
-  const stop = stopReasonText(t, recipe, job.budget_s, elapsedOf(job, live.progress.elapsed_s));
+  // a model of the output layer only is said plainly, above the rest
+  const headOnly = outputLayerOnly(recipe, live.history);
+  const stop = headOnly ? null : stopReasonText(t, recipe, job.budget_s, elapsedOf(job, live.progress.elapsed_s));
   const items = [
     ...(stop ? [{ key: "stop", label: t("training.stopReason"), children: <span data-testid="stop-reason">{stop}</span>, span: 2 }] : []),
     ...(typeof recipe.resolution === "number"
@@ -216,8 +224,14 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
       ? [{ key: "preference", label: t("training.modelPreference"), children: optionName(t, "preferences", recipe.model_preference) }]
       : []),
   ];
-  if (items.length === 0) return null;
-  return <Descriptions size="small" bordered column={2} title={t("training.outcome")} items={items} data-testid="outcome" />;
+  const alert = headOnly && <Alert type="warning" showIcon data-testid="output-layer-only" title={t("training.headOnly")} />;
+  if (items.length === 0) return alert || null;
+  return (
+    <>
+      {alert}
+      <Descriptions size="small" bordered column={2} title={t("training.outcome")} items={items} data-testid="outcome" />
+    </>
+  );
 }
 
 function optionName(t: ReturnType<typeof useTranslation>["t"], group: "augmentations" | "preferences", value: string): string {
@@ -241,6 +255,8 @@ function CurvesCard({ live, metrics }: { live: LiveJob; metrics: unknown }) {
         valAccuracy: t("training.valAccuracy"),
         epoch: t("training.epoch"),
         kept: t("training.keptMark"),
+        outputLayer: t("training.outputLayer"),
+        outputLayerTitle: t("training.outputLayerTitle"),
         stage: (phase) => stageName(t, phase),
         entryTitle: (h) => t("training.entryTitle", { epoch: h.epoch, stage: stageName(t, h.phase) }),
       }),

@@ -37,14 +37,14 @@ const samples = Array.from({ length: 4 }, (_, i) => ({
 
 const sampleQueries: string[] = [];
 
-function api(posted: unknown[]) {
+function api(posted: unknown[], jobs: unknown[] = []) {
   return async (request: Request) => {
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname.endsWith("/training-jobs/")) {
       posted.push(await request.json());
       return json(201, { id: "job1", status: "QUEUED" });
     }
-    if (url.pathname.endsWith("/training-jobs/")) return json(200, { count: 0, next: null, previous: null, results: [] });
+    if (url.pathname.endsWith("/training-jobs/")) return json(200, { count: jobs.length, next: null, previous: null, results: jobs });
     if (url.pathname.endsWith("/datasets/d1/samples/")) {
       sampleQueries.push(url.search);
       return json(200, { count: 4, next: null, previous: null, results: samples });
@@ -55,6 +55,8 @@ function api(posted: unknown[]) {
     return json(404, { error: { code: "not_found", message: url.pathname } });
   };
 }
+
+const RANGE = "The time budget must be between 0:16 and 24:00:00 (this version needs at least 15 s plus 0.01 s per image).";
 
 describe("TrainingPage", () => {
   it("without ?version= preselects the first dataset and its newest version", async () => {
@@ -82,11 +84,18 @@ describe("TrainingPage", () => {
     expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
     const preview = await screen.findByTestId("augmentation-preview");
     expect(sampleQueries.at(-1)).toContain("split=train");
-    expect(sampleQueries.at(-1)).toContain("page_size=4");
+    expect(sampleQueries.at(-1)).toContain("page_size=100"); // a pool to pick different classes from
     await userEvent.click(screen.getByRole("radio", { name: /Strong/ }));
     const images = within(preview).getAllByTestId("augmented");
     expect(images).toHaveLength(12);
     expect(images[0]!.style.transform).toMatch(/rotate\(/);
+    // flips: the data decides (colour photos only), so the preview shows none and says so
+    expect(images.every((img) => !img.style.transform.includes("scale(-"))).toBe(true);
+    expect(within(preview).getByTestId("preview-flips")).toHaveTextContent("Flips are added for colour photos only");
+    expect(screen.getByRole("radio", { name: /Strong/ }).closest("label")).not.toHaveTextContent(/flip/i);
+    expect(screen.getByTestId("flips-note")).toHaveTextContent(
+      "only for colour photos, never for grayscale or small images such as digits and text",
+    );
     await userEvent.click(within(preview).getByRole("button", { name: /Shuffle/ }));
     await userEvent.click(screen.getByRole("radio", { name: /Faster/ }));
     expect(screen.getByRole("radio", { name: /Faster/ })).toHaveAttribute("aria-checked", "true");
@@ -105,7 +114,8 @@ describe("TrainingPage", () => {
     await userEvent.clear(budget);
     await userEvent.type(budget, "15");
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
-    expect(await screen.findByText("This version needs a time budget of at least 0:16 (15 s plus 0.01 s per image).")).toBeInTheDocument();
+    expect(await screen.findByText(RANGE)).toBeInTheDocument();
+    expect(document.querySelectorAll(".ant-form-item-explain-error")).toHaveLength(1);
     expect(posted).toEqual([]);
   });
 
@@ -128,8 +138,29 @@ describe("TrainingPage", () => {
     await userEvent.clear(budget);
     await userEvent.type(budget, "0");
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
-    expect(await screen.findByText("The time budget must be between 0:10 and 24:00:00.")).toBeInTheDocument();
+    // one rule, one message: the version's minimum (not a second, older 0:10) and 24 h
+    expect(await screen.findByText(RANGE)).toBeInTheDocument();
+    expect([...document.querySelectorAll(".ant-form-item-explain-error")].map((e) => e.textContent)).toEqual([RANGE]);
     expect(budget).toHaveValue("0"); // not clamped behind the person's back
+    // the form takes the person to the error (scrollToFirstError, focused)
+    await waitFor(() => expect(budget).toHaveFocus());
+    await userEvent.clear(budget);
+    await userEvent.type(budget, "90000");
+    await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
+    await waitFor(() => expect([...document.querySelectorAll(".ant-form-item-explain-error")].map((e) => e.textContent)).toEqual([RANGE]));
     expect(posted).toEqual([]);
+  });
+
+  it("shows each job's accuracy on the split its report used", async () => {
+    const jobs = [
+      { id: "aaaaaaaa-1", status: "SUCCEEDED", model_name: "a", budget_s: 90, created_at: "2026-11-29T00:00:00Z", metrics: { evaluated_on: "test", val_accuracy: 0.95, test_accuracy: 0.912 } },
+      { id: "bbbbbbbb-2", status: "SUCCEEDED", model_name: "b", budget_s: 90, created_at: "2026-11-29T00:00:00Z", metrics: { evaluated_on: "val", val_accuracy: 0.9 } },
+      { id: "cccccccc-3", status: "SUCCEEDED", model_name: "c", budget_s: 90, created_at: "2026-11-29T00:00:00Z", metrics: { val_accuracy: 0.8 } },
+    ];
+    renderRoutes(routes, "/projects/p1/training", api([], jobs) as unknown as typeof globalThis.fetch);
+    const cells = await screen.findAllByTestId("job-accuracy");
+    expect(cells.map((c) => c.textContent)).toEqual(["91.2% test", "90.0% validation", "80.0% validation"]);
+    expect(cells[0]).toHaveAttribute("title", "Test accuracy");
+    expect(within(screen.getByTestId("training-jobs")).queryByText("Validation accuracy")).toBeNull();
   });
 });

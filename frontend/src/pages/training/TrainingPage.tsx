@@ -24,6 +24,8 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { useCanEdit } from "../../api/queries/projects";
 import { useDatasets } from "../../api/queries/datasets";
 import {
+  headlineAccuracy,
+  metricsOf,
   useStartTraining,
   useTrainingJobs,
   type Augmentation,
@@ -42,8 +44,7 @@ import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./Wiza
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
 export const DEFAULT_BUDGET_S = 90;
-/** The server's limits (sampan/training/services.py MIN_BUDGET_S, MAX_BUDGET_S). */
-const MIN_BUDGET_S = 10;
+/** The server's upper limit (sampan/training/budget.py MAX_BUDGET_S); the lower one is the version's min_budget_s. */
 const MAX_BUDGET_S = 24 * 3600;
 const TASKS = ["image_classification", "object_detection"] as const;
 const SUPPORTED_TASKS = new Set<string>(["image_classification"]);
@@ -166,6 +167,7 @@ function TrainingWizard() {
           model_preference: "more_accurate",
         }}
         onFinish={submit}
+        scrollToFirstError={{ focus: true }}
       >
         <Form.Item label={t("training.step1")} required style={{ marginBottom: 0 }}>
           <Space wrap>
@@ -240,13 +242,7 @@ function TrainingWizard() {
             <Form.Item
               name="budget_s"
               noStyle
-              rules={[
-                { required: true, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
-                { type: "number", min: MIN_BUDGET_S, max: MAX_BUDGET_S, message: t("training.budgetRange", { min: formatDuration(MIN_BUDGET_S), max: formatDuration(MAX_BUDGET_S) }) },
-                ...(minBudget !== undefined
-                  ? [{ type: "number" as const, min: minBudget, message: t("training.minBudgetReason", { min: formatDuration(minBudget) }) }]
-                  : []),
-              ]}
+              rules={[budgetRule(t, minBudget)]}
             >
               <InputNumber precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
             </Form.Item>
@@ -309,6 +305,22 @@ function TrainingWizard() {
   );
 }
 
+/**
+ * The one rule on the budget: at least the version's min_budget_s (rounded up; 1 s while the
+ * version does not say) and at most 24 h, with one message saying both.
+ */
+export function budgetRule(t: ReturnType<typeof useTranslation>["t"], minBudget: number | undefined) {
+  const min = minBudget ?? 1;
+  const message = t(minBudget === undefined ? "training.budgetRange" : "training.budgetRangeVersion", {
+    min: formatDuration(min),
+    max: formatDuration(MAX_BUDGET_S),
+  });
+  return {
+    validator: (_: unknown, value: unknown) =>
+      typeof value === "number" && value >= min && value <= MAX_BUDGET_S ? Promise.resolve() : Promise.reject(new Error(message)),
+  };
+}
+
 function TrainingJobsTable() {
   const { t } = useTranslation();
   const { projectId = "" } = useParams();
@@ -342,10 +354,19 @@ function TrainingJobsTable() {
           { title: t("training.status"), dataIndex: "status", render: (status: string) => <JobStatusTag status={status} /> },
           { title: t("training.budget"), dataIndex: "budget_s", render: (s: number) => formatDuration(s) },
           {
-            title: t("training.valAccuracy"),
+            // on the test split when the report used it, else on validation: each row says which
+            title: t("training.accuracyColumn"),
             render: (_, job) => {
-              const acc = (job.metrics as { val_accuracy?: number } | null)?.val_accuracy;
-              return typeof acc === "number" ? `${(100 * acc).toFixed(1)}%` : "";
+              const headline = headlineAccuracy(metricsOf(job));
+              if (!headline) return "";
+              return (
+                <span data-testid="job-accuracy" title={t(headline.split === "test" ? "training.testAccuracy" : "training.valAccuracy")}>
+                  {`${(100 * headline.accuracy).toFixed(1)}%`}{" "}
+                  <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+                    {t(`training.splitShort.${headline.split}`)}
+                  </Typography.Text>
+                </span>
+              );
             },
           },
           { title: t("common.createdAt"), dataIndex: "created_at", render: (value: string) => formatDate(value) },

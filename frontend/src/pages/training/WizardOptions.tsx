@@ -15,23 +15,28 @@ export const PREVIEW_IMAGES = 4;
 const PREVIEW_POOL = 100;
 export const PREVIEW_DRAWS = 3;
 
-/** A Form control: the four presets with a one-line explanation each. */
+/** A Form control: the four presets with a one-line explanation each, and when flips are added. */
 export function AugmentationChoice(props: { value?: Augmentation; onChange?: (value: Augmentation) => void }) {
   const { t } = useTranslation();
   return (
-    <Radio.Group
-      value={props.value}
-      onChange={(e) => props.onChange?.(e.target.value as Augmentation)}
-      aria-label={t("training.augmentation")}
-      style={{ display: "flex", flexDirection: "column", gap: 4 }}
-    >
-      {AUGMENTATIONS.map((a) => (
-        <Radio key={a} value={a}>
-          <Typography.Text strong>{t(`training.augmentations.${a}`)}</Typography.Text>
-          <Typography.Text type="secondary"> — {t(`training.augmentationHints.${a}`)}</Typography.Text>
-        </Radio>
-      ))}
-    </Radio.Group>
+    <Space orientation="vertical" size={4} style={{ maxWidth: 520 }}>
+      <Radio.Group
+        value={props.value}
+        onChange={(e) => props.onChange?.(e.target.value as Augmentation)}
+        aria-label={t("training.augmentation")}
+        style={{ display: "flex", flexDirection: "column", gap: 4 }}
+      >
+        {AUGMENTATIONS.map((a) => (
+          <Radio key={a} value={a}>
+            <Typography.Text strong>{t(`training.augmentations.${a}`)}</Typography.Text>
+            <Typography.Text type="secondary"> — {t(`training.augmentationHints.${a}`)}</Typography.Text>
+          </Radio>
+        ))}
+      </Radio.Group>
+      <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="flips-note">
+        {t("training.flipsNote")}
+      </Typography.Text>
+    </Space>
   );
 }
 
@@ -80,6 +85,11 @@ export function AugmentationPreview(props: { projectId: string; datasetId?: stri
           )),
         )}
       </div>
+      {props.preset !== "none" && (
+        <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="preview-flips">
+          {t("training.previewFlips")}
+        </Typography.Text>
+      )}
     </Space>
   );
 }

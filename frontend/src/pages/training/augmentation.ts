@@ -1,6 +1,8 @@
 // The augmentation presets' ranges, for the wizard's preview (pure, tested in augmentation.test.ts).
 // The ranges are the engine's presets (workers/ml/augmentation.py); "auto" is chosen from the data
-// when training starts, so the preview shows it as "light" without flips.
+// when training starts, so the preview shows it as "light". The engine adds horizontal flips to
+// light and strong alike, for colour photos only (never grayscale or small images such as digits
+// and text): the data decides, so the preview shows no flips and says so in words.
 import type { Sample } from "../../api/queries/datasets";
 import type { Augmentation } from "../../api/queries/training";
 import { classLabelOf } from "../datasets/labeling";
@@ -12,19 +14,17 @@ export interface PresetRanges {
   translate: number;
   scale: [number, number];
   brightness: [number, number];
-  /** probability of a horizontal flip */
-  flip: number;
 }
 
 export const PRESET_RANGES: Record<Exclude<Augmentation, "none" | "auto">, PresetRanges> = {
-  light: { rotate: 10, translate: 0.08, scale: [0.9, 1.1], brightness: [0.8, 1.2], flip: 0 },
-  strong: { rotate: 20, translate: 0.12, scale: [0.8, 1.2], brightness: [0.6, 1.4], flip: 0.5 },
+  light: { rotate: 10, translate: 0.08, scale: [0.9, 1.1], brightness: [0.8, 1.2] },
+  strong: { rotate: 20, translate: 0.12, scale: [0.8, 1.2], brightness: [0.6, 1.4] },
 };
 
 /** The ranges the preview draws from; null: images unchanged. */
 export function previewRanges(preset: Augmentation): PresetRanges | null {
   if (preset === "none") return null;
-  if (preset === "auto") return { ...PRESET_RANGES.light, flip: 0 };
+  if (preset === "auto") return PRESET_RANGES.light;
   return PRESET_RANGES[preset];
 }
 
@@ -35,10 +35,9 @@ export interface Draw {
   translateY: number;
   scale: number;
   brightness: number;
-  flip: boolean;
 }
 
-export const IDENTITY: Draw = { rotate: 0, translateX: 0, translateY: 0, scale: 1, brightness: 1, flip: false };
+export const IDENTITY: Draw = { rotate: 0, translateX: 0, translateY: 0, scale: 1, brightness: 1 };
 
 /** One random draw from the preset's ranges; `random` returns [0, 1) like Math.random. */
 export function drawTransform(preset: Augmentation, random: () => number = Math.random): Draw {
@@ -51,7 +50,6 @@ export function drawTransform(preset: Augmentation, random: () => number = Math.
     translateY: between(-r.translate, r.translate),
     scale: between(r.scale[0], r.scale[1]),
     brightness: between(r.brightness[0], r.brightness[1]),
-    flip: random() < r.flip,
   };
 }
 
@@ -59,7 +57,7 @@ export function drawTransform(preset: Augmentation, random: () => number = Math.
 export function drawStyle(d: Draw): { transform: string; filter: string } {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   return {
-    transform: `translate(${pct(d.translateX)}, ${pct(d.translateY)}) rotate(${d.rotate.toFixed(1)}deg) scale(${d.flip ? "-" : ""}${d.scale.toFixed(3)}, ${d.scale.toFixed(3)})`,
+    transform: `translate(${pct(d.translateX)}, ${pct(d.translateY)}) rotate(${d.rotate.toFixed(1)}deg) scale(${d.scale.toFixed(3)}, ${d.scale.toFixed(3)})`,
     filter: `brightness(${d.brightness.toFixed(2)})`,
   };
 }

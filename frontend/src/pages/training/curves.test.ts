@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { curvesOption, phaseRuns, tickPositions, type CurveTexts } from "./curves";
+import { curvesOption, isOutputLayerPoint, phaseRuns, tickPositions, type CurveTexts } from "./curves";
 
 const texts: CurveTexts = {
   loss: "Loss",
@@ -8,6 +8,8 @@ const texts: CurveTexts = {
   valAccuracy: "Validation accuracy",
   epoch: "Epoch",
   kept: "kept",
+  outputLayer: "output layer",
+  outputLayerTitle: "Output layer (backbone frozen)",
   stage: (phase) => (phase === "head" ? "output layer only" : "all layers"),
   entryTitle: (h) => `Epoch ${h.epoch}`,
 };
@@ -51,6 +53,31 @@ describe("curvesOption", () => {
   it("has no kept mark while the kept epoch is unknown", () => {
     expect(curvesOption(history, -1, texts).series[2]).not.toHaveProperty("markLine");
     expect(phaseRuns([])).toEqual([]);
+  });
+});
+
+describe("the output-layer point", () => {
+  // the engine's history: the output layer as one entry after 40 quick epochs, then all layers
+  const engine = [
+    { phase: "head", epoch: 40, epochs: 40, loss: 0.9, val_loss: 0.8, val_accuracy: 0.8 },
+    { phase: "finetune", epoch: 1, loss: 0.5, val_loss: 0.4, val_accuracy: 0.9 },
+    { phase: "finetune", epoch: 2, loss: 0.3, val_loss: 0.3, val_accuracy: 0.95 },
+    { phase: "finetune", epoch: 3, loss: 0.2, val_loss: 0.2, val_accuracy: 0.96 },
+  ];
+
+  it("is labelled output layer on the axis and in the tooltip, not epoch 40", () => {
+    const option = curvesOption(engine, 3, texts);
+    expect([1, 2, 3, 4].map(option.xAxis.axisLabel.formatter)).toEqual(["output layer", "1", "2", "3"]);
+    expect(option.xAxis.axisPointer.label.formatter({ value: 1.2 })).toBe("output layer");
+    const point = (dataIndex: number) => [{ dataIndex, marker: "", seriesName: "Loss", value: [dataIndex + 1, 0.5] as [number, number | null] }];
+    expect(option.tooltip.formatter(point(0))).toMatch(/^Output layer \(backbone frozen\)<br\/>/);
+    expect(option.tooltip.formatter(point(1))).toMatch(/^Epoch 1<br\/>/);
+  });
+
+  it("keeps the numbers of older jobs' output-layer epochs", () => {
+    expect(isOutputLayerPoint(history, 0)).toBe(false);
+    expect(isOutputLayerPoint(engine, 0)).toBe(true);
+    expect(isOutputLayerPoint(engine, 1)).toBe(false);
   });
 });
 

@@ -10,6 +10,10 @@ export interface CurveTexts {
   valAccuracy: string;
   epoch: string;
   kept: string;
+  /** the x label of the output-layer phase's one point ("output layer"), in place of its epoch count */
+  outputLayer: string;
+  /** the tooltip's heading for that point */
+  outputLayerTitle: string;
   /** a phase's short name ("head" -> "output layer only"), for the bands and the tooltip */
   stage: (phase: string | undefined) => string;
   /** the tooltip's heading for an entry ("Epoch 3 · all layers") */
@@ -27,6 +31,18 @@ export function phaseRuns(history: EpochRecord[]): [string | undefined, number, 
     else runs.push([h.phase, i, i]);
   });
   return runs;
+}
+
+const isHead = (phase: string | undefined) => phase === "head" || phase === "features";
+
+/**
+ * Whether entry i is the output-layer phase as one point: the engine trains the output layer for
+ * many quick epochs on cached features and records them as one entry named after the last
+ * ("epoch 40"), which beside all layers' 1, 2, 3 reads as a count. Older jobs with one entry per
+ * output-layer epoch keep their numbers.
+ */
+export function isOutputLayerPoint(history: EpochRecord[], i: number): boolean {
+  return isHead(history[i]?.phase) && !isHead(history[i - 1]?.phase) && !isHead(history[i + 1]?.phase);
 }
 
 /** A loss for a log axis: null where missing or not positive (log 0 is not drawn). */
@@ -59,7 +75,8 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
   const ticks = tickPositions(history);
   const labelOf = (value: number) => {
     const entry = Number.isInteger(value) ? history[value - 1] : undefined;
-    return entry ? String(entry.epoch) : "";
+    if (!entry) return "";
+    return isOutputLayerPoint(history, value - 1) ? texts.outputLayer : String(entry.epoch);
   };
   const twoDecimals = (x: number) => (x >= 0.01 ? x.toFixed(3) : x.toExponential(1));
   return {
@@ -68,7 +85,8 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
       trigger: "axis",
       formatter: (params: { dataIndex: number; marker: string; seriesName: string; value: [number, number | null] }[]) => {
         const list = Array.isArray(params) ? params : [params];
-        const entry = list[0] ? history[list[0].dataIndex] : undefined;
+        const index = list[0]?.dataIndex ?? -1;
+        const entry = history[index];
         const lines = list
           .filter((p) => p.value[1] !== null)
           .map((p) => {
@@ -76,7 +94,8 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
             const text = p.seriesName === texts.valAccuracy ? `${v.toFixed(1)}%` : twoDecimals(v);
             return `${p.marker}${p.seriesName}: ${text}`;
           });
-        return [entry ? texts.entryTitle(entry) : "", ...lines].join("<br/>");
+        const title = !entry ? "" : isOutputLayerPoint(history, index) ? texts.outputLayerTitle : texts.entryTitle(entry);
+        return [title, ...lines].join("<br/>");
       },
     },
     legend: { top: 0 },

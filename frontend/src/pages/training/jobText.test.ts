@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import en from "../../i18n/locales/en.json";
 import zhCN from "../../i18n/locales/zh-CN.json";
-import { elapsedOf, phaseName, resolutionReason, stopReasonText, validationHeadline } from "./jobText";
+import { elapsedOf, outputLayerOnly, phaseName, resolutionReason, stopReasonText, validationHeadline } from "./jobText";
 
 const t = i18n.t.bind(i18n);
 
@@ -42,9 +42,28 @@ describe("stopReasonText", () => {
       "Finished early: no improvement for 1 epoch.",
     );
     expect(stopReasonText(t, { stop_reason: "no_improvement" }, 300, 100)).toBe("Finished early: the validation figures stopped improving.");
-    expect(stopReasonText(t, { stop_reason: "deadline" }, 300, 299)).toMatch(/time budget ran out/);
+    expect(stopReasonText(t, { stop_reason: "deadline" }, 300, 299)).toBe("Stopped at the time limit (a longer budget may train further).");
+    expect(stopReasonText(t, { stop_reason: "no_finetune_time" }, 30, 29)).toBe(
+      "The budget left no time to train all layers: this model is the output layer only (raise the budget for a better model).",
+    );
     expect(stopReasonText(t, { stop_reason: null }, 300, 100)).toBeNull();
     expect(stopReasonText(t, {}, 300, 100)).toBeNull();
+  });
+
+  it("says so in Chinese too", async () => {
+    await i18n.changeLanguage("zh-CN");
+    expect(stopReasonText(t, { stop_reason: "deadline" }, 300, 299)).toBe("在时间上限处停止（更长的预算可能训练得更好）。");
+    expect(stopReasonText(t, { stop_reason: "no_finetune_time" }, 30, 29)).toMatch(/^预算没有留下训练全部层的时间：此模型只训练了输出层/);
+  });
+
+  it("knows a model of the output layer only: no time was left for all layers", () => {
+    const head = [{ phase: "head", epoch: 40 }];
+    expect(outputLayerOnly({ stop_reason: "no_finetune_time" }, head)).toBe(true);
+    expect(outputLayerOnly({ stop_reason: "deadline", finetune_steps_done: 0 }, head)).toBe(true);
+    expect(outputLayerOnly({ stop_reason: "deadline", finetune_steps_done: 12 }, head)).toBe(false);
+    expect(outputLayerOnly({ stop_reason: "deadline" }, head)).toBe(false); // older jobs: not recorded
+    // an epoch of all layers in the history: whatever the recipe recorded, all layers trained
+    expect(outputLayerOnly({ finetune_steps_done: 0 }, [...head, { phase: "finetune", epoch: 1 }])).toBe(false);
   });
 
   it("takes the time from the engine, else from the job's dates", () => {

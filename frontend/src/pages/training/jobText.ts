@@ -38,6 +38,7 @@ export function validationHeadline(t: TFunction, entry: EpochRecord): string {
  */
 export function stopReasonText(t: TFunction, recipe: TrainingRecipe, budgetS: number | undefined, elapsedS: number | undefined): string | null {
   if (recipe.stop_reason === "deadline") return t("training.stoppedDeadline");
+  if (recipe.stop_reason === "no_finetune_time") return t("training.headOnly");
   if (recipe.stop_reason !== "no_improvement") return null;
   if (typeof recipe.patience !== "number" || recipe.patience < 1) return t("training.stoppedEarlyPlain");
   const count = recipe.patience;
@@ -46,6 +47,16 @@ export function stopReasonText(t: TFunction, recipe: TrainingRecipe, budgetS: nu
     return t("training.stoppedEarlySaved", { count, saved: formatDuration(saved), budget: formatDuration(budgetS) });
   }
   return t("training.stoppedEarly", { count });
+}
+
+/**
+ * Whether the model is the output layer only: the budget left no step for training all layers
+ * (the engine's stop_reason "no_finetune_time", or finetune_steps_done 0), and no epoch of all
+ * layers is in the history (older jobs recorded 0 steps whatever ran).
+ */
+export function outputLayerOnly(recipe: TrainingRecipe, history: EpochRecord[]): boolean {
+  if (!history.every((h) => h.phase === "head" || h.phase === "features")) return false;
+  return recipe.stop_reason === "no_finetune_time" || recipe.finetune_steps_done === 0;
 }
 
 /** The time the job took: the engine's last elapsed_s, else finished - started. */
