@@ -69,7 +69,7 @@ class Recipe:
     label_smoothing: float = 0.1
     batchnorm: str = "train"
     optimizer: str = "adamw"
-    precise_bn_images: int = 256
+    precise_bn_images: int = 0  # off: the EMA already smooths the lag (see training.py)
     ema_epochs: float = 2.0
     warmup_steps: int = 0
     patience: int = 5
