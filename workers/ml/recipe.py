@@ -67,8 +67,6 @@ class Recipe:
     head_finetune_lr: float = 3e-3
     weight_decay: float = 0.02
     label_smoothing: float = 0.1
-    batchnorm: str = "train"
-    optimizer: str = "adamw"
     precise_bn_images: int = 0  # off: the EMA already smooths the lag (see training.py)
     ema_epochs: float = 2.0
     warmup_steps: int = 0

@@ -296,8 +296,6 @@ def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
          "weight_decay": 0.0 if no_decay else recipe.weight_decay}
         for (is_head, no_decay), params in sorted(groups.items())
     ]
-    if recipe.optimizer == "sgd":
-        return torch.optim.SGD(param_groups, lr=recipe.lr, momentum=0.9, nesterov=True)
     return torch.optim.AdamW(param_groups, lr=recipe.lr)
 
 
@@ -395,10 +393,6 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     while step < end(step):
         epoch += 1
         model.train()
-        if recipe.batchnorm == "frozen":
-            for module in model.modules():
-                if isinstance(module, nn.modules.batchnorm._BatchNorm):
-                    module.eval()
         order = torch.randperm(len(train), generator=generator)
         running, seen = 0.0, 0
         for start in range(0, len(order), recipe.batch_size):
