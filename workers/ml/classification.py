@@ -283,8 +283,7 @@ def _finish(
     export_info = export_onnx(model, onnx_path, preprocessing.size, recipe.exporter)
     progress.check()
     progress.emit({"phase": "evaluate"}, force=True)
-    val_pixels = torch.cat([normalise(val.images[i : i + 256], preprocessing).contiguous()
-                            for i in range(0, len(val), 256)])
+    val_pixels = np.concatenate(list(_batches(val, preprocessing)))
     parity, val_probabilities = compare_with_onnx(model, onnx_path, val_pixels, val.sample_ids)
     del val_pixels
     val_report = _report(val, val_probabilities, request.labels)
@@ -304,7 +303,6 @@ def _finish(
     report["train_class_counts"] = counts
     report["imbalanced"] = bool(present and max(present) >= 3 * min(present))
     elapsed = progress.elapsed_s()
-    recipe_dict = recipe.to_dict()
     recipe_dict.update(
         export_info,
         stopped_early=state.stopped_early,
