@@ -25,6 +25,17 @@ def test_tiny_digits_get_96_px_and_say_why():
     assert recipe.finetune_steps > 0 and recipe.warmup_steps >= 1
 
 
+def test_warm_up_is_a_third_of_an_epoch_and_the_average_spans_a_tenth_of_the_run():
+    short = _plan(budget_s=30.0)  # ~8 epochs of 19 steps at 0.15 s
+    assert 1 <= short.warmup_steps <= 7  # ceil(0.3 * 19)
+    assert short.ema_epochs == 1.0  # a tenth of 8 epochs, clamped to one
+    longer = _plan(budget_s=600.0)
+    assert longer.warmup_steps == 6 and longer.ema_epochs == 2.0
+    middle = _plan(budget_s=90.0)
+    planned = middle.planned["epochs"]
+    assert middle.ema_epochs == pytest.approx(min(2.0, max(1.0, planned / 10)))
+
+
 def test_large_photos_get_the_largest_size_the_budget_affords_and_say_which():
     # 4,000 px photos: 224 px is the target, but 1,400 images leave too few epochs in 600 s
     recipe = _plan(budget_s=600.0, n_train=1400, n_val=300, n_test=300,
@@ -77,3 +88,38 @@ def test_replan_uses_the_time_left_when_the_machine_is_faster_than_planned():
     schedule = _Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 20.0)
     schedule.replan(10, step_s=0.1, eval_s=0.5)  # (20 - 0.5) / (0.1 + 0.05) = ~130 steps
     assert 120 <= schedule.at(10) - 10 <= 130
+
+
+def test_finishing_early_compresses_the_schedule_and_later_replans_never_extend_it():
+    import time
+
+    from workers.ml.recipe import Recipe
+    from workers.ml.training import ANNEAL_EPOCHS, _Schedule
+
+    recipe = Recipe(finetune_steps=400)
+    schedule = _Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 60.0)
+    schedule.finish_within(200, ANNEAL_EPOCHS * 10)
+    assert schedule.at(200) == 220 and recipe.replans[-1] == [200, 220]
+    schedule.replan(210, step_s=0.01, eval_s=0.01)  # plenty of time left: still ends at 220
+    assert schedule.at(210) == 220
+    # the learning rate anneals to zero at the new end
+    assert learning_rate_factor(220, schedule.at(220), 3) == pytest.approx(0.0)
+
+
+def test_the_kept_model_is_the_latest_within_two_standard_errors_not_a_lucky_epoch():
+    import torch
+
+    from workers.ml.training import TrainingState
+
+    model = torch.nn.Linear(2, 2)
+    state = TrainingState()
+    # 200 validation images: at 99% two standard errors are 1.4 points
+    history = [(1, 0.95, 0.30), (3, 0.99, 0.20), (8, 0.975, 0.25), (9, 0.98, 0.26),
+               (10, 0.96, 0.3)]
+    for epoch, accuracy, loss in history:
+        with torch.no_grad():
+            model.bias.fill_(epoch)
+        state.offer(model, "finetune", epoch, accuracy, loss, 200)
+    assert state.best_epoch == 9 and state.kept_accuracy == 0.98  # not 3, and not 10 (clearly worse)
+    assert float(state.best_state["bias"][0]) == 9.0
+    assert state.best_accuracy == 0.99 and state.epochs_since_best == 3
