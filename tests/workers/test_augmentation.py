@@ -23,19 +23,21 @@ def _colour(size):
 
 def test_auto_never_flips_digits():
     choice = choose_augmentation("auto", [_gray(28)] * 8)
-    assert choice == AugmentationChoice("light", False, choice.reason)
+    assert choice == AugmentationChoice("light", False, choice.reason, choice.why)
     assert "grayscale" in choice.reason
+    assert choice.why == {"code": "grayscale", "shorter_side": 28}  # for the console's languages
 
 
 def test_auto_flips_colour_photos():
     choice = choose_augmentation("auto", [_colour(300)] * 8)
     assert (choice.preset, choice.flip) == ("light", True)
+    assert choice.why == {"code": "photos", "shorter_side": 300}
 
 
 def test_small_colour_icons_are_not_flipped():
     choice = choose_augmentation("auto", [_colour(32)] * 8)
     assert (choice.preset, choice.flip) == ("light", False)
-    assert "32 px" in choice.reason
+    assert "32 px" in choice.reason and choice.why == {"code": "small", "shorter_side": 32}
 
 
 def test_strong_keeps_the_data_s_flip_rule_and_none_is_identity():
@@ -43,6 +45,7 @@ def test_strong_keeps_the_data_s_flip_rule_and_none_is_identity():
     assert choose_augmentation("strong", [_colour(300)]).flip is True
     none = choose_augmentation("none", [_colour(300)])
     assert none.preset == "none" and build_transform(none) is None
+    assert none.why == {"code": "none_requested"}
     images = torch.randint(0, 255, (4, 3, 16, 16), dtype=torch.uint8)
     assert augment_batch(images, None) is images
 

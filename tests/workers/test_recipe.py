@@ -22,6 +22,8 @@ def test_tiny_digits_get_96_px_and_say_why():
     recipe = _plan()
     assert recipe.resolution == 96
     assert "28 px" in recipe.resolution_reason
+    assert recipe.resolution_why["code"] == "shorter_side"
+    assert recipe.resolution_why["shorter_side"] == 28
     assert recipe.finetune_steps > 0 and recipe.warmup_steps >= 1
 
 
@@ -42,6 +44,8 @@ def test_large_photos_get_the_largest_size_the_budget_affords_and_say_which():
                    source_pixels=4000 * 3000, shorter_side=3000)
     assert recipe.resolution < 224
     assert "224 px would leave time for fewer than 12 epochs in 600 s" in recipe.resolution_reason
+    assert recipe.resolution_why == {"code": "budget", "shorter_side": 3000, "target": 224,
+                                     "faster_cap": False, "budget_s": 600, "min_epochs": 12}
     generous = _plan(budget_s=6000.0, n_train=1400, n_val=300, n_test=300,
                      source_pixels=4000 * 3000, shorter_side=3000)
     assert generous.resolution == 224
@@ -51,7 +55,7 @@ def test_faster_preference_caps_the_resolution():
     recipe = _plan(budget_s=6000.0, shorter_side=300, source_pixels=300 * 300,
                    model_preference="faster")
     assert recipe.resolution == 128
-    assert "faster" in recipe.resolution_reason
+    assert "faster" in recipe.resolution_reason and recipe.resolution_why["faster_cap"] is True
 
 
 def test_budget_shorter_than_the_fixed_costs_plans_no_finetuning():

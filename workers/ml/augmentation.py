@@ -34,14 +34,18 @@ PHOTO_MIN_SIDE_PX = 64
 
 @dataclass(frozen=True)
 class AugmentationChoice:
-    """The resolved preset: ``preset`` in none/light/strong, ``flip`` allowed, and why."""
+    """The resolved preset: ``preset`` in none/light/strong, ``flip`` allowed, and why: in
+    English (``reason``) and as data for translation (``why``: ``{"code": "none_requested" |
+    "photos" | "grayscale" | "small", "shorter_side": px}``)."""
 
     preset: str
     flip: bool
     reason: str
+    why: dict[str, object] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"preset": self.preset, "flip": self.flip, "reason": self.reason}
+        return {"preset": self.preset, "flip": self.flip, "reason": self.reason,
+                "why": self.why or {}}
 
 
 def _is_grayscale(image: Image.Image) -> bool:
@@ -60,19 +64,21 @@ def choose_augmentation(requested: str, images: Sequence[Image.Image]) -> Augmen
     if requested not in ("auto", "none", "light", "strong"):
         raise ValueError(f"augmentation: unknown preset {requested!r}")
     if requested == "none":
-        return AugmentationChoice("none", False, "no augmentation requested")
+        return AugmentationChoice("none", False, "no augmentation requested",
+                                  {"code": "none_requested"})
     sides = sorted(min(image.size) for image in images) or [0]
     shorter = sides[len(sides) // 2]
     gray = sum(_is_grayscale(image) for image in images) * 2 > len(images)
     flip = not gray and shorter >= PHOTO_MIN_SIDE_PX
     if flip:
-        why = f"colour images of {shorter} px: horizontal flips keep the class"
+        why, code = f"colour images of {shorter} px: horizontal flips keep the class", "photos"
     elif gray:
         why = "grayscale images (digits, text, scans): no flips, a mirror image can change the class"
+        code = "grayscale"
     else:
-        why = f"small images ({shorter} px, like symbols or characters): no flips"
+        why, code = f"small images ({shorter} px, like symbols or characters): no flips", "small"
     preset = "light" if requested == "auto" else requested
-    return AugmentationChoice(preset, flip, why)
+    return AugmentationChoice(preset, flip, why, {"code": code, "shorter_side": shorter})
 
 
 def build_transform(choice: AugmentationChoice) -> v2.Transform | None:

@@ -202,6 +202,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         )
         recipe.augmentation, recipe.augmentation_flip = choice.preset, choice.flip
         recipe.augmentation_reason = choice.reason
+        recipe.augmentation_why = dict(choice.why or {})
     preprocessing = Preprocessing(size=(recipe.resolution, recipe.resolution), mean=_MEAN, std=_STD)
     decoded = {sample.sample_id: image for sample, image in probe}
     train = to_tensors(request.train, preprocessing, tick, decoded)

@@ -63,6 +63,7 @@ class Recipe:
     architecture: str = "mobilenet_v2"
     resolution: int = 96
     resolution_reason: str = ""
+    resolution_why: dict[str, Any] = field(default_factory=dict)  # the reason as data (console)
     model_preference: str = "more_accurate"
     batch_size: int = 32
     head_epochs: int = 40
@@ -82,6 +83,7 @@ class Recipe:
     augmentation: str = "light"
     augmentation_flip: bool = False
     augmentation_reason: str = ""
+    augmentation_why: dict[str, Any] = field(default_factory=dict)
     class_weights: list[float] | None = None
     exporter: str = "torchscript"
     pretrained: bool = True
@@ -156,12 +158,18 @@ def _fixed_costs(costs: BudgetCosts, resolution: int, batch: int) -> dict[str, f
     }
 
 
-def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int) -> tuple[int, str]:
+def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int
+                ) -> tuple[int, str, dict[str, Any]]:
+    """(resolution px, the reason in English, the reason as data for translation:
+    ``{"code": "shorter_side" | "budget" | "smallest", "shorter_side", "target", "faster_cap",
+    "budget_s", "min_epochs"}``)."""
     cap = FASTER_MAX_RESOLUTION if costs.model_preference == "faster" else RESOLUTIONS[-1]
     target = target_resolution(costs.shorter_side, cap)
+    faster_cap = costs.model_preference == "faster" and target == cap
+    why = {"shorter_side": costs.shorter_side, "target": target, "faster_cap": faster_cap,
+           "budget_s": round(costs.budget_s), "min_epochs": MIN_EPOCHS_AT_RESOLUTION}
     why_target = (f"the images' shorter side is {costs.shorter_side} px"
-                  + (" (the faster model is capped at 128 px)"
-                     if costs.model_preference == "faster" and target == cap else ""))
+                  + (" (the faster model is capped at 128 px)" if faster_cap else ""))
     n = costs.n_train + costs.n_val + costs.n_test
     for resolution in sorted((r for r in RESOLUTIONS if r <= target), reverse=True):
         fixed = sum(_fixed_costs(costs, resolution, batch).values())
@@ -171,18 +179,19 @@ def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int) -> tuple[i
             continue
         if epochs >= MIN_EPOCHS_AT_RESOLUTION or resolution == RESOLUTIONS[0]:
             if resolution == target:
-                return resolution, f"{resolution} px: {why_target}"
+                return resolution, f"{resolution} px: {why_target}", {**why, "code": "shorter_side"}
             return resolution, (f"{resolution} px: {why_target}, but {target} px would leave "
                                 f"time for fewer than {MIN_EPOCHS_AT_RESOLUTION} epochs in "
-                                f"{costs.budget_s:.0f} s")
-    return RESOLUTIONS[0], f"{RESOLUTIONS[0]} px: the smallest size this network takes"
+                                f"{costs.budget_s:.0f} s"), {**why, "code": "budget"}
+    return (RESOLUTIONS[0], f"{RESOLUTIONS[0]} px: the smallest size this network takes",
+            {**why, "code": "smallest"})
 
 
 def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: str) -> Recipe:
     """Choose resolution, the first fine-tuning plan and learning rates for ``costs.budget_s``."""
     batch = 32
     steps_per_epoch = max(1, math.ceil(costs.n_train / batch))
-    chosen, reason = _resolution(costs, batch, steps_per_epoch)
+    chosen, reason, why = _resolution(costs, batch, steps_per_epoch)
     fixed_costs = _fixed_costs(costs, chosen, batch)
     step_s = _step_s(costs, chosen, batch)
     val_s = costs.n_val * step_s * _FORWARD_SHARE / batch
@@ -198,6 +207,7 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
         architecture=architecture,
         resolution=chosen,
         resolution_reason=reason,
+        resolution_why=why,
         model_preference=costs.model_preference,
         batch_size=batch,
         head_epochs=40 if costs.pretrained else 0,

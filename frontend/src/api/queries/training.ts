@@ -56,11 +56,15 @@ export interface TrainingRecipe {
   augmentation?: string;
   /** why that preset (and whether with flips), in the engine's words */
   augmentation_reason?: string;
+  /** the same reason as data, translated by the console: code none_requested | photos | grayscale | small */
+  augmentation_why?: { code?: string; shorter_side?: number };
   /** whether the preset flipped images horizontally (never for digits or text) */
   augmentation_flip?: boolean;
   /** px */
   resolution?: number;
   resolution_reason?: string;
+  /** the same reason as data, translated by the console: code shorter_side | budget | smallest */
+  resolution_why?: { code?: string; shorter_side?: number; target?: number; faster_cap?: boolean; budget_s?: number; min_epochs?: number };
   model_preference?: string;
 }
 

@@ -17,7 +17,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { curvesOption } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
-import { elapsedOf, outputLayerOnly, percentText, phaseName, resolutionReason, stageName, stopReasonText, validationHeadline } from "./jobText";
+import { augmentationWhyText, elapsedOf, outputLayerOnly, percentText, phaseName, resolutionWhyText, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
@@ -188,6 +188,7 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
   // a model of the output layer only is said plainly, above the rest
   const headOnly = outputLayerOnly(recipe, live.history);
   const stop = headOnly ? null : stopReasonText(t, recipe, job.budget_s, elapsedOf(job, live.progress.elapsed_s));
+  const augmentationWhy = augmentationWhyText(t, recipe, english);
   const items = [
     ...(stop ? [{ key: "stop", label: t("training.stopReason"), children: <span data-testid="stop-reason">{stop}</span>, span: 2 }] : []),
     ...(typeof recipe.resolution === "number"
@@ -196,9 +197,9 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
             key: "resolution",
             label: t("training.resolution"),
             children: (
-              <span data-testid="resolution" title={english ? undefined : recipe.resolution_reason || undefined}>
+              <span data-testid="resolution" title={english || recipe.resolution_why?.code ? undefined : recipe.resolution_reason || undefined}>
                 {t("training.resolutionValue", { px: recipe.resolution })}
-                {english ? resolutionReason(recipe.resolution, recipe.resolution_reason) : ""}
+                {resolutionWhyText(t, recipe, english)}
               </span>
             ),
             span: 2,
@@ -211,12 +212,12 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
             key: "augmentation",
             label: t("training.augmentation"),
             children: (
-              <span data-testid="augmentation" title={english ? undefined : recipe.augmentation_reason || undefined}>
+              <span data-testid="augmentation" title={english || recipe.augmentation_why?.code ? undefined : recipe.augmentation_reason || undefined}>
                 {optionName(t, "augmentations", recipe.augmentation)}
-                {english ? (recipe.augmentation_reason ? ` — ${recipe.augmentation_reason}` : flips && ` (${flips})`) : flips && t("training.flipsAside", { flips })}
+                {augmentationWhy ? ` — ${augmentationWhy}` : flips && t("training.flipsAside", { flips })}
               </span>
             ),
-            span: english && recipe.augmentation_reason ? 2 : 1,
+            span: augmentationWhy ? 2 : 1,
           },
         ]
       : []),

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import en from "../../i18n/locales/en.json";
 import zhCN from "../../i18n/locales/zh-CN.json";
-import { elapsedOf, outputLayerOnly, phaseName, resolutionReason, stopReasonText, validationHeadline } from "./jobText";
+import { augmentationWhyText, elapsedOf, outputLayerOnly, phaseName, resolutionReason, resolutionWhyText, stopReasonText, validationHeadline } from "./jobText";
 
 const t = i18n.t.bind(i18n);
 
@@ -79,5 +79,38 @@ describe("resolutionReason", () => {
     expect(resolutionReason(128, "the faster model is capped at 128 px")).toBe(" — the faster model is capped at 128 px");
     expect(resolutionReason(96, "96 px")).toBe("");
     expect(resolutionReason(96, undefined)).toBe("");
+  });
+});
+
+describe("the engine's reasons", () => {
+  const recipe = {
+    resolution: 128,
+    resolution_reason: "128 px: the images' shorter side is 3000 px, but 224 px would leave time for fewer than 12 epochs in 600 s",
+    resolution_why: { code: "budget", shorter_side: 3000, target: 224, faster_cap: false, budget_s: 600, min_epochs: 12 },
+    augmentation: "light",
+    augmentation_reason: "grayscale images (digits, text, scans): no flips, a mirror image can change the class",
+    augmentation_why: { code: "grayscale", shorter_side: 28 },
+  };
+
+  it("are translated from data in both languages", async () => {
+    expect(resolutionWhyText(t, recipe, true)).toBe(
+      " — the images' shorter side is 3000 px, but 224 px would leave time for fewer than 12 epochs in 600 s",
+    );
+    expect(augmentationWhyText(t, recipe, true)).toBe(recipe.augmentation_reason);
+    await i18n.changeLanguage("zh-CN");
+    expect(resolutionWhyText(t, recipe, false)).toBe(" — 图像短边为 3000 像素，但 224 像素在 600 秒内训练不足 12 轮");
+    expect(augmentationWhyText(t, recipe, false)).toBe("灰度图像（数字、文字、扫描件）：不翻转，镜像可能改变类别");
+    expect(resolutionWhyText(t, { resolution: 128, resolution_why: { code: "shorter_side", shorter_side: 300, faster_cap: true } }, false)).toBe(
+      " — 图像短边为 300 像素（“更快”模型最大 128 像素）",
+    );
+  });
+
+  it("of older jobs (English sentence only) show in English and are left out in Chinese", async () => {
+    const older = { resolution: 96, resolution_reason: "96 px: the images' shorter side is 28 px", augmentation_reason: "no augmentation requested" };
+    expect(resolutionWhyText(t, older, true)).toBe(" — the images' shorter side is 28 px");
+    expect(augmentationWhyText(t, older, true)).toBe("no augmentation requested");
+    await i18n.changeLanguage("zh-CN");
+    expect(resolutionWhyText(t, older, false)).toBe("");
+    expect(augmentationWhyText(t, older, false)).toBe("");
   });
 });

@@ -72,3 +72,29 @@ export function resolutionReason(px: number, reason: string | undefined): string
   const why = (reason ?? "").replace(new RegExp(`^${px}\\s*px\\s*(:|$)\\s*`), "").trim();
   return why ? ` — ${why}` : "";
 }
+
+const RESOLUTION_WHY = ["shorter_side", "budget", "smallest"];
+const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small"];
+
+/**
+ * Why this image size, in the reader's language, from the engine's reason as data
+ * (recipe.resolution_why); older jobs have only the English sentence, shown in English only.
+ * Returns " — <why>" or "".
+ */
+export function resolutionWhyText(t: TFunction, recipe: TrainingRecipe, english: boolean): string {
+  const why = recipe.resolution_why;
+  if (why?.code && RESOLUTION_WHY.includes(why.code)) {
+    const key = why.code === "shorter_side" && why.faster_cap ? "shorter_side_faster" : why.code;
+    return ` — ${t(`training.resolutionWhy.${key}`, { side: why.shorter_side, target: why.target, epochs: why.min_epochs, budget: why.budget_s })}`;
+  }
+  return english && typeof recipe.resolution === "number" ? resolutionReason(recipe.resolution, recipe.resolution_reason) : "";
+}
+
+/** Why this augmentation (and flips or not), in the reader's language; "" when unknown. */
+export function augmentationWhyText(t: TFunction, recipe: TrainingRecipe, english: boolean): string {
+  const why = recipe.augmentation_why;
+  if (why?.code && AUGMENTATION_WHY.includes(why.code)) {
+    return t(`training.augmentationWhy.${why.code}`, { side: why.shorter_side });
+  }
+  return english ? recipe.augmentation_reason ?? "" : "";
+}
