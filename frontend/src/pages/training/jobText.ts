@@ -73,8 +73,9 @@ export function resolutionReason(px: number, reason: string | undefined): string
   return why ? ` — ${why}` : "";
 }
 
-const RESOLUTION_WHY = ["shorter_side", "budget", "smallest"];
-const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small"];
+const RESOLUTION_WHY = ["shorter_side", "budget", "smallest"] as const;
+const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small"] as const;
+const isOneOf = <T extends string>(list: readonly T[], code: string | undefined): code is T => (list as readonly string[]).includes(code ?? "");
 
 /**
  * Why this image size, in the reader's language, from the engine's reason as data
@@ -83,8 +84,8 @@ const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small"];
  */
 export function resolutionWhyText(t: TFunction, recipe: TrainingRecipe, english: boolean): string {
   const why = recipe.resolution_why;
-  if (why?.code && RESOLUTION_WHY.includes(why.code)) {
-    const key = why.code === "shorter_side" && why.faster_cap ? "shorter_side_faster" : why.code;
+  if (why && isOneOf(RESOLUTION_WHY, why.code)) {
+    const key = why.code === "shorter_side" && why.faster_cap ? ("shorter_side_faster" as const) : why.code;
     return ` — ${t(`training.resolutionWhy.${key}`, { side: why.shorter_side, target: why.target, epochs: why.min_epochs, budget: why.budget_s })}`;
   }
   return english && typeof recipe.resolution === "number" ? resolutionReason(recipe.resolution, recipe.resolution_reason) : "";
@@ -93,7 +94,7 @@ export function resolutionWhyText(t: TFunction, recipe: TrainingRecipe, english:
 /** Why this augmentation (and flips or not), in the reader's language; "" when unknown. */
 export function augmentationWhyText(t: TFunction, recipe: TrainingRecipe, english: boolean): string {
   const why = recipe.augmentation_why;
-  if (why?.code && AUGMENTATION_WHY.includes(why.code)) {
+  if (why && isOneOf(AUGMENTATION_WHY, why.code)) {
     return t(`training.augmentationWhy.${why.code}`, { side: why.shorter_side });
   }
   return english ? recipe.augmentation_reason ?? "" : "";
