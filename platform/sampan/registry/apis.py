@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
+from sampan.core.disposition import content_disposition
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.registry import selectors
 from sampan.registry.inference import model_version_predict
@@ -130,14 +131,17 @@ class ModelVersionFileApi(ProjectApi):
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         path = selectors.model_version_file(version, name)
-        return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+        response = FileResponse(open(path, "rb"), as_attachment=True)
+        response["Content-Disposition"] = content_disposition(name)
+        return response
 
 
 class ModelVersionPackageApi(ProjectApi):
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY},
                    operation_id="model_versions_package")
     def get(self, request: Request, project_id: str, version_id: str) -> HttpResponse:
-        """The model package as a zip: model.onnx + manifest.json."""
+        """The model package as a zip: model.onnx + manifest.json, offered as
+        ``<model name>-v<version>.zip`` for any Unicode model name (sampan.core.disposition)."""
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         buffer = io.BytesIO()
@@ -146,5 +150,5 @@ class ModelVersionPackageApi(ProjectApi):
                 archive.write(selectors.model_version_file(version, name), arcname=name)
         filename = f"{version.model.name}-v{version.version}.zip"
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response["Content-Disposition"] = content_disposition(filename, default="model")
         return response
