@@ -4,7 +4,8 @@ as ``requests`` and ``curl -OJ`` read them."""
 
 from __future__ import annotations
 
-import email.message
+import email
+import email.policy
 import io
 import json
 import shutil
@@ -89,6 +90,14 @@ def test_an_unknown_api_path(server: dict[str, Any]) -> None:
     assert (response.status_code, error_of(response)["code"]) == (404, "not_found")
 
 
+def filename_of(response: requests.Response) -> str | None:
+    """The download's file name as Python's email package parses Content-Disposition."""
+    header = response.headers["Content-Disposition"]
+    message = email.message_from_string(f"Content-Disposition: {header}\n\n",
+                                        policy=email.policy.default)
+    return message.get_filename()
+
+
 def package_url(server: dict[str, Any], name: str) -> str:
     return (f"{server['url']}/api/v1/projects/{server['project']}/model-versions/"
             f"{server['versions'][name]}/package/")
@@ -98,9 +107,7 @@ def test_a_chinese_model_name_downloads_under_that_name(server: dict[str, Any]) 
     response = server["session"].get(package_url(server, '猫狗识别 "v2"'))
 
     assert response.status_code == 200
-    message = email.message.Message()
-    message["Content-Disposition"] = response.headers["Content-Disposition"]
-    assert message.get_filename() == '猫狗识别 "v2"-v1.zip'
+    assert filename_of(response) == '猫狗识别 "v2"-v1.zip'
     assert zipfile.ZipFile(io.BytesIO(response.content)).read("model.onnx") == b"onnx-bytes"
 
 
@@ -119,6 +126,4 @@ def test_curl_remote_header_name_saves_under_the_ascii_fallback(server: dict[str
 def test_a_newline_in_an_old_model_name_still_downloads(server: dict[str, Any]) -> None:
     response = server["session"].get(package_url(server, "line\nbreak"))
     assert response.status_code == 200
-    message = email.message.Message()
-    message["Content-Disposition"] = response.headers["Content-Disposition"]
-    assert message.get_filename() == "line\ufffdbreak-v1.zip"
+    assert filename_of(response) == "line\ufffdbreak-v1.zip"

@@ -1,9 +1,10 @@
 """``Content-Disposition`` for downloads whose name people chose (any Unicode, any age).
 
-``attachment; filename="<ASCII fallback>"; filename*=UTF-8''<percent-encoded UTF-8>`` (RFC 6266
-section 4.3 recommends both: recipients that understand ``filename*`` (RFC 8187, formerly 5987)
-prefer it — browsers, ``email.message`` in Python — and the others read the ASCII ``filename``).
-``curl -OJ`` reads only ``filename``: it saves under the ASCII fallback.
+``attachment; filename*=UTF-8''<percent-encoded UTF-8>; filename="<ASCII fallback>"`` (RFC 6266
+section 4.3: recipients that understand ``filename*`` (RFC 8187, formerly 5987) prefer it —
+browsers; Python's ``email`` package, which takes the first of the two, reads it because it comes
+first — and the others read the ASCII ``filename``). ``curl -OJ`` reads only ``filename``: it
+saves under the ASCII fallback. A name that is its own fallback gets ``filename`` alone.
 
 Django's ``content_disposition_header`` sends ``filename*`` alone for a non-ASCII name (no
 fallback), so it is not used. The shown name first goes through ``display_name`` (control and
@@ -63,7 +64,8 @@ def content_disposition(name: str, *, default: str = "download", inline: bool = 
     shown = download_name(name)
     fallback = ascii_fallback(shown, default)
     kind = "inline" if inline else "attachment"
-    value = f'{kind}; filename="{fallback}"'
-    if shown != fallback:
-        value += f"; filename*=UTF-8''{quote(shown, safe=_ATTR_SAFE)}"
-    return value
+    if shown == fallback:
+        return f'{kind}; filename="{fallback}"'
+    # filename* first: recipients that know it prefer it wherever it stands (RFC 6266 4.3), and
+    # parsers that take the first "filename" parameter (Python's email package) get it too
+    return f"{kind}; filename*=UTF-8''{quote(shown, safe=_ATTR_SAFE)}; filename=\"{fallback}\""

@@ -63,7 +63,7 @@ class Unauthenticated(ApplicationError):
     code = "unauthenticated"
 
 
-def errorerror_payload(code: str, message: str, field: str | None = None,
+def error_payload(code: str, message: str, field: str | None = None,
                   details: Any = None) -> dict[str, Any]:
     """The platform's error body: ``{"error": {"code", "message", "field"?, "details"?}}``."""
     body: dict[str, Any] = {"code": code, "message": message}

@@ -15,14 +15,14 @@ classes really are named like splits is read this way only if those folders hold
 
 Names: entry names are decoded by ``sampan.datasets.zip_names`` (UTF-8 flag, Info-ZIP Unicode
 Path field, else one of UTF-8, GB18030, cp437 for the whole archive: folders from Chinese Windows
-become ``猫``, not mojibake), ``\`` is a separator (PowerShell 5.1), and class labels and member
-names are Unicode NFC (macOS writes NFD: ``Cafe\u0301`` is the class ``Caf\u00e9``). Class labels
+become ``猫``, not mojibake), ``\\`` is a separator (PowerShell 5.1), and class labels and member
+names are Unicode NFC (macOS writes NFD: ``Cafe\\u0301`` is the class ``Caf\\u00e9``). Class labels
 follow the name rule of ``sampan.core.names`` (no control or format characters).
 
-Safety rules, applied to EVERY entry, on its decoded name with ``\`` already turned into ``/``,
+Safety rules, applied to EVERY entry, on its decoded name with ``\\`` already turned into ``/``,
 before anything is written:
 
-- absolute names (``/x``, ``\\server\x``), drive letters (``C:x``, ``C:\x``), ``..`` or empty
+- absolute names (``/x``, ``\\\\server\\x``), drive letters (``C:x``, ``C:\\x``), ``..`` or empty
   path parts, NUL in a name, symlinks and other special files (Unix mode in ``external_attr``),
   encrypted and duplicate entries reject the WHOLE archive with ``ArchiveError`` naming the entry;
 - OS and notebook junk (``__MACOSX/``, ``._*`` AppleDouble, ``.DS_Store``, ``.ipynb_checkpoints/``,

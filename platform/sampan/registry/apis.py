@@ -140,14 +140,14 @@ class ModelVersionPackageApi(ProjectApi):
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY},
                    operation_id="model_versions_package")
     def get(self, request: Request, project_id: str, version_id: str) -> HttpResponse:
-        """The model package as a zip: model.onnx + manifest.json, offered as
-        ``<model name>-v<version>.zip`` for any Unicode model name (sampan.core.disposition)."""
+        """The model package as a zip: model.onnx + manifest.json."""
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for name in ("manifest.json", "model.onnx"):
                 archive.write(selectors.model_version_file(version, name), arcname=name)
+        # "<model name>-v<version>.zip" for any Unicode model name (sampan.core.disposition)
         filename = f"{version.model.name}-v{version.version}.zip"
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
         response["Content-Disposition"] = content_disposition(filename, default="model")

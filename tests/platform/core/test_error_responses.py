@@ -107,7 +107,7 @@ async def test_the_async_stack_answers_json_too() -> None:
     """The ASGI server runs the middleware chain asynchronously."""
     client = AsyncClient()
 
-    host = await client.get("/api/v1/projects/", HTTP_HOST="evil.example")
+    host = await client.get("/api/v1/projects/", headers={"host": "evil.example"})
     missing = await client.get("/api/v1/no-such-thing/")
 
     assert (host.status_code, error(host)["code"]) == (400, "disallowed_host")
