@@ -114,13 +114,15 @@ def test_a_chinese_model_name_downloads_under_that_name(server: dict[str, Any]) 
 def test_curl_remote_header_name_saves_under_the_ascii_fallback(server: dict[str, Any],
                                                                  tmp_path: Path) -> None:
     """curl -OJ reads only ``filename=`` (not ``filename*``): it gets the ASCII fallback."""
+    folder = tmp_path / "curl"
+    folder.mkdir()
     curl = shutil.which("curl")
     assert curl, "curl is part of the test environment (Debian's curl package)"
     subprocess.run([curl, "-sS", "-f", "-O", "-J", "-H",
                     f"Authorization: Bearer {server['session'].headers['Authorization'][7:]}",
-                    package_url(server, '猫狗识别 "v2"')], cwd=tmp_path, check=True, timeout=60)
-    assert [p.name for p in tmp_path.iterdir()] == ["model-v2-v1.zip"]
-    assert zipfile.ZipFile(tmp_path / "model-v2-v1.zip").read("model.onnx") == b"onnx-bytes"
+                    package_url(server, '猫狗识别 "v2"')], cwd=folder, check=True, timeout=60)
+    assert [p.name for p in folder.iterdir()] == ["model-v2-v1.zip"]
+    assert zipfile.ZipFile(folder / "model-v2-v1.zip").read("model.onnx") == b"onnx-bytes"
 
 
 def test_a_newline_in_an_old_model_name_still_downloads(server: dict[str, Any]) -> None:
