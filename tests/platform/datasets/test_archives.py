@@ -468,3 +468,13 @@ def test_joiners_that_scripts_need_are_kept_in_class_names(tmp_path: Path) -> No
     zip_path = make_zip(tmp_path / "a.zip", [(f"{persian}/1.jpg", b"1")])
     members, _ = plan_archive(zipfile.ZipFile(zip_path))
     assert members[0].label == persian
+
+
+def test_a_name_flagged_utf8_that_is_not_utf8_is_an_unreadable_archive(tmp_path: Path) -> None:
+    path = tmp_path / "lying.zip"
+    path.write_bytes(raw_zip([RawEntry("猫/1.jpg".encode("gbk") + b"\xff", b"1", flags=0x800)]))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError, match=r"^not a readable zip archive: 'utf-8' codec"):
+        extract_archive(path, dest)
+    assert leftovers(dest) == []
