@@ -33,4 +33,8 @@ urlpatterns += [
 # Last: every other path is a route of the browser console (sampan.console).
 urlpatterns += [re_path(CONSOLE_PATH_PATTERN, console_index, name="console")]
 
-handler404 = "sampan.core.errors.not_found_view"
+# Under /api/ these answer the platform's JSON errors (sampan.core.error_views); HTML elsewhere.
+handler400 = "sampan.core.error_views.bad_request"
+handler403 = "sampan.core.error_views.permission_denied"
+handler404 = "sampan.core.error_views.not_found"
+handler500 = "sampan.core.error_views.server_error"

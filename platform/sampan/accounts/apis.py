@@ -17,6 +17,7 @@ from sampan.accounts import selectors, services
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import Unauthenticated
+from sampan.core.validation import NameField, TextField
 
 
 class UserSerializer(serializers.Serializer):
@@ -77,7 +78,7 @@ class MeApi(APIView):
 
 
 class TokenInput(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = NameField(max_length=100)
 
 
 class TokenOutput(serializers.Serializer):
@@ -108,8 +109,8 @@ class ProjectSerializer(serializers.Serializer):
 
 
 class ProjectInput(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    name = NameField(max_length=200)
+    description = TextField(required=False, allow_blank=True, default="")
 
 
 class ProjectListApi(APIView):

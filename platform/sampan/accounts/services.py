@@ -11,12 +11,19 @@ from django.db import transaction
 
 from sampan.accounts.models import ApiToken, Membership, Project, Role
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
+from sampan.core.validation import validated_name, validated_text
 
 
 @transaction.atomic
 def project_create(*, user: Any, name: str, description: str = "") -> Project:
-    """Create a project with ``user`` as its owner."""
-    project = Project.objects.create(name=name.strip(), description=description, created_by=user)
+    """Create a project with ``user`` as its owner.
+
+    Raises ValidationFailed when ``name`` or ``description`` break the rule of
+    ``sampan.core.names`` (field ``name`` / ``description``).
+    """
+    project = Project.objects.create(name=validated_name(name, field="name"),
+                                     description=validated_text(description, field="description"),
+                                     created_by=user)
     Membership.objects.create(project=project, user=user, role=Role.OWNER)
     return project
 
@@ -64,7 +71,11 @@ class IssuedToken:
 
 
 def api_token_create(*, user: Any, name: str) -> IssuedToken:
-    """Create a personal API token; the secret is returned once and never stored."""
+    """Create a personal API token; the secret is returned once and never stored.
+
+    Raises ValidationFailed (field ``name``) for a name the rule of ``sampan.core.names`` refuses.
+    """
+    name = validated_name(name, field="name", max_length=100)
     secret = "spn_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=secret[:12],
                                     token_sha256=ApiToken.digest(secret))

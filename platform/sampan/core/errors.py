@@ -1,15 +1,24 @@
 """One error hierarchy for the platform, mapped to HTTP once (STYLE.md, "Errors").
 
 A service raises an ``ApplicationError`` subclass; ``exception_handler`` turns it (and DRF's own
-errors) into JSON of the form ``{"error": {"code", "message", "field"?, "details"?}}``.
+errors, and the errors Django raises while reading a request: too many files or fields, a body
+over a limit, a disallowed Host) into JSON of the form
+``{"error": {"code", "message", "field"?, "details"?}}``. Errors that happen outside a DRF view
+(in a middleware, an unknown path, an unexpected exception) reach ``sampan.core.error_views``,
+which answers in the same format under ``/api/``. The codes are listed in docs/contracts.md.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import (BadRequest, DisallowedHost, RequestDataTooBig,
+                                    SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent)
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
+from django.http.multipartparser import MultiPartParserError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -54,7 +63,9 @@ class Unauthenticated(ApplicationError):
     code = "unauthenticated"
 
 
-def _payload(code: str, message: str, field: str | None = None, details: Any = None) -> dict[str, Any]:
+def error_payload(code: str, message: str, field: str | None = None,
+                  details: Any = None) -> dict[str, Any]:
+    """The platform's error body: ``{"error": {"code", "message", "field"?, "details"?}}``."""
     body: dict[str, Any] = {"code": code, "message": message}
     if field:
         body["field"] = field
@@ -74,11 +85,64 @@ def _first_message(detail: Any) -> tuple[str | None, str]:
     return None, str(detail)
 
 
+def request_error(exc: Exception) -> tuple[int, dict[str, Any]] | None:
+    """(status, error body) for an exception Django raises about the request itself, else None.
+
+    Django's request limits are named in the message and in ``details`` (``setting``, ``limit``
+    or ``limit_bytes``): DATA_UPLOAD_MAX_NUMBER_FILES (400 ``too_many_files``),
+    DATA_UPLOAD_MAX_NUMBER_FIELDS (400 ``too_many_fields``), DATA_UPLOAD_MAX_MEMORY_SIZE (the
+    request body apart from files; 413 ``too_large``, the code of the body-size limits). A Host
+    outside SAMPAN_ALLOWED_HOSTS is 400 ``disallowed_host``; an unparsable multipart body and
+    other malformed or suspicious requests are 400 ``bad_request``.
+    """
+    if isinstance(exc, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        return 400, error_payload(
+            "too_many_files", f"too many files in one request: at most {limit} "
+            "(DATA_UPLOAD_MAX_NUMBER_FILES); send them in batches, or as one zip", "files",
+            {"setting": "DATA_UPLOAD_MAX_NUMBER_FILES", "limit": limit})
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return 400, error_payload(
+            "too_many_fields", f"too many fields in one request: at most {limit} "
+            "(DATA_UPLOAD_MAX_NUMBER_FIELDS)", None,
+            {"setting": "DATA_UPLOAD_MAX_NUMBER_FIELDS", "limit": limit})
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return 413, error_payload(
+            "too_large", f"the request body apart from files is larger than {limit} bytes "
+            "(DATA_UPLOAD_MAX_MEMORY_SIZE)", None,
+            {"setting": "DATA_UPLOAD_MAX_MEMORY_SIZE", "limit_bytes": limit})
+    if isinstance(exc, DisallowedHost):
+        return 400, error_payload(
+            "disallowed_host", f"{exc} The platform reads its allowed host names from "
+            "SAMPAN_ALLOWED_HOSTS.", "Host")
+    if isinstance(exc, MultiPartParserError):
+        return 400, error_payload("bad_request", f"the multipart body cannot be parsed: {exc}")
+    if isinstance(exc, (SuspiciousOperation, BadRequest)):
+        return 400, error_payload("bad_request", str(exc) or "bad request")
+    return None
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF exception handler: every error leaves as ``{"error": {...}}`` JSON."""
+    """DRF exception handler: every error leaves as ``{"error": {...}}`` JSON.
+
+    Returns None for an unexpected exception: Django's 500 handler
+    (``sampan.core.error_views.server_error``) answers it and logs the traceback.
+    """
     if isinstance(exc, ApplicationError):
-        return Response(_payload(exc.code, exc.message, exc.field, exc.details),
+        return Response(error_payload(exc.code, exc.message, exc.field, exc.details),
                         status=exc.status_code)
+    mapped = request_error(exc)
+    if mapped is not None:
+        request = getattr(context.get("request"), "_request", None)
+        if request is not None and isinstance(exc, (RequestDataTooBig, TooManyFieldsSent,
+                                                    TooManyFilesSent)):
+            request._mark_post_parse_error()  # as Django does: the body is not parsed again
+        if isinstance(exc, SuspiciousOperation):
+            logging.getLogger(f"django.security.{type(exc).__name__}").warning("%s", exc)
+        status, body = mapped
+        return Response(body, status=status)
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -89,18 +153,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, drf_exceptions.ValidationError):
         field, message = _first_message(exc.detail)
         text = f"{field}: {message}" if field else message
-        response.data = _payload("invalid", text, field, exc.detail)
+        response.data = error_payload("invalid", text, field, exc.detail)
     elif isinstance(exc, drf_exceptions.APIException):
-        response.data = _payload(exc.default_code, str(exc.detail))
+        response.data = error_payload(exc.default_code, str(exc.detail))
     return response
-
-
-def not_found_view(request: Any, exception: Exception) -> Any:
-    """Django's 404 handler: API paths answer in the API's JSON error format, others in HTML."""
-    from django.http import JsonResponse
-    from django.views.defaults import page_not_found
-
-    if request.path.startswith("/api/"):
-        return JsonResponse(_payload("not_found", f"no such API path: {request.path}"),
-                            status=404)
-    return page_not_found(request, exception)

@@ -5,14 +5,33 @@ Layout: ``<class>/<file>`` (one folder per class label), optionally inside one e
 sub-folder. Files directly at the root are imported unlabeled. In deeper trees the first folder
 level under the root is the class (``cat/indoor/1.jpg`` has label ``cat``).
 
-Safety rules, applied to EVERY entry before anything is written:
+Split layout (the "folder structure" export of Roboflow, EasyDL and others): when every top folder
+(after the strip above) is a split name and at least one file lies two folders down
+(``train/cat/1.jpg``), the top folders are splits and the folders inside them are the classes;
+classes are never named train/valid/test. Split names, case-insensitive: ``train``/``training``
+-> ``train``; ``val``/``valid``/``validation`` -> ``val``; ``test``/``testing`` -> ``test``.
+Each member keeps its split (``ArchiveMember.split``; None outside this layout). A zip whose
+classes really are named like splits is read this way only if those folders hold sub-folders.
 
-- absolute names (``/x``), drive letters (``C:x``), backslashes, ``..`` or empty path parts,
-  symlinks and other special files (Unix mode in ``external_attr``), encrypted and duplicate entries
-  reject the WHOLE archive with ``ArchiveError`` naming the entry;
+Names: entry names are decoded by ``sampan.datasets.zip_names`` (UTF-8 flag, Info-ZIP Unicode
+Path field, else one of UTF-8, GB18030, cp437 for the whole archive: folders from Chinese Windows
+become ``猫``, not mojibake), ``\\`` is a separator (PowerShell 5.1), and class labels and member
+names are Unicode NFC (macOS writes NFD: ``Cafe\\u0301`` is the class ``Caf\\u00e9``). Class labels
+follow the name rule of ``sampan.core.names`` (no control or format characters).
+
+Safety rules, applied to EVERY entry, on its decoded name with ``\\`` already turned into ``/``,
+before anything is written:
+
+- absolute names (``/x``, ``\\\\server\\x``), drive letters (``C:x``, ``C:\\x``), ``..`` or empty
+  path parts, NUL in a name, symlinks and other special files (Unix mode in ``external_attr``),
+  encrypted and duplicate entries reject the WHOLE archive with ``ArchiveError`` naming the entry;
 - OS and notebook junk (``__MACOSX/``, ``._*`` AppleDouble, ``.DS_Store``, ``.ipynb_checkpoints/``,
-  other dotfiles and dot-folders, ``Thumbs.db``, ``desktop.ini``) is ignored and listed in
-  ``ArchiveScan.ignored`` (files only; directory entries are structure and are not listed);
+  other dotfiles and dot-folders, ``Thumbs.db``, ``desktop.ini``) and documentation files
+  (any ``.txt``/``.md``/``.markdown``/``.rst``; ``README``, ``LICENSE``/``LICENCE``, ``COPYING``,
+  ``NOTICE``, ``CHANGELOG``, ``CITATION``, ``AUTHORS`` with no suffix or a suffix that is not an
+  image's: ``README.dataset.txt``, ``LICENSE``, but not ``readme.jpg``) are ignored and listed in
+  ``ArchiveScan.ignored``
+  (files only; directory entries are structure and are not listed);
 - while extracting, the bytes actually decompressed are counted (the header's ``file_size`` is
   never trusted) against a total quota, a per-member cap and a per-member compression ratio.
 
@@ -34,6 +53,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from sampan.core.names import InvalidName, clean_name
+from sampan.datasets.zip_names import entry_names
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 CHUNK_BYTES = 1 * MiB
@@ -43,6 +65,12 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _SUFFIX = re.compile(r"^\.[a-z0-9]{1,10}$")
 _NUMBER = re.compile(r"([0-9]+)")
 _WINDOWS_JUNK = {"thumbs.db": "Windows thumbnail cache", "desktop.ini": "Windows folder settings"}
+_DOC_STEMS = ("readme", "license", "licence", "copying", "notice", "changelog", "citation",
+              "authors")
+_DOC_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
+_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
+SPLIT_FOLDERS = {"train": "train", "training": "train", "val": "val", "valid": "val",
+                 "validation": "val", "test": "test", "testing": "test"}
 
 
 class ArchiveError(ValueError):
@@ -68,11 +96,18 @@ class ArchiveLimits:
 
 @dataclass(frozen=True)
 class ArchiveMember:
-    """One file to import: ``name`` is its path below the (stripped) root, NFC-normalised."""
+    """One file to import.
+
+    ``name``: its path below the (stripped) root, NFC; ``path_in_zip``: its decoded name in the
+    archive with ``/`` separators (shown in reports); ``index``: its position in
+    ``ZipFile.infolist()``; ``split``: ``train`` | ``val`` | ``test`` in the split layout.
+    """
 
     name: str
     label: str | None
     path_in_zip: str
+    index: int = -1
+    split: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,7 @@ class ExtractedFile:
     local_path: Path
     name: str = ""
     size: int = 0
+    split: str | None = None
 
 
 @dataclass
@@ -105,18 +141,17 @@ def normalise_label(name: str) -> str:
 
     ``"Cat "`` and ``"Cat"`` (and NFD ``"Cafe\\u0301"`` vs NFC ``"Caf\\u00e9"``, as macOS writes
     them) are the same class. Numeric-looking names stay strings (``"10"``). Case is kept.
-    Raises ValueError when nothing is left, when it holds control characters, or when it is
-    longer than ``MAX_LABEL_CHARS``.
+    Raises ValueError (``InvalidName``) when nothing is left, when it holds a character the name
+    rule of ``sampan.core.names`` refuses (control and format characters), or when it is longer
+    than ``MAX_LABEL_CHARS``.
     """
-    label = unicodedata.normalize("NFC", name).strip()
-    if not label:
-        raise ValueError(f"empty class name {name!r}")
-    if any(unicodedata.category(ch) == "Cc" for ch in label):
-        raise ValueError(f"class name {label!r} contains control characters")
-    if len(label) > MAX_LABEL_CHARS:
-        raise ValueError(f"class name {label[:20]!r}... is {len(label)} characters long "
-                         f"(at most {MAX_LABEL_CHARS})")
-    return label
+    try:
+        return clean_name(name, max_length=MAX_LABEL_CHARS)
+    except InvalidName as exc:
+        if not name.strip():
+            raise InvalidName(f"empty class name {name!r}") from None
+        shown = name if len(name) <= 40 else name[:20] + "..."
+        raise InvalidName(f"class name {shown!r} {exc}") from None
 
 
 def _natural_key(label: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -136,11 +171,11 @@ def sort_labels(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=_natural_key)
 
 
-def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
-    name = info.filename
+def _unsafe_reason(info: zipfile.ZipInfo, name: str) -> str | None:
+    """Why the entry with decoded, ``/``-separated ``name`` is unsafe, or None."""
     mode = info.external_attr >> 16
-    if "\\" in name:
-        return "backslash in name"
+    if "\x00" in name:
+        return "NUL character in name"
     if name.startswith("/") or _DRIVE.match(name):
         return "absolute path"
     parts = (name[:-1] if name.endswith("/") else name).split("/")
@@ -173,62 +208,98 @@ def _junk_reason(parts: tuple[str, ...]) -> str | None:
     return _WINDOWS_JUNK.get(base.casefold())
 
 
+def _document_reason(base: str) -> str | None:
+    folded = base.casefold()
+    suffix = PurePosixPath(folded).suffix
+    if suffix in _DOC_SUFFIXES or (folded.split(".")[0] in _DOC_STEMS
+                                   and suffix not in _IMAGE_SUFFIXES):
+        return "documentation or text file, not an image"
+    return None
+
+
+def _is_split_layout(paths: list[tuple[str, ...]]) -> bool:
+    folders = {parts[0] for parts in paths if len(parts) >= 2}
+    return (bool(folders) and all(f.casefold() in SPLIT_FOLDERS for f in folders)
+            and any(len(parts) >= 3 for parts in paths))
+
+
 def plan_archive(
     archive: zipfile.ZipFile, limits: ArchiveLimits = ArchiveLimits()
 ) -> tuple[list[ArchiveMember], list[tuple[str, str]]]:
     """Check every entry and decide what to import; reads names only, writes nothing.
 
     Returns (members to import in archive order, ignored ``(path_in_zip, reason)``).
-    Raises ArchiveError on the first unsafe entry, a duplicate name, an empty class name or more
-    than ``limits.max_members`` entries.
+    Raises ArchiveError on the first unsafe entry, a duplicate name, an empty or refused class
+    name or more than ``limits.max_members`` entries.
     """
     infos = archive.infolist()
     if len(infos) > limits.max_members:
         raise ArchiveError(f"too many entries: {len(infos)} (limit {limits.max_members})")
+    names = entry_names(infos)
     seen: set[str] = set()
-    for info in infos:
-        reason = _unsafe_reason(info)
+    for info, name in zip(infos, names):
+        reason = _unsafe_reason(info, name)
         if reason:
-            raise ArchiveError(f"unsafe entry {info.filename!r}: {reason}; archive rejected")
-        if info.filename in seen:
-            raise ArchiveError(f"duplicate entry {info.filename!r}; archive rejected")
-        seen.add(info.filename)
+            raise ArchiveError(f"unsafe entry {name!r}: {reason}; archive rejected")
+        if name in seen:
+            raise ArchiveError(f"duplicate entry {name!r}; archive rejected")
+        seen.add(name)
     ignored: list[tuple[str, str]] = []
-    kept: list[tuple[zipfile.ZipInfo, tuple[str, ...]]] = []
-    for info in infos:
-        if info.is_dir():
+    kept: list[tuple[int, str, tuple[str, ...]]] = []
+    for index, (info, name) in enumerate(zip(infos, names)):
+        if name.endswith("/"):
             continue
-        parts = tuple(info.filename.split("/"))
-        junk = _junk_reason(parts)
-        if junk:
-            ignored.append((info.filename, junk))
+        parts = tuple(name.split("/"))
+        skip = _junk_reason(parts) or _document_reason(parts[-1])
+        if skip:
+            ignored.append((name, skip))
         else:
-            kept.append((info, parts))
-    tops = {parts[0] for _, parts in kept}
+            kept.append((index, name, parts))
+    paths = [parts for _, _, parts in kept]
+    split_layout = _is_split_layout(paths)
+    tops = {parts[0] for parts in paths}
     strip = (
-        len(tops) == 1
-        and all(len(parts) >= 2 for _, parts in kept)
-        and any(len(parts) >= 3 for _, parts in kept)
+        not split_layout
+        and len(tops) == 1
+        and all(len(parts) >= 2 for parts in paths)
+        and any(len(parts) >= 3 for parts in paths)
     )
+    if strip:
+        split_layout = _is_split_layout([parts[1:] for parts in paths])
     members: list[ArchiveMember] = []
-    for info, parts in kept:
+    for index, name, parts in kept:
         rel = parts[1:] if strip else parts
+        split: str | None = None
+        inner = rel
+        if split_layout and len(rel) >= 2:
+            split = SPLIT_FOLDERS[rel[0].casefold()]
+            inner = rel[1:]
         label: str | None = None
-        if len(rel) > 1:
+        if len(inner) > 1:
             try:
-                label = normalise_label(rel[0])
+                label = normalise_label(inner[0])
             except ValueError as exc:
-                raise ArchiveError(f"entry {info.filename!r}: {exc}") from None
-        name = unicodedata.normalize("NFC", "/".join(rel))
-        members.append(ArchiveMember(name=name, label=label, path_in_zip=info.filename))
+                raise ArchiveError(f"entry {name!r}: {exc}") from None
+        members.append(ArchiveMember(name=unicodedata.normalize("NFC", "/".join(rel)),
+                                     label=label, path_in_zip=name, index=index, split=split))
     return members, ignored
 
 
+def open_archive(zip_path: str | Path) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(zip_path)``; raises ArchiveError when it is not a readable zip (including
+    an entry flagged UTF-8 whose name is not UTF-8)."""
+    try:
+        return zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
+        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+
+
 def _copy_counted(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, limits: ArchiveLimits,
-    total_so_far: int, archive_bytes: int,
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str, target: Path,
+    limits: ArchiveLimits, total_so_far: int, archive_bytes: int,
 ) -> int:
-    """Decompress one member into ``target`` in chunks, counting real output; returns its bytes."""
+    """Decompress one member into ``target`` in chunks, counting real output; returns its bytes.
+    Errors name the member ``shown`` (its decoded name)."""
     # A header can lie about compress_size too; it cannot exceed the archive itself.
     compressed = max(1, min(info.compress_size, archive_bytes))
     written = 0
@@ -237,16 +308,16 @@ def _copy_counted(
             written += len(chunk)
             if written > limits.max_member_bytes:
                 raise ArchiveError(
-                    f"entry {info.filename!r} is larger than {limits.max_member_bytes} bytes"
+                    f"entry {shown!r} is larger than {limits.max_member_bytes} bytes"
                 )
             if total_so_far + written > limits.max_total_bytes:
                 raise ArchiveError(
                     f"archive expands to more than {limits.max_total_bytes} bytes "
-                    f"(at entry {info.filename!r})"
+                    f"(at entry {shown!r})"
                 )
             if written > limits.ratio_min_bytes and written / compressed > limits.max_ratio:
                 raise ArchiveError(
-                    f"entry {info.filename!r} compression ratio above {limits.max_ratio:g} "
+                    f"entry {shown!r} compression ratio above {limits.max_ratio:g} "
                     "(possible zip bomb)"
                 )
             sink.write(chunk)
@@ -265,10 +336,7 @@ def extract_archive(
     oversized or unsupported archive; OSError for disk errors on ``dest_dir``.
     """
     zip_path = Path(zip_path)
-    try:
-        archive = zipfile.ZipFile(zip_path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+    archive = open_archive(zip_path)
     with archive:
         members, ignored = plan_archive(archive, limits)
         directory = Path(tempfile.mkdtemp(prefix="archive-", dir=dest_dir))
@@ -276,18 +344,19 @@ def extract_archive(
         try:
             archive_bytes = zip_path.stat().st_size
             total = 0
+            infos = archive.infolist()
             for index, member in enumerate(members, start=1):
-                info = archive.getinfo(member.path_in_zip)
+                info = infos[member.index]
                 suffix = PurePosixPath(member.name).suffix.lower()
                 local = directory / f"{index:06d}{suffix if _SUFFIX.match(suffix) else ''}"
                 try:
-                    size = _copy_counted(archive, info, local, limits, total, archive_bytes)
+                    size = _copy_counted(archive, info, member.path_in_zip, local, limits, total,
+                                         archive_bytes)
                 except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-                    raise ArchiveError(f"entry {info.filename!r} is corrupt: {exc}") from None
+                    raise ArchiveError(f"entry {member.path_in_zip!r} is corrupt: {exc}") from None
                 total += size
-                scan.members.append(
-                    ExtractedFile(member.path_in_zip, member.label, local, member.name, size)
-                )
+                scan.members.append(ExtractedFile(member.path_in_zip, member.label, local,
+                                                  member.name, size, member.split))
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

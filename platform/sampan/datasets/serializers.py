@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from sampan.core.validation import NameField, TextField
 from sampan.datasets.models import Split, TaskType
 from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
 from sampan.training.budget import minimum_budget_s
@@ -28,16 +29,16 @@ class DatasetOutput(serializers.Serializer):
 
 
 class DatasetInput(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = NameField(max_length=200)
     task_type = serializers.ChoiceField(choices=TaskType.choices,
                                         default=TaskType.IMAGE_CLASSIFICATION)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    labels = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
+    description = TextField(required=False, allow_blank=True, default="")
+    labels = serializers.ListField(child=NameField(max_length=200), required=False,
                                    default=list)
 
 
 class ClassLabelInput(serializers.Serializer):
-    names = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1)
+    names = serializers.ListField(child=NameField(max_length=200), min_length=1)
 
 
 class AnnotationOutput(serializers.Serializer):
@@ -81,8 +82,8 @@ class LabelInput(serializers.Serializer):
     """Exactly one of ``class_label`` (a name; a new name creates the class) and
     ``class_label_id``; ``{"class_label": null}`` removes the sample's label."""
 
-    class_label = serializers.CharField(required=False, allow_null=True, max_length=200,
-                                        help_text="Class name; a new name creates the class. "
+    class_label = NameField(required=False, allow_null=True, max_length=200,
+                          help_text="Class name; a new name creates the class. "
                                                   "null removes the label.")
     class_label_id = serializers.UUIDField(required=False, allow_null=True)
 
@@ -107,7 +108,7 @@ class BoxInput(serializers.Serializer):
     y1 = serializers.FloatField()
     x2 = serializers.FloatField()
     y2 = serializers.FloatField()
-    class_label = serializers.CharField(required=False, max_length=200)
+    class_label = NameField(required=False, max_length=200)
     class_label_id = serializers.UUIDField(required=False)
 
 
@@ -118,8 +119,8 @@ class BoxesInput(serializers.Serializer):
 class ImportInput(serializers.Serializer):
     # an empty file is rejected by name in the import report (as inside a zip), not a 400 for all
     files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), min_length=1)
-    label = serializers.CharField(required=False, allow_blank=True, default="",
-                                  help_text="Class label for loose image files (not zips).")
+    label = NameField(required=False, allow_blank=True, default="",
+                      help_text="Class label for loose image files (not zips).")
 
 
 class ImportJobOutput(serializers.Serializer):
@@ -142,7 +143,7 @@ class DatasetVersionInput(serializers.Serializer):
         default=DEFAULT_TEST_FRACTION, min_value=0.0, max_value=0.9,
         help_text="Held-out share per class; a class with fewer than 10 samples stays in "
                   "train/val (flagged).")
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = TextField(required=False, allow_blank=True, default="")
 
 
 class DatasetVersionOutput(serializers.Serializer):

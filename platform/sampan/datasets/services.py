@@ -6,7 +6,6 @@ import hashlib
 import logging
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,12 @@ from sampan.accounts.models import Project
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import Conflict, ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
+from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
+from sampan.core.validation import validated_name, validated_text
 from sampan.datasets import storage
 from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
-                                      normalise_label, plan_archive, sort_labels)
+                                      normalise_label, open_archive, plan_archive, sort_labels)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
                                     Sample, TaskType)
 
@@ -34,9 +35,14 @@ IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".ti
 
 def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMAGE_CLASSIFICATION,
                    description: str = "", labels: Iterable[str] = ()) -> Dataset:
-    name = name.strip()
-    if not name:
-        raise ValidationFailed("name must not be empty", field="name")
+    """Create a dataset with ``labels`` as its first classes.
+
+    Raises ValidationFailed for a name or description the rule of ``sampan.core.names`` refuses
+    (field ``name`` / ``description``) or a bad class label (field ``labels``); Conflict when the
+    project has a dataset of that name.
+    """
+    name = validated_name(name, field="name")
+    description = validated_text(description, field="description")
     try:
         with transaction.atomic():
             dataset = Dataset.objects.create(project=project, name=name, task_type=task_type,
@@ -211,11 +217,8 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
 
 def _check_archive(path: Path, shown_name: str) -> None:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_archive(path) as archive:
             plan_archive(archive, _limits())
-    except zipfile.BadZipFile as exc:
-        raise ValidationFailed(f"{shown_name}: not a readable zip archive ({exc})",
-                               field="files") from None
     except ArchiveError as exc:
         raise ValidationFailed(f"{shown_name}: {exc}", field="files") from None
 
@@ -224,22 +227,28 @@ def _limits() -> ArchiveLimits:
     return ArchiveLimits(max_total_bytes=settings.SAMPAN_IMPORT_MAX_BYTES)
 
 
-def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]
-                  ) -> list[tuple[str, Path, str | None]]:
-    """(shown name, local path, label) of every file to import from the staging folder."""
+StagedFile = tuple[str, Path, str | None, str | None]  # shown name, local path, label, split
+
+
+def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]) -> list[StagedFile]:
+    """(shown name, local path, label, split) of every file to import from the staging folder.
+
+    ``split`` is the archive's own split (train | val | test) for a zip in the split layout of
+    ``sampan.datasets.archives``, else None.
+    """
     staging = Path(job.staging_dir)
-    found: list[tuple[str, Path, str | None]] = []
+    found: list[StagedFile] = []
     for archive in sorted(staging.glob("archive-*.zip")):
         scan = extract_archive(archive, work, limits=_limits())
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
         labels = scan.labels
         if labels:
             class_labels_ensure(dataset=job.dataset, names=labels)
-        found.extend((m.path_in_zip, m.local_path, m.label) for m in scan.members)
+        found.extend((m.path_in_zip, m.local_path, m.label, m.split) for m in scan.members)
     folder = staging / "files"
     for blob in sorted(folder.glob("*.bin")) if folder.exists() else []:
         name = blob.with_suffix(".name").read_text(encoding="utf-8")
-        found.append((name, blob, job.default_label or None))
+        found.append((name, blob, job.default_label or None, None))
     return found
 
 
@@ -266,9 +275,10 @@ def _import_one(job: ImportJob, name: str, path: Path, label: str | None,
 
 def _create_sample(job: ImportJob, digest: str, relative: str, name: str, width: int,
                    height: int, label: str | None, labels: dict[str, ClassLabel]) -> None:
+    # a file name is shown as it came, but never with control characters (sampan.core.names)
     sample = Sample.objects.create(dataset=job.dataset, content_sha256=digest, file=relative,
-                                   original_name=name[:500], width=width, height=height,
-                                   import_job=job)
+                                   original_name=display_name(name)[:500], width=width,
+                                   height=height, import_job=job)
     if label:
         if label not in labels:
             labels.update(class_labels_ensure(dataset=job.dataset, names=[label]))
@@ -287,15 +297,20 @@ def import_job_run(*, job_id: Any) -> None:
         return
     job = ImportJob.objects.select_related("dataset").get(pk=job_id)
     report: dict[str, Any] = {"imported": 0, "duplicates": [], "ignored": [], "rejected": []}
+    splits: dict[str, dict[str, int]] = {}
     before = set(ClassLabel.objects.filter(dataset=job.dataset).values_list("pk", flat=True))
     work = _staging_dir()
     try:
         files = _staged_files(job, work, report)
         labels = {c.name: c for c in ClassLabel.objects.filter(dataset=job.dataset)}
-        for index, (name, path, label) in enumerate(files, start=1):
+        for index, (name, path, label, split) in enumerate(files, start=1):
             outcome, reason = _import_one(job, name, path, label, labels)
             if outcome == "imported":
                 report["imported"] += 1
+                if split is not None:
+                    per_class = splits.setdefault(split, {})
+                    key = label or ""
+                    per_class[key] = per_class.get(key, 0) + 1
             elif outcome == "duplicate":
                 report["duplicates"].append({"name": name, "reason": reason})
             else:
@@ -320,6 +335,11 @@ def import_job_run(*, job_id: Any) -> None:
          .exclude(pk__in=Annotation.objects.values("class_label_id")).delete())
     report["counts"] = {"imported": report["imported"], "duplicates": len(report["duplicates"]),
                         "ignored": len(report["ignored"]), "rejected": len(report["rejected"])}
+    if splits:
+        # the archive's own train/val/test folders (sampan.datasets.archives, split layout):
+        # imported samples per split and class ("" = unlabeled). Samples do not store it, and a
+        # dataset version draws its own split.
+        report["archive_splits"] = splits
     job_transition(ImportJob, job.pk, JobStatus.SUCCEEDED, report=report,
                    progress={"fraction": 1.0, "message": "done"})
     job_publish(ImportJob, job.pk, {"status": JobStatus.SUCCEEDED, "report": report}, force=True)

@@ -10,7 +10,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+
+from sampan.core.disposition import content_disposition
+from sampan.core.errors import error_payload
 
 CHUNK_BYTES = 256 * 1024
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -72,7 +75,9 @@ def ranged_file_response(path: Path, *, range_header: str, etag: str, filename: 
     try:
         wanted = parse_range(range_header, size) if range_header else None
     except Unsatisfiable:
-        response = HttpResponse(status=416)
+        response = JsonResponse(error_payload(
+            "range_not_satisfiable", f"the range {range_header!r} lies outside the {size} bytes "
+            "of the file", "Range", {"size": size}), status=416)
         response["Content-Range"] = f"bytes */{size}"
         response["Accept-Ranges"] = "bytes"
         return response
@@ -85,7 +90,7 @@ def ranged_file_response(path: Path, *, range_header: str, etag: str, filename: 
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = quoted
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = content_disposition(filename)
     if wanted is not None:
         response["Content-Range"] = f"bytes {first}-{last}/{size}"
     return response

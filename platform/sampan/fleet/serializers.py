@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from sampan.core.validation import NameField, TextField
 from sampan.fleet.models import REPORTABLE, DeploymentState, DeviceStatus
 
 # --- project API ------------------------------------------------------------------------------
@@ -14,7 +15,7 @@ from sampan.fleet.models import REPORTABLE, DeploymentState, DeviceStatus
 class EnrollmentTokenInput(serializers.Serializer):
     expires_in_hours = serializers.FloatField(default=24.0, min_value=0.05, max_value=24 * 30,
                                               help_text="Validity of the token (hours).")
-    note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    note = TextField(max_length=200, required=False, allow_blank=True, default="")
 
 
 class EnrollmentTokenOutput(serializers.Serializer):
@@ -124,7 +125,7 @@ class DeploymentOutput(serializers.Serializer):
 
 class EnrollInput(serializers.Serializer):
     token = serializers.CharField(max_length=200)
-    name = serializers.CharField(max_length=200)
+    name = NameField(max_length=200)
     info = serializers.DictField(required=False, default=dict)
 
 

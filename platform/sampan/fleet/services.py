@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from sampan.accounts.models import Project
 from sampan.core.errors import NotFound, Unauthenticated
+from sampan.core.validation import validated_name, validated_text
 from sampan.fleet.models import (
     REPORTABLE,
     TRANSITIONS,
@@ -62,7 +63,8 @@ def enrollment_token_create(*, project: Project, user: Any, expires_in: timedelt
     secret = ENROLLMENT_TOKEN_PREFIX + secrets.token_urlsafe(24)
     token = EnrollmentToken.objects.create(
         project=project, token_sha256=secret_sha256(secret),
-        expires_at=timezone.now() + expires_in, created_by=user, note=note.strip())
+        expires_at=timezone.now() + expires_in, created_by=user,
+        note=validated_text(note, field="note").strip())
     return IssuedEnrollmentToken(token=token, secret=secret)
 
 
@@ -78,7 +80,10 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
     The credential is returned once; only its sha256 is stored. Raises Unauthenticated (401, field
     ``token``) for an unknown, used or expired token. The token is claimed with a compare-and-set
     UPDATE inside the transaction, so two concurrent enrollments with one token create one device.
+    A ``name`` that the rule of ``sampan.core.names`` refuses is a ValidationFailed (field
+    ``name``), checked before the token is looked at, so the token stays usable.
     """
+    name = validated_name(name, field="name")
     now = timezone.now()
     with transaction.atomic():
         row = EnrollmentToken.objects.filter(token_sha256=secret_sha256(token)).first()
@@ -91,7 +96,7 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
             raise Unauthenticated(f"this enrollment token expired at {row.expires_at.isoformat()}; "
                                   "create a new one in the console", field="token")
         credential = DEVICE_CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
-        device = Device.objects.create(project_id=row.project_id, name=name.strip(), info=info,
+        device = Device.objects.create(project_id=row.project_id, name=name, info=info,
                                        credential_sha256=secret_sha256(credential))
         claimed = EnrollmentToken.objects.filter(pk=row.pk, used_at__isnull=True).update(
             used_at=now, device=device, updated_at=now)

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
+from sampan.core.disposition import content_disposition
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.registry import selectors
 from sampan.registry.inference import model_version_predict
@@ -130,7 +131,9 @@ class ModelVersionFileApi(ProjectApi):
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         path = selectors.model_version_file(version, name)
-        return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+        response = FileResponse(open(path, "rb"), as_attachment=True)
+        response["Content-Disposition"] = content_disposition(name)
+        return response
 
 
 class ModelVersionPackageApi(ProjectApi):
@@ -144,7 +147,8 @@ class ModelVersionPackageApi(ProjectApi):
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for name in ("manifest.json", "model.onnx"):
                 archive.write(selectors.model_version_file(version, name), arcname=name)
+        # "<model name>-v<version>.zip" for any Unicode model name (sampan.core.disposition)
         filename = f"{version.model.name}-v{version.version}.zip"
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        response["Content-Disposition"] = content_disposition(filename, default="model")
         return response

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from sampan.core.apis import ProjectApi
 from sampan.core.pagination import Pagination
+from sampan.core.validation import NameField
 from sampan.datasets.selectors import dataset_version_get
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
@@ -19,8 +20,7 @@ class TrainingJobInput(serializers.Serializer):
     dataset_version_id = serializers.UUIDField()
     budget_s = serializers.FloatField(default=300.0, help_text="Wall-clock budget, seconds.")
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
-    model_name = serializers.CharField(required=False, allow_blank=True, default="",
-                                       max_length=200)
+    model_name = NameField(required=False, allow_blank=True, default="", max_length=200)
     augmentation = serializers.ChoiceField(
         choices=Augmentation.choices, default=Augmentation.AUTO,
         help_text="auto: chosen from the data (no flips for digits or text); none, light, strong.")

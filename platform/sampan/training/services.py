@@ -19,7 +19,9 @@ from sampan.accounts.models import Project
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
+from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
+from sampan.core.validation import validated_name
 from sampan.datasets import storage
 from sampan.datasets.models import DatasetVersion, Split, TaskType
 from sampan.registry.models import ModelVersion
@@ -42,8 +44,9 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
     this release cannot train yet, fewer than 2 classes, an empty train or validation split, a
     budget below :func:`sampan.training.budget.minimum_budget_s` of the version's images or
-    above 24 h, or an unknown ``augmentation`` / ``model_preference``. An empty test split is
-    fine: the engine then reports on the validation split.
+    above 24 h, an unknown ``augmentation`` / ``model_preference``, or a ``model_name`` that the
+    rule of ``sampan.core.names`` refuses. An empty test split is fine: the engine then reports on
+    the validation split.
     """
     if dataset_version.task_type != TaskType.IMAGE_CLASSIFICATION:
         raise ValidationFailed(f"training {dataset_version.task_type} is not available yet; "
@@ -70,7 +73,9 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
             raise ValidationFailed(
                 f"the {split} split of this version is empty: label more samples or freeze a "
                 "version with a larger val_fraction", field="dataset_version_id")
-    name = model_name.strip() or dataset_version.dataset.name
+    # a dataset named before the name rule existed may hold what it refuses: not a model name
+    name = (validated_name(model_name, field="model_name") if model_name.strip()
+            else display_name(dataset_version.dataset.name))
     with transaction.atomic():
         job = TrainingJob.objects.create(project=project, dataset_version=dataset_version,
                                          task_type=dataset_version.task_type, model_name=name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 import struct
 import warnings
@@ -18,6 +19,7 @@ from sampan.datasets.archives import (
     plan_archive,
     sort_labels,
 )
+from tests.fixtures.zips import RawEntry, raw_zip, unicode_path_extra
 
 MiB = 1024 * 1024
 
@@ -136,7 +138,7 @@ def test_unsafe_names_reject_the_whole_archive(tmp_path: Path, bad: str) -> None
     dest.mkdir()
     with pytest.raises(ArchiveError) as error:
         extract_archive(zip_path, dest)
-    assert repr(bad) in str(error.value)
+    assert repr(bad.replace("\\", "/")) in str(error.value)  # named as normalised
     assert "archive rejected" in str(error.value)
     assert isinstance(error.value, ValueError)
     assert leftovers(dest) == []
@@ -288,3 +290,191 @@ def test_sort_labels_natural_order() -> None:
     assert sort_labels(["img10", "img2", "img1", "Img3"]) == ["img1", "img2", "Img3", "img10"]
     assert sort_labels(["cat", "Cat", "01", "1", "dog", "cat"]) == ["01", "1", "Cat", "cat", "dog"]
     assert sort_labels([]) == []
+
+
+# ---------------------------------------------------------------- zips as people make them
+
+def plan_raw(tmp_path: Path, entries: list[RawEntry]) -> tuple[list, list]:
+    path = tmp_path / "raw.zip"
+    path.write_bytes(raw_zip(entries))
+    return plan_archive(zipfile.ZipFile(path))
+
+
+def test_chinese_windows_gbk_folder_names_without_the_utf8_flag(tmp_path: Path) -> None:
+    """Windows' built-in zip on Chinese Windows writes CP936 (GBK) names and no flag."""
+    entries = [RawEntry("猫/1.jpg".encode("gbk"), b"c"), RawEntry("狗/2.jpg".encode("gbk"), b"d"),
+               RawEntry("猫/".encode("gbk")), RawEntry(b"readme.jpg", b"r")]
+    path = tmp_path / "gbk.zip"
+    path.write_bytes(raw_zip(entries))
+    raw = zipfile.ZipFile(path)
+    assert not any(info.flag_bits & 0x800 for info in raw.infolist())
+    assert raw.namelist()[0] == "\u251c\u00bf/1.jpg"  # what zipfile reads: cp437 mojibake
+    dest = tmp_path / "dest"
+    dest.mkdir()
+
+    scan = extract_archive(path, dest)
+
+    assert [(m.path_in_zip, m.label, m.name) for m in scan.members] == [
+        ("猫/1.jpg", "猫", "猫/1.jpg"), ("狗/2.jpg", "狗", "狗/2.jpg"),
+        ("readme.jpg", None, "readme.jpg")]
+    assert scan.labels == ["狗", "猫"]
+    assert [m.local_path.read_bytes() for m in scan.members] == [b"c", b"d", b"r"]
+
+
+def test_one_encoding_for_the_whole_archive(tmp_path: Path) -> None:
+    """\u732b alone in GBK (C3 A8) is also valid UTF-8 ("\u00e8"): the other names decide."""
+    assert "猫".encode("gbk").decode("utf-8") == "\u00e8"
+    members, _ = plan_raw(tmp_path, [RawEntry("猫/1.jpg".encode("gbk"), b"1"),
+                                     RawEntry("小狗/2.jpg".encode("gbk"), b"2")])
+    assert [m.label for m in members] == ["猫", "小狗"]
+
+
+def test_the_info_zip_unicode_path_field_names_the_entry(tmp_path: Path) -> None:
+    legacy = "猫/1.jpg".encode("gbk")
+    members, _ = plan_raw(tmp_path, [
+        RawEntry(legacy, b"1", extra=unicode_path_extra(legacy, "猫/1.jpg")),
+        # a field whose CRC does not match the stored name is stale and ignored
+        RawEntry(b"dog/2.jpg", b"2", extra=unicode_path_extra(b"other", "cat/2.jpg")),
+    ])
+    assert [m.label for m in members] == ["猫", "dog"]
+
+
+def test_western_windows_cp437_names_stay_cp437(tmp_path: Path) -> None:
+    members, _ = plan_raw(tmp_path, [RawEntry("Café/1.jpg".encode("cp437"), b"1"),
+                                     RawEntry("Niño/2.jpg".encode("cp437"), b"2")])
+    assert [m.label for m in members] == ["Café", "Niño"]
+
+
+def test_macos_nfd_utf8_names_without_the_flag_are_one_nfc_class(tmp_path: Path) -> None:
+    """macOS Archive Utility: UTF-8 in decomposed form (NFD), no flag."""
+    nfd = "Cafe\u0301"
+    members, _ = plan_raw(tmp_path, [RawEntry(f"{nfd}/1.jpg".encode("utf-8"), b"1"),
+                                     RawEntry("Café/2.jpg".encode("utf-8"), b"2", flags=0x800)])
+    assert [m.label for m in members] == ["Caf\u00e9", "Caf\u00e9"]
+    assert members[0].name == "Caf\u00e9/1.jpg"
+
+
+def test_powershell_backslash_separators_are_folders(tmp_path: Path) -> None:
+    """PowerShell 5.1 Compress-Archive writes ``cats\\1.jpg``."""
+    members, _ = plan_raw(tmp_path, [RawEntry(b"pets\\cats\\1.jpg", b"1"),
+                                     RawEntry(b"pets\\dogs\\2.jpg", b"2"),
+                                     RawEntry(b"pets\\dogs\\Thumbs.db", b"x")])
+    assert [(m.path_in_zip, m.name, m.label) for m in members] == [
+        ("pets/cats/1.jpg", "cats/1.jpg", "cats"), ("pets/dogs/2.jpg", "dogs/2.jpg", "dogs")]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b"cats\\..\\..\\evil.jpg", "parent directory reference"),
+    (b"..\\evil.jpg", "parent directory reference"),
+    (b"C:\\Windows\\evil.jpg", "absolute path"),
+    (b"\\\\server\\share\\evil.jpg", "absolute path"),
+    (b"\\evil.jpg", "absolute path"),
+    (b"cats\\\\evil.jpg", "empty path component"),
+])
+def test_backslash_paths_are_checked_after_normalisation(tmp_path: Path, bad: bytes,
+                                                          reason: str) -> None:
+    path = tmp_path / "ps.zip"
+    path.write_bytes(raw_zip([RawEntry(b"cats\\ok.jpg", b"ok"), RawEntry(bad, b"x")]))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError) as error:
+        extract_archive(path, dest)
+    shown = bad.decode("ascii").replace("\\", "/")
+    assert str(error.value) == f"unsafe entry {shown!r}: {reason}; archive rejected"
+    assert leftovers(dest) == []
+
+
+def test_names_that_collide_after_normalisation_are_duplicates(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match=r"duplicate entry 'cats/1.jpg'"):
+        plan_raw(tmp_path, [RawEntry(b"cats/1.jpg", b"1"), RawEntry(b"cats\\1.jpg", b"2")])
+
+
+def test_a_nul_in_a_name_rejects_the_archive(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match=r"NUL character in name"):
+        plan_raw(tmp_path, [RawEntry(b"cats/1.jpg\x00../../x", b"1")])
+
+
+def test_folder_structure_export_with_splits_and_readmes(tmp_path: Path) -> None:
+    """Roboflow's "folder structure" export: README files, then train/valid/test/<class>/."""
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("README.dataset.txt", b"readme"), ("README.roboflow.txt", b"readme"),
+        ("LICENSE", b"CC BY 4.0"),
+        ("train/cat/1.jpg", b"1"), ("train/dog/2.jpg", b"2"), ("train/", b""),
+        ("valid/cat/3.jpg", b"3"), ("test/dog/4.jpg", b"4"), ("Test/cat/5.jpg", b"5"),
+        ("train/6.jpg", b"6"),
+    ])
+    dest = tmp_path / "dest"
+    dest.mkdir()
+
+    scan = extract_archive(zip_path, dest)
+
+    assert [(m.name, m.label, m.split) for m in scan.members] == [
+        ("train/cat/1.jpg", "cat", "train"), ("train/dog/2.jpg", "dog", "train"),
+        ("valid/cat/3.jpg", "cat", "val"), ("test/dog/4.jpg", "dog", "test"),
+        ("Test/cat/5.jpg", "cat", "test"), ("train/6.jpg", None, "train"),
+    ]
+    assert scan.labels == ["cat", "dog"]
+    reason = "documentation or text file, not an image"
+    assert scan.ignored == [("README.dataset.txt", reason), ("README.roboflow.txt", reason),
+                            ("LICENSE", reason)]
+
+
+def test_split_folders_inside_one_top_folder_and_val_spelling(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [
+        ("flowers.v2i.folder/README.md", b"r"),
+        ("flowers.v2i.folder/train/rose/1.jpg", b"1"),
+        ("flowers.v2i.folder/val/tulip/2.jpg", b"2"),
+        ("flowers.v2i.folder/validation/rose/3.jpg", b"3"),
+    ])
+    members, ignored = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.label, m.split) for m in members] == [("rose", "train"), ("tulip", "val"),
+                                                     ("rose", "val")]
+    assert ignored == [("flowers.v2i.folder/README.md",
+                        "documentation or text file, not an image")]
+
+
+def test_a_single_split_folder_is_a_split_not_a_folder_to_strip(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("train/cat/1.jpg", b"1"), ("train/dog/2.jpg", b"2")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.label, m.split) for m in members] == [("cat", "train"), ("dog", "train")]
+
+
+def test_classes_named_like_splits_stay_classes_without_sub_folders(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("train/1.jpg", b"1"), ("test/2.jpg", b"2")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.label, m.split) for m in members] == [("train", None), ("test", None)]
+
+
+def test_a_split_folder_beside_a_class_folder_is_not_the_split_layout(tmp_path: Path) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [("train/cat/1.jpg", b"1"), ("dog/2.jpg", b"2")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert [(m.label, m.split) for m in members] == [("train", None), ("dog", None)]
+
+
+@pytest.mark.parametrize("folder, message", [
+    ("bad\u202ename", "U+202E RIGHT-TO-LEFT OVERRIDE (a format character) at position 3"),
+    ("zero\u200bwidth", "U+200B ZERO WIDTH SPACE (a format character)"),
+    ("tab\tinside", "U+0009 (a control character) at position 3"),
+])
+def test_class_folder_names_follow_the_name_rule(tmp_path: Path, folder: str,
+                                                 message: str) -> None:
+    zip_path = make_zip(tmp_path / "a.zip", [(f"{folder}/1.jpg", b"1")])
+    with pytest.raises(ArchiveError, match=re.escape(message)):
+        plan_archive(zipfile.ZipFile(zip_path))
+
+
+def test_joiners_that_scripts_need_are_kept_in_class_names(tmp_path: Path) -> None:
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    zip_path = make_zip(tmp_path / "a.zip", [(f"{persian}/1.jpg", b"1")])
+    members, _ = plan_archive(zipfile.ZipFile(zip_path))
+    assert members[0].label == persian
+
+
+def test_a_name_flagged_utf8_that_is_not_utf8_is_an_unreadable_archive(tmp_path: Path) -> None:
+    path = tmp_path / "lying.zip"
+    path.write_bytes(raw_zip([RawEntry("猫/1.jpg".encode("gbk") + b"\xff", b"1", flags=0x800)]))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(ArchiveError, match=r"^not a readable zip archive: 'utf-8' codec"):
+        extract_archive(path, dest)
+    assert leftovers(dest) == []

@@ -15,6 +15,7 @@ from sampan.datasets.models import ImportJob, Sample
 from sampan.datasets.services import import_job_run
 from sampan.datasets.storage import media_path
 from tests.fixtures import images
+from tests.fixtures.zips import RawEntry, raw_zip
 
 pytestmark = pytest.mark.django_db
 
@@ -186,13 +187,16 @@ def test_a_class_whose_files_are_all_rejected_leaves_no_empty_class(ctx: dict[st
     job = run_import(ctx, "mixed.zip", make_zip({"good/a.png": images.png_bytes(),
                                                  "junk/readme.txt": b"not an image",
                                                  "junk/fake.png": b"not a png either"}))
-    assert job["report"]["counts"]["rejected"] == 2
+    assert job["report"]["counts"]["rejected"] == 1
+    assert job["report"]["ignored"] == [{"name": "junk/readme.txt",
+                                         "reason": "documentation or text file, not an image"}]
     dataset = ctx["client"].get(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/").json()
     assert [c["name"] for c in dataset["class_labels"]] == ["good"]
 
 
 @pytest.mark.parametrize("folder, reason", [("a" * 201, "at most 200"),
-                                            ("ctl\x01", "control characters")])
+                                            ("ctl\x01", "contains U+0001 (a control character) at position 3"),
+                                            ("bidi\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE")])
 def test_bad_class_folder_names_reject_the_archive(ctx: dict[str, Any], folder: str,
                                                    reason: str) -> None:
     response = upload(ctx, "names.zip", make_zip({f"{folder}/a.png": images.png_bytes()}))
@@ -241,3 +245,76 @@ def test_an_empty_loose_file_is_rejected_by_name_and_the_others_import(
     job = ctx["client"].get(f"{ctx['base']}/imports/{response.json()['id']}/").json()
     assert job["report"]["counts"]["imported"] == 2
     assert job["report"]["rejected"] == [{"name": "empty.png", "reason": "empty file"}]
+
+
+# ---------------------------------------------------------------- zips as people make them
+
+def class_names(ctx: dict[str, Any]) -> list[str]:
+    dataset = ctx["client"].get(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/").json()
+    return [c["name"] for c in dataset["class_labels"]]
+
+
+def test_a_zip_from_chinese_windows_gives_classes_in_chinese(ctx: dict[str, Any]) -> None:
+    data = raw_zip([RawEntry("猫/1.png".encode("gbk"), images.png_bytes((1, 0, 0))),
+                    RawEntry("狗/2.png".encode("gbk"), images.png_bytes((2, 0, 0)))])
+    job = run_import(ctx, "宠物.zip", data)
+    assert job["status"] == "SUCCEEDED" and job["report"]["counts"]["imported"] == 2
+    assert class_names(ctx) == ["狗", "猫"]
+    names = set(Sample.objects.values_list("original_name", flat=True))
+    assert names == {"猫/1.png", "狗/2.png"}
+
+
+def test_a_zip_from_macos_gives_one_nfc_class(ctx: dict[str, Any]) -> None:
+    data = raw_zip([RawEntry("Cafe\u0301/1.png".encode("utf-8"), images.png_bytes((1, 0, 0))),
+                    RawEntry("Cafe\u0301/2.png".encode("utf-8"), images.png_bytes((2, 0, 0)))])
+    job = run_import(ctx, "mac.zip", data)
+    assert job["report"]["counts"]["imported"] == 2
+    assert class_names(ctx) == ["Caf\u00e9"]
+
+
+def test_a_zip_from_powershell_compress_archive(ctx: dict[str, Any]) -> None:
+    data = raw_zip([RawEntry(b"cats\\1.png", images.png_bytes((1, 0, 0))),
+                    RawEntry(b"dogs\\2.png", images.png_bytes((2, 0, 0)))])
+    job = run_import(ctx, "ps.zip", data)
+    assert job["report"]["counts"]["imported"] == 2
+    assert class_names(ctx) == ["cats", "dogs"]
+
+
+def test_a_powershell_zip_climbing_out_is_refused_before_anything_is_queued(
+        ctx: dict[str, Any]) -> None:
+    data = raw_zip([RawEntry(b"cats\\1.png", images.png_bytes()),
+                    RawEntry(b"cats\\..\\..\\evil.png", images.png_bytes((9, 9, 9)))])
+    response = upload(ctx, "ps.zip", data)
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid", "field": "files",
+        "message": "ps.zip: unsafe entry 'cats/../../evil.png': parent directory reference; "
+                   "archive rejected"}
+    assert ImportJob.objects.count() == 0
+
+
+def test_a_folder_structure_export_keeps_its_split_and_ignores_readmes(ctx: dict[str, Any]
+                                                                        ) -> None:
+    colours = iter(range(1, 50))
+    data = make_zip({
+        "README.dataset.txt": b"Exported from Roboflow", "README.roboflow.txt": b"readme",
+        **{f"train/{c}/{i}.png": images.png_bytes((next(colours), 0, 0))
+           for c in ("cat", "dog") for i in range(3)},
+        "valid/cat/a.png": images.png_bytes((100, 0, 0)),
+        "test/dog/b.png": images.png_bytes((101, 0, 0)),
+        "test/c.png": images.png_bytes((102, 0, 0)),
+    })
+    job = run_import(ctx, "roboflow.zip", data)
+    assert job["status"] == "SUCCEEDED"
+    assert class_names(ctx) == ["cat", "dog"]
+    report = job["report"]
+    assert report["counts"] == {"imported": 9, "duplicates": 0, "ignored": 2, "rejected": 0}
+    assert [i["name"] for i in report["ignored"]] == ["README.dataset.txt", "README.roboflow.txt"]
+    assert report["archive_splits"] == {"train": {"cat": 3, "dog": 3}, "val": {"cat": 1},
+                                        "test": {"dog": 1, "": 1}}
+
+
+def test_file_names_with_control_characters_are_stored_displayable(ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "c.zip", make_zip({"cats/evil\u202egnp.png": images.png_bytes()}))
+    assert job["report"]["counts"]["imported"] == 1
+    assert Sample.objects.get().original_name == "cats/evil\ufffdgnp.png"

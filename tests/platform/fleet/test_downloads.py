@@ -65,6 +65,9 @@ def test_range_past_the_end_is_416(deployed: Any) -> None:
     response = client.get(url(version, "model.onnx"), HTTP_RANGE="bytes=10240-")
     assert response.status_code == 416
     assert response["Content-Range"] == "bytes */10240"
+    assert response.json()["error"] == {
+        "code": "range_not_satisfiable", "field": "Range", "details": {"size": 10240},
+        "message": "the range 'bytes=10240-' lies outside the 10240 bytes of the file"}
 
 
 def test_if_range_with_another_etag_sends_the_whole_file(deployed: Any) -> None:

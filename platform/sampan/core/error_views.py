@@ -1,0 +1,165 @@
+"""Errors outside DRF views: Django's 400/403/404/500 handlers and the outermost middleware.
+
+Under ``/api/`` every error is the platform's JSON (``sampan.core.errors``), never one of Django's
+HTML pages; other paths (the console, the admin) keep Django's pages. DRF views answer their own
+errors through ``sampan.core.errors.exception_handler``; what reaches these handlers is raised
+outside them: in a middleware (a Host outside SAMPAN_ALLOWED_HOSTS), while resolving an unknown
+path, or an unexpected exception (500).
+
+``ApiErrorMiddleware`` is the first entry of MIDDLEWARE. It gives every request an id (the
+client's ``X-Request-ID`` when it is 1-64 characters of ``[A-Za-z0-9._-]``, else a new one),
+returns it in the ``X-Request-ID`` header, and turns any non-JSON error answer under ``/api/``
+into JSON: Django's DEBUG pages, which do not go through the handlers, and a middleware's own
+HTML. A 500 answers ``{"error": {"code": "server_error", "message", "details": {"request_id"}}}``
+and the traceback is logged (logger ``sampan.errors``) with the same id.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+from sampan.core.errors import error_payload, request_error
+
+log = logging.getLogger("sampan.errors")
+
+API_PREFIX = "/api/"
+REQUEST_ID_HEADER = "X-Request-ID"
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# codes for answers that carry no platform error of their own, by status
+STATUS_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+                405: "method_not_allowed", 413: "too_large", 416: "range_not_satisfiable",
+                500: "server_error"}
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path.startswith(API_PREFIX)
+
+
+def request_id(request: HttpRequest) -> str:
+    """The id of ``request`` (set by ``ApiErrorMiddleware``; a new one if it did not run)."""
+    rid = getattr(request, "request_id", None)
+    if not rid:
+        rid = uuid.uuid4().hex
+        request.request_id = rid  # type: ignore[attr-defined]
+    return str(rid)
+
+
+def _json(status: int, body: dict[str, Any]) -> JsonResponse:
+    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: a SuspiciousOperation or BadRequest raised outside a DRF view."""
+    if not is_api(request):
+        return defaults.bad_request(request, exception)
+    status, body = request_error(exception) or (400, error_payload("bad_request", "bad request"))
+    return _json(status, body)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler403."""
+    if not is_api(request):
+        return defaults.permission_denied(request, exception)
+    return _json(403, error_payload("forbidden", str(exception) or "permission denied"))
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: API paths answer in the API's JSON error format, others in HTML."""
+    if not is_api(request):
+        return defaults.page_not_found(request, exception)
+    return _json(404, error_payload("not_found", f"no such API path: {request.path}"))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: logs the traceback with the request id; API paths get the id in JSON."""
+    rid = request_id(request)
+    log.error("request %s: %s %s failed", rid, request.method, request.path,
+              exc_info=sys.exc_info()[0] is not None)
+    if not is_api(request):
+        return defaults.server_error(request)
+    return _json(500, _server_error_body(rid))
+
+
+def _server_error_body(rid: str) -> dict[str, Any]:
+    return error_payload("server_error", f"unexpected server error; the server log has the "
+                         f"details under request id {rid}", None, {"request_id": rid})
+
+
+def _is_json(response: HttpResponse) -> bool:
+    content_type = response.get("Content-Type", "").split(";")[0].strip().lower()
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """The JSON form of an error answer that is not JSON, keeping its status and headers."""
+    status = response.status_code
+    rid = request_id(request)
+    if status >= 500:
+        log.error("request %s: %s %s answered %s (details logged above by django.request)",
+                  rid, request.method, request.path, status)
+        body = _server_error_body(rid)
+    else:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "error"
+        body = error_payload(STATUS_CODES.get(status, "error"), f"{phrase} ({request.path})")
+    converted = _json(status, body)
+    for name, value in response.items():
+        if name.lower() not in ("content-type", "content-length"):
+            converted[name] = value
+    converted.cookies = response.cookies
+    return converted
+
+
+def _needs_json(request: HttpRequest, response: HttpResponse) -> bool:
+    from rest_framework.response import Response
+
+    # a DRF Response rendered as HTML is the browsable API, asked for by the client
+    return (response.status_code >= 400 and is_api(request) and not response.streaming
+            and not isinstance(response, Response) and not _is_json(response))
+
+
+class ApiErrorMiddleware:
+    """Request ids and JSON errors under ``/api/`` (see the module docstring). Sync and async."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def _before(self, request: HttpRequest) -> None:
+        offered = request.headers.get(REQUEST_ID_HEADER, "")
+        request.request_id = (  # type: ignore[attr-defined]
+            offered if _CLIENT_REQUEST_ID.match(offered) else uuid.uuid4().hex)
+
+    def _after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if _needs_json(request, response):
+            response = _as_json(request, response)
+        response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
+        return response
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self.__acall__(request)
+        self._before(request)
+        return self._after(request, self.get_response(request))
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        self._before(request)
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponse]] = self.get_response
+        return self._after(request, await get_response(request))

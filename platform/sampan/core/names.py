@@ -1,0 +1,103 @@
+"""The one rule for names people give things, and for free text (stdlib only).
+
+Names: projects, datasets, class labels (typed or from zip folder names), models, devices, API
+tokens. Free text: descriptions and notes. ``sampan.core.validation`` wraps these functions in
+DRF fields and service helpers; ``sampan.datasets.archives`` applies them to folder names.
+
+A **name** is Unicode NFC with surrounding whitespace trimmed (``"Cafe\\u0301 "`` and ``"Caf\\u00e9"``
+are the same name) and holds none of:
+
+- ``Cc`` control characters: C0 (U+0000-U+001F, tab and newline included), DEL, C1
+  (U+0080-U+009F). A newline in a name broke HTTP headers (a model's package download answered
+  500) and every one-line display;
+- ``Cf`` format characters: bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069,
+  the "Trojan Source" characters, CVE-2021-42574), zero-width space U+200B, BOM U+FEFF, soft
+  hyphen U+00AD, tag characters, ... EXCEPT U+200C ZERO WIDTH NON-JOINER and U+200D ZERO WIDTH
+  JOINER: Persian, Indic scripts and emoji sequences need them to be spelt correctly (Unicode
+  UAX #31, section 2.3, allows both in identifiers for this reason);
+- ``Cs`` lone surrogates (JSON's ``"\\ud800"`` decodes to one; it cannot be stored as UTF-8);
+- ``Zl`` / ``Zp`` line and paragraph separators (U+2028, U+2029): line breaks by another name.
+
+Private-use (``Co``) and unassigned (``Cn``) code points are allowed: fonts use the first and a
+newer Unicode version the second. **Free text** may hold tab, LF and CR (several lines); only the
+other ``Cc`` characters and ``Cs`` are refused there (PostgreSQL refuses NUL in text).
+
+Data stored before this rule still renders: ``display_name`` replaces what the rule refuses with
+U+FFFD where a name must be safe (file names, headers).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+
+JOINERS = frozenset({"\u200c", "\u200d"})  # ZWNJ, ZWJ: needed by scripts and emoji sequences
+_NAME_REFUSED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_TEXT_ALLOWED = frozenset({"\t", "\n", "\r"})
+REPLACEMENT = "\ufffd"
+
+
+class InvalidName(ValueError):
+    """A name or text that the rule refuses; the message says why (shown to users)."""
+
+
+def _refused_in_name(ch: str) -> bool:
+    return unicodedata.category(ch) in _NAME_REFUSED and ch not in JOINERS
+
+
+def _refused_in_text(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cs") and ch not in _TEXT_ALLOWED
+
+
+def describe_character(ch: str) -> str:
+    """``"U+000A (a control character)"`` or ``"U+202E RIGHT-TO-LEFT OVERRIDE (a format
+    character)"``: how error messages name a refused character."""
+    kind = {"Cc": "a control character", "Cf": "a format character",
+            "Cs": "a lone surrogate", "Zl": "a line separator",
+            "Zp": "a paragraph separator"}.get(unicodedata.category(ch), "a refused character")
+    name = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}{' ' + name if name else ''} ({kind})"
+
+
+def _first_refused(value: str, refused: Callable[[str], bool]) -> str | None:
+    for position, ch in enumerate(value):
+        if refused(ch):
+            return f"contains {describe_character(ch)} at position {position}"
+    return None
+
+
+def clean_name(value: str, *, max_length: int | None = None) -> str:
+    """The name ``value`` in its stored form: NFC, surrounding whitespace trimmed.
+
+    Raises InvalidName when nothing is left, when it holds a character the rule refuses (the
+    message names it by code point and position in the trimmed NFC name), or when it is longer
+    than ``max_length`` characters.
+    """
+    name = unicodedata.normalize("NFC", value).strip()
+    if not name:
+        raise InvalidName("must not be empty")
+    problem = _first_refused(name, _refused_in_name)
+    if problem:
+        raise InvalidName(problem)
+    if max_length is not None and len(name) > max_length:
+        raise InvalidName(f"is {len(name)} characters long (at most {max_length})")
+    return name
+
+
+def check_text(value: str) -> str:
+    """``value`` unchanged if it is acceptable free text (tab, LF, CR allowed); raises
+    InvalidName naming the first other control character or lone surrogate."""
+    problem = _first_refused(value, _refused_in_text)
+    if problem:
+        raise InvalidName(problem)
+    return value
+
+
+def display_name(value: str) -> str:
+    """``value`` (NFC) with every character the name rule refuses replaced by U+FFFD.
+
+    For names that must be shown or sent whatever they hold: original file names from uploads,
+    and names stored before the rule existed.
+    """
+    return "".join(REPLACEMENT if _refused_in_name(ch) else ch
+                   for ch in unicodedata.normalize("NFC", value))
