@@ -75,6 +75,10 @@ def stratified_split(groups: dict[int, list[str]], *, val: float, test: float, s
             "reports on the validation split")})
     else:
         flags = test_flags + flags
+    if test <= 0 and groups:
+        flags.insert(0, {"code": "no_test_split", "message": (
+            "the test fraction is 0: this version has train and val splits only, and training "
+            "reports on the validation split, which also chose the model kept")})
     return assignment, flags
 
 

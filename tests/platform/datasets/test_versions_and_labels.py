@@ -41,7 +41,7 @@ def test_split_is_stratified_and_deterministic() -> None:
     assert first == again and first != other
     assert sum(1 for h in groups[0] if first[h] == "val") == 2
     assert sum(1 for h in groups[1] if first[h] == "val") == 1
-    assert flags == []
+    assert [f["code"] for f in flags] == ["no_test_split"]  # asked for: said, not an error
 
 
 def test_class_with_one_image_is_flagged_not_a_crash(dataset: Any) -> None:
@@ -214,11 +214,13 @@ def test_class_imbalance_is_flagged_from_three_to_one(dataset: Any, counts: dict
     assert [f["ratio"] for f in flags] == ([ratio] if ratio else [])
 
 
-def test_explicit_zero_test_fraction_has_no_test_flags(dataset: Any) -> None:
+def test_explicit_zero_test_fraction_says_the_report_will_be_on_validation(dataset: Any) -> None:
     make_samples(dataset, {"a": 4, "b": 4})
     version = dataset_version_create(dataset=dataset, seed=0, val_fraction=0.25,
                                      test_fraction=0.0)
-    assert version.flags == [] and version.stats["splits"] == {"train": 6, "val": 2}
+    assert [f["code"] for f in version.flags] == ["no_test_split"]  # one flag, not per class
+    assert "test fraction is 0" in version.flags[0]["message"]
+    assert version.stats["splits"] == {"train": 6, "val": 2}
 
 
 def test_version_api_defaults_and_minimum_budget(project_with_roles: dict[str, Any], api: Any,
