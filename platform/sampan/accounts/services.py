@@ -39,6 +39,7 @@ def membership_set(*, project: Project, username: str, role: str) -> Membership:
         raise NotFound(f"no user named {username!r}", field="username")
     if role not in Role.values:
         raise ValidationFailed(f"role must be one of {', '.join(Role.values)}", field="role")
+    _lock_memberships(project)
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership and membership.role == Role.OWNER and role != Role.OWNER:
         _ensure_other_owner(project, user)
@@ -51,12 +52,20 @@ def membership_set(*, project: Project, username: str, role: str) -> Membership:
 
 @transaction.atomic
 def membership_delete(*, project: Project, membership_id: Any) -> None:
+    _lock_memberships(project)
     membership = Membership.objects.filter(project=project, pk=membership_id).first()
     if membership is None:
         raise NotFound("membership not found")
     if membership.role == Role.OWNER:
         _ensure_other_owner(project, membership.user)
     membership.delete()
+
+
+def _lock_memberships(project: Project) -> None:
+    """Serialise membership changes of one project: lock its row until the transaction ends.
+    Two owners demoting each other at once otherwise each saw the other still an owner and both
+    succeeded, leaving no owner (PostgreSQL, READ COMMITTED); SQLite serialises writers anyway."""
+    Project.objects.select_for_update().filter(pk=project.pk).first()
 
 
 def _ensure_other_owner(project: Project, user: Any) -> None:
