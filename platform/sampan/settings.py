@@ -18,7 +18,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from sampan.registry.keyfile import KeyFileError, read_private_key
 
-env = environ.Env()
+# FileAwareEnv: any variable may instead come from a file named by VAR_FILE (Docker secrets);
+# escape_proxy: a value starting with "$" names another variable, "\$" is a literal "$".
+env = environ.FileAwareEnv()
+env.escape_proxy = True
 
 BASE_DIR = Path(__file__).resolve().parent.parent  # platform/
 REPO_DIR = BASE_DIR.parent
@@ -162,6 +165,8 @@ STATIC_URL = "/static/"
 # WhiteNoise finds them in the installed apps directly, so nothing has to be collected.
 STATIC_ROOT = Path(env.str("SAMPAN_STATIC_ROOT", default=str(DATA_DIR / "static")))
 WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
