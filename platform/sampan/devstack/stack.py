@@ -63,6 +63,8 @@ class Stack:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
     _commands: dict[str, tuple[list[str], Path]] = field(default_factory=dict)
+    #: when each process was (last) started, ``time.monotonic()`` seconds
+    started_at: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
@@ -111,6 +113,7 @@ class Stack:
                                    start_new_session=True)
         self.processes[name] = process
         self._commands[name] = (argv, cwd)
+        self.started_at[name] = time.monotonic()
         return process
 
     def restart(self, name: str) -> subprocess.Popen[bytes]:

@@ -43,7 +43,6 @@ class Supervisor:
     initial_backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     given_up: set[str] = field(default_factory=set)
-    _started: dict[str, float] = field(default_factory=dict)
     _failures: dict[str, int] = field(default_factory=dict)
     _restart_at: dict[str, float] = field(default_factory=dict)
 
@@ -51,20 +50,18 @@ class Supervisor:
         """One pass over the processes: notice deaths, restart those whose backoff is over."""
         now = time.monotonic()
         for name, process in list(self.stack.processes.items()):
-            started = self._started.setdefault(name, now)
             if name in self.given_up:
                 continue
             if name in self._restart_at:
                 if now >= self._restart_at[name]:
                     del self._restart_at[name]
                     restarted = self.stack.restart(name)
-                    self._started[name] = time.monotonic()
                     self.say(f"{name} restarted (pid {restarted.pid})")
                 continue
             code = process.poll()
             if code is None:
                 continue
-            ran_s = now - started
+            ran_s = now - self.stack.started_at.get(name, now)
             failures = self._failures.get(name, 0) + 1 if ran_s < self.quick_s else 1
             self._failures[name] = failures
             status = describe_status(code)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,32 @@ def test_a_process_that_keeps_dying_is_given_up_after_quick_failures(tmp_path: P
         assert stack.processes["steady"].poll() is None
         supervisor.check()
         assert stack.processes["crasher"].poll() == 3  # not restarted any more
+
+
+def test_backoff_doubles_for_quick_failures_and_resets_after_a_long_run(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with Stack(data_dir=tmp_path / "stack") as stack:
+        stack._spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        supervisor = Supervisor(stack, say=lines.append, quick_s=1.0, initial_backoff_s=0.1)
+
+        def kill_and_wait_restart() -> None:
+            process = stack.processes["sleeper"]
+            process.kill()
+            process.wait()
+
+            def restarted() -> bool:
+                supervisor.check()
+                return stack.processes["sleeper"] is not process
+
+            wait_until(restarted, timeout_s=10, what="a restart", interval_s=0.02)
+
+        wait_until(lambda: time.monotonic() - stack.started_at["sleeper"] > 1.2, timeout_s=5,
+                   what="a long run", interval_s=0.05)
+        kill_and_wait_restart()  # after a long run: the first failure of a series
+        kill_and_wait_restart()  # at once: a quick failure, twice the backoff
+        delays = [line.rsplit(" in ", 1)[1] for line in lines if "restarting it" in line]
+        assert delays == ["0.1 s", "0.2 s"]
+        assert lines[0].startswith("sleeper exited with status -9 (SIGKILL) after ")
 
 
 @pytest.mark.integration
