@@ -18,9 +18,22 @@ from django.core.exceptions import ImproperlyConfigured
 
 from sampan.registry.keyfile import KeyFileError, read_private_key
 
-# FileAwareEnv: any variable may instead come from a file named by VAR_FILE (Docker secrets);
-# escape_proxy: a value starting with "$" names another variable, "\$" is a literal "$".
-env = environ.FileAwareEnv()
+
+class _SecretFiles(environ.FileAwareMapping):
+    """django-environ's VAR_FILE lookup, less the line break such a file usually ends with."""
+
+    def __getitem__(self, key: str) -> str:
+        value: str = super().__getitem__(key)
+        return value.rstrip("\r\n") if self.env.get(key + "_FILE") else value
+
+
+class _Env(environ.FileAwareEnv):
+    ENVIRON = _SecretFiles()
+
+
+# Any variable may instead come from a file named by VAR_FILE (Docker secrets); a value starting
+# with "$" names another variable, "\$" is a literal "$" (escape_proxy).
+env = _Env()
 env.escape_proxy = True
 
 BASE_DIR = Path(__file__).resolve().parent.parent  # platform/

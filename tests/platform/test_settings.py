@@ -161,3 +161,15 @@ def test_check_deploy_passes_in_production_behind_a_tls_proxy(tmp_path: Path) ->
     plain = subprocess.run([sys.executable, "manage.py", "check", "--deploy"], env=_production(
         tmp_path), cwd=PLATFORM, capture_output=True, text=True, timeout=120)
     assert "security.W012" in plain.stderr + plain.stdout
+
+
+def test_values_may_come_from_files_as_docker_secrets_do(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret_key"
+    secret_file.write_text(SECRET + "\n")
+    url_file = tmp_path / "database_url"
+    url_file.write_text("postgres://sampan:pw@db:5432/sampan\n")
+    env = _production(tmp_path, SAMPAN_SECRET_KEY_FILE=str(secret_file),
+                      SAMPAN_DATABASE_URL_FILE=str(url_file))
+    env.pop("SAMPAN_SECRET_KEY")
+    db = _loaded(env)["db"]
+    assert (db["NAME"], db["HOST"], db["PORT"]) == ("sampan", "db", 5432)
