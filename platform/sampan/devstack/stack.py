@@ -62,9 +62,9 @@ class Stack:
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
-    _commands: dict[str, tuple[list[str], Path]] = field(default_factory=dict)
+    _commands: dict[str, tuple[list[str], Path]] = field(default_factory=dict, repr=False)
     #: when each process was (last) started, ``time.monotonic()`` seconds
-    started_at: dict[str, float] = field(default_factory=dict)
+    started_at: dict[str, float] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
