@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
@@ -19,6 +20,7 @@ from edge_agent.runtime import (
     ClassifierSession,
     ManifestError,
     ModelLoadError,
+    public_key_id,
     verify_files,
     verify_manifest,
 )
@@ -79,7 +81,7 @@ class Agent:
             manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise ManifestError(f"cannot read the manifest of {version_id}: {error}") from error
-        verify_manifest(manifest, self.config.signing_public_key)
+        verify_manifest(manifest, self.config.trusted_keys())
         if (manifest.get("model") or {}).get("version_id") != version_id:
             raise ManifestError(f"manifest in models/{version_id} is for another version")
         verify_files(manifest, directory)
@@ -107,6 +109,24 @@ class Agent:
                 state.previous, state.current = None, version_id
             return state
         return AgentState(deployment=state.deployment)
+
+    def trust(self, public_keys: list[str]) -> bool:
+        """Trust exactly ``public_keys`` (base64 raw Ed25519) from now on, saved in agent.json.
+
+        A model already loaded keeps serving; the next package is verified against the new set.
+        Returns whether the set changed. Called by the convergence loop only.
+        """
+        if sorted(public_keys) == sorted(self.config.trusted_keys()):
+            return False
+        before = sorted(public_key_id(key) for key in self.config.trusted_keys())
+        # saved first: a failed write (OSError) leaves the trusted keys as they were
+        self.home.save_config(replace(self.config, trusted_signing_keys=list(public_keys),
+                                      signing_public_key=public_keys[0]))
+        self.config.trusted_signing_keys = list(public_keys)
+        self.config.signing_public_key = public_keys[0]
+        log.info("trusted signing keys: %s (were: %s)",
+                 ", ".join(sorted(public_key_id(key) for key in public_keys)), ", ".join(before))
+        return True
 
     def swap(self, session: ClassifierSession) -> None:
         """Serve ``session`` from now on; requests already running finish on the old one."""

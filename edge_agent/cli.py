@@ -22,6 +22,7 @@ from edge_agent.agent import Agent, agent_version
 from edge_agent.client import DeviceApiError, DeviceClient, enroll
 from edge_agent.deploy import Converger
 from edge_agent.home import AgentConfig, AgentHome, default_home
+from edge_agent.runtime import ManifestError, parse_trusted_keys
 from edge_agent.server import make_server
 
 log = logging.getLogger("edge_agent")
@@ -53,6 +54,12 @@ def cmd_enroll(args: argparse.Namespace) -> int:
     except DeviceApiError as error:
         print(f"enrollment failed: {error}", file=sys.stderr)
         return 1
+    try:
+        trusted = (parse_trusted_keys(reply["trusted_signing_keys"])
+                   if "trusted_signing_keys" in reply else [])
+    except ManifestError as error:
+        print(f"enrollment failed: {error}", file=sys.stderr)
+        return 1
     config = AgentConfig(
         server_url=args.url.rstrip("/"),
         device_id=str(reply["device_id"]),
@@ -60,6 +67,7 @@ def cmd_enroll(args: argparse.Namespace) -> int:
         signing_public_key=str(reply["signing_public_key"]),
         heartbeat_interval_s=float(reply.get("heartbeat_interval_s") or 30.0),
         name=name,
+        trusted_signing_keys=trusted,
     )
     home.save_config(config)
     print(f"enrolled as device {config.device_id}; credential saved in {home.config_path}")

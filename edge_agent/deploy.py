@@ -27,6 +27,7 @@ from edge_agent.runtime import (
     ClassifierSession,
     ManifestError,
     ModelLoadError,
+    parse_trusted_keys,
     verify_files,
     verify_manifest,
 )
@@ -97,6 +98,12 @@ class Converger:
             log.error("heartbeat refused: %s", error)
             return max(self.interval_s, 60.0)
         self._heartbeat_backoff.reset()
+        if "trusted_signing_keys" in reply:
+            # before anything desired: a package signed with a new key comes with that key
+            try:
+                self.agent.trust(parse_trusted_keys(reply["trusted_signing_keys"]))
+            except (ManifestError, OSError) as error:  # OSError: agent.json not writable
+                log.error("ignoring the trusted signing keys of the heartbeat reply: %s", error)
         interval = reply.get("heartbeat_interval_s")
         if isinstance(interval, int | float) and interval > 0:
             self.interval_s = float(interval)
@@ -210,7 +217,7 @@ class Converger:
         self._step(status, "downloading")
         manifest = self.client.get_json(desired["manifest_url"], "manifest")
         # Nothing in an unverified manifest is trusted, not even the size to download.
-        verify_manifest(manifest, self.agent.config.signing_public_key)
+        verify_manifest(manifest, self.agent.config.trusted_keys())
         self._check_consistent(desired, manifest)
         part = self.home.downloads_dir / f"{version_id}.part"
         self.home.ensure()

@@ -48,6 +48,14 @@ class AgentConfig:
     signing_public_key: str
     heartbeat_interval_s: float = 30.0
     name: str = ""
+    #: every public key (base64 raw Ed25519) whose signature this device accepts, as the control
+    #: plane last sent them (enrollment, then each heartbeat reply); empty in an agent.json
+    #: written before key rotation existed, when ``signing_public_key`` alone is trusted.
+    trusted_signing_keys: list[str] = field(default_factory=list)
+
+    def trusted_keys(self) -> list[str]:
+        """The public keys a manifest may be signed with (base64 of 32 raw bytes each)."""
+        return list(self.trusted_signing_keys) or [self.signing_public_key]
 
 
 @dataclass

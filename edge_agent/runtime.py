@@ -12,6 +12,7 @@ import binascii
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "ModelLoadError",
     "canonical_json",
     "file_sha256",
+    "parse_trusted_keys",
     "public_key_id",
     "verify_files",
     "verify_manifest",
@@ -94,23 +96,26 @@ def public_key_id(public_key_b64: str) -> str:
     return hashlib.sha256(_public_key_raw(public_key_b64)).hexdigest()[:16]
 
 
-def verify_manifest(manifest: dict[str, Any], public_key_b64: str) -> None:
-    """Check the manifest's Ed25519 signature against a base64 raw 32-byte public key.
+def verify_manifest(manifest: dict[str, Any], trusted_keys: str | Iterable[str]) -> None:
+    """Check the manifest's Ed25519 signature against the key among ``trusted_keys`` (base64 raw
+    32-byte public keys, or one such key) whose ``key_id`` the signature names.
 
     Raises:
         ManifestError: "manifest is not signed", "unsupported signature algorithm ...",
-            "manifest signed by another key (...)", "bad signature".
+            "manifest signed by another key (...)" (none of the trusted keys), "bad signature".
     """
+    trusted = {public_key_id(key): key for key in
+               ([trusted_keys] if isinstance(trusted_keys, str) else trusted_keys)}
     signature = manifest.get("signature")
     if not isinstance(signature, dict) or not isinstance(signature.get("value"), str):
         raise ManifestError("manifest is not signed")
     if signature.get("algorithm") != "ed25519":
         raise ManifestError(f"unsupported signature algorithm {signature.get('algorithm')!r}")
-    expected_key_id = public_key_id(public_key_b64)
-    if signature.get("key_id") != expected_key_id:
+    public_key_b64 = trusted.get(signature.get("key_id"))  # type: ignore[arg-type]
+    if public_key_b64 is None:
         raise ManifestError(
-            f"manifest signed by another key ({signature.get('key_id')!r}, "
-            f"expected {expected_key_id!r})"
+            f"manifest signed by another key ({signature.get('key_id')!r}); this device trusts "
+            f"{', '.join(repr(key_id) for key_id in sorted(trusted)) or 'no key'}"
         )
     try:
         value = base64.b64decode(signature["value"], validate=True)
@@ -122,6 +127,28 @@ def verify_manifest(manifest: dict[str, Any], public_key_b64: str) -> None:
         key.verify(value, canonical_json(body))
     except InvalidSignature as error:
         raise ManifestError("bad signature") from error
+
+
+def parse_trusted_keys(entries: Any) -> list[str]:
+    """The public keys of a device API ``trusted_signing_keys`` list
+    (``[{"key_id", "public_key"}, ...]``, contracts.md), each checked against its ``key_id``.
+
+    Raises:
+        ManifestError: not a non-empty list, an entry without a valid public key, or a
+            ``key_id`` that is not that of its public key (names the entry).
+    """
+    if not isinstance(entries, list) or not entries:
+        raise ManifestError("trusted_signing_keys must be a non-empty list")
+    keys = []
+    for index, entry in enumerate(entries):
+        public = entry.get("public_key") if isinstance(entry, dict) else None
+        if not isinstance(public, str):
+            raise ManifestError(f"trusted_signing_keys[{index}] has no public_key")
+        if public_key_id(public) != entry.get("key_id"):
+            raise ManifestError(f"trusted_signing_keys[{index}]: key_id {entry.get('key_id')!r} "
+                                "is not that of its public key")
+        keys.append(public)
+    return keys
 
 
 def file_sha256(path: Path | str) -> str:

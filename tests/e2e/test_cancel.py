@@ -15,7 +15,7 @@ def test_cancel_stops_a_running_training_job(stack: Stack, client: Client, tmp_p
     job = client.post(f"{p}/training-jobs/", {"dataset_version_id": version["id"],
                                              "budget_s": 600})
     url = f"{p}/training-jobs/{job['id']}/"
-    socket = JobSocket(stack, "e2e", "e2e", "training", job["id"])
+    socket = JobSocket(stack, "e2e", "e2e-password", "training", job["id"])
     assert set(socket.snapshot) == {"status", "progress", "error"}
     assert socket.snapshot["status"] in ("PENDING", "QUEUED", "RUNNING")
     # the worker's progress reaches the socket through the channel layer: fine-tune steps

@@ -50,7 +50,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
 from sampan.devstack.stack import Stack
 
-USERNAME, PASSWORD = "console-e2e", "console-e2e-password"
+USERNAME, PASSWORD = "console-e2e", "browser-walkthrough-7"
 VIEWPORT = {"width": 1280, "height": 720}
 # the loose images labeled by hand: (class folder in the held-out seed, how it is labeled)
 LOOSE = [("2", "click"), ("5", "key"), ("8", "click")]

@@ -191,6 +191,8 @@ class FakeControlPlane:
         self.enrollments: list[dict[str, Any]] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.heartbeat_interval_s = 0.1
+        #: when set, heartbeat replies carry these as ``trusted_signing_keys`` (raw JSON value)
+        self.trusted_signing_keys: Any = None
         self.down = False
         self.cut_next_download: int | None = None
         self._changed = threading.Condition()
@@ -312,13 +314,13 @@ class FakeControlPlane:
                 if self.path == "/api/device/v1/heartbeat":
                     if not self._device():
                         return self._json(401, {"detail": "bad credential"})
-                    return self._json(
-                        200,
-                        {
-                            "heartbeat_interval_s": plane.heartbeat_interval_s,
-                            "desired": plane.desired,
-                        },
-                    )
+                    reply = {
+                        "heartbeat_interval_s": plane.heartbeat_interval_s,
+                        "desired": plane.desired,
+                    }
+                    if plane.trusted_signing_keys is not None:
+                        reply["trusted_signing_keys"] = plane.trusted_signing_keys
+                    return self._json(200, reply)
                 return self._json(404, {"detail": "not found"})
 
             def do_GET(self) -> None:  # noqa: N802

@@ -179,3 +179,54 @@ def test_restart_loads_the_current_version_from_state(device, control_plane, pac
     state = broken.load_from_state(device.home.load_state())
     assert broken.current_version is None
     assert state.current is None
+
+
+def _trusted(*keys) -> list[dict[str, str]]:
+    return [{"key_id": key.key_id, "public_key": key.public_b64} for key in keys]
+
+
+def test_heartbeat_replies_rotate_the_trusted_keys(
+    device, control_plane, signing_key, key_factory
+) -> None:
+    from tests.edge_agent.conftest import make_package
+
+    new_key = key_factory()
+    before = make_package(signing_key)  # signed with the enrollment key
+    after = make_package(new_key)
+    # a package signed with a key the device has not been told about yet is refused
+    control_plane.deploy(after, "d0")
+    device.run_once()
+    assert control_plane.deployment_states("d0")[-1][0] == "failed"
+
+    control_plane.trusted_signing_keys = _trusted(new_key, signing_key)
+    control_plane.deploy(after, "d1")
+    device.run_once()
+    assert control_plane.deployment_states("d1")[-1] == ("running", None)
+    saved = json.loads(device.home.config_path.read_text())
+    assert saved["trusted_signing_keys"] == [new_key.public_b64, signing_key.public_b64]
+    assert saved["signing_public_key"] == new_key.public_b64
+    control_plane.deploy(before, "d2")
+    device.run_once()
+    assert control_plane.deployment_states("d2")[-1] == ("running", None)
+
+    # the old key retired: a package it signed is refused, the running model keeps serving
+    control_plane.trusted_signing_keys = _trusted(new_key)
+    retired = make_package(signing_key)
+    control_plane.deploy(retired, "d3")
+    device.run_once()
+    state, error = control_plane.deployment_states("d3")[-1]
+    assert state == "failed" and f"signed by another key ('{signing_key.key_id}')" in error
+    assert device.agent.current_version == before.version_id
+
+
+def test_a_malformed_trusted_key_list_is_ignored(device, control_plane, key_factory) -> None:
+    before = device.agent.config.trusted_keys()
+    control_plane.trusted_signing_keys = [
+        {"key_id": "0" * 16, "public_key": key_factory().public_b64}
+    ]
+    device.run_once()
+    control_plane.trusted_signing_keys = []
+    device.run_once()
+    assert device.agent.config.trusted_keys() == before
+    assert "trusted_signing_keys" not in json.loads(device.home.config_path.read_text()) or (
+        json.loads(device.home.config_path.read_text())["trusted_signing_keys"] == [])

@@ -15,6 +15,7 @@ from edge_agent.runtime import (
     ManifestError,
     ModelLoadError,
     canonical_json,
+    parse_trusted_keys,
     verify_files,
     verify_manifest,
 )
@@ -115,3 +116,36 @@ def test_label_count_must_match_outputs(tmp_path: Path, package_factory, classif
     session = ClassifierSession(write_package(tmp_path / "pkg", package))
     with pytest.raises(ModelLoadError, match="C=2 labels"):
         session.self_test()
+
+
+def test_a_manifest_verifies_against_the_trusted_key_it_names(
+    signing_key, package_factory, key_factory
+) -> None:
+    other = key_factory()
+    manifest = package_factory().manifest
+    verify_manifest(manifest, [other.public_b64, signing_key.public_b64])
+    with pytest.raises(ManifestError) as refused:
+        verify_manifest(manifest, [other.public_b64])
+    assert str(refused.value) == (
+        f"manifest signed by another key ('{signing_key.key_id}'); this device trusts "
+        f"'{other.key_id}'"
+    )
+    with pytest.raises(ManifestError, match="this device trusts no key"):
+        verify_manifest(manifest, [])
+
+
+def test_parse_trusted_keys_checks_every_entry(signing_key, key_factory) -> None:
+    other = key_factory()
+    entries = [
+        {"key_id": signing_key.key_id, "public_key": signing_key.public_b64},
+        {"key_id": other.key_id, "public_key": other.public_b64},
+    ]
+    assert parse_trusted_keys(entries) == [signing_key.public_b64, other.public_b64]
+    with pytest.raises(ManifestError, match="must be a non-empty list"):
+        parse_trusted_keys([])
+    with pytest.raises(ManifestError, match=r"trusted_signing_keys\[1\] has no public_key"):
+        parse_trusted_keys([entries[0], {"key_id": other.key_id}])
+    with pytest.raises(ManifestError, match=r"trusted_signing_keys\[0\]: key_id .* is not that"):
+        parse_trusted_keys([{"key_id": other.key_id, "public_key": signing_key.public_b64}])
+    with pytest.raises(ManifestError, match="not valid base64"):
+        parse_trusted_keys([{"key_id": "x", "public_key": "%%%"}])

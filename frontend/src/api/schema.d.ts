@@ -1153,8 +1153,10 @@ export interface components {
             credential: string;
             /** Format: double */
             heartbeat_interval_s: number;
-            /** @description base64 of the raw Ed25519 public key */
+            /** @description base64 of the raw Ed25519 public key of the active signing key */
             signing_public_key: string;
+            /** @description every key whose signature the device accepts, the active first */
+            trusted_signing_keys: components["schemas"]["TrustedSigningKeyOutput"][];
         };
         EnrollmentTokenInputRequest: {
             /**
@@ -1209,6 +1211,8 @@ export interface components {
             /** Format: double */
             heartbeat_interval_s: number;
             desired: components["schemas"]["DesiredOutput"] | null;
+            /** @description every key whose signature the device accepts, the active first */
+            trusted_signing_keys: components["schemas"]["TrustedSigningKeyOutput"][];
         };
         ImportInputRequest: {
             files: string[];
@@ -1541,6 +1545,12 @@ export interface components {
             finished_at: string | null;
             /** Format: date-time */
             heartbeat_at: string | null;
+        };
+        TrustedSigningKeyOutput: {
+            /** @description first 16 hex digits of sha256(raw public key) */
+            key_id: string;
+            /** @description base64 of the raw Ed25519 public key */
+            public_key: string;
         };
         User: {
             id: number;

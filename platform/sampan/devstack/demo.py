@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
         user = json.loads(stack.manage("sampan_user", "--username", "demo", "--password",
-                                       "demo").stdout.strip().splitlines()[-1])
+                                       "demo-password").stdout.strip().splitlines()[-1])
         setup_s = round(time.monotonic() - started, 2)
         say(f"[setup] {setup_s:.1f} s  web={stack.url}")
         result = run_main_job(stack, Client(stack.url, user["token"]), recipe=recipe, say=say)

@@ -2,7 +2,9 @@
 
 Migrates, starts Redis (embedded), the web server, one Celery worker and one local edge agent
 enrolled as a device, imports the seed dataset into a "Digits demo" project (once), prints the URL
-and a login, and stops everything it started on Ctrl-C.
+and a login, restarts a process that dies (sampan.devstack.supervise) and stops everything it
+started on Ctrl-C. The admin account is created once with ``SAMPAN_ADMIN_PASSWORD`` (default
+``sampan-dev``); later starts leave its password as it is.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sampan.devstack.client import Client
 from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
 from sampan.devstack.stack import REPO_DIR, Stack
+from sampan.devstack.supervise import Supervisor
 
 
 def load_demo_project(client: Client, recipe: dict[str, str]) -> dict[str, str]:
@@ -36,6 +40,21 @@ def load_demo_project(client: Client, recipe: dict[str, str]) -> dict[str, str]:
     return project
 
 
+def ensure_admin(stack: Stack, username: str, password: str) -> dict[str, Any]:
+    """The admin account: created with ``password`` on the first start, its password left as it
+    is on later ones. Returns ``sampan_user``'s JSON (``token``, ``created``, ...).
+
+    Raises:
+        RuntimeError: ``sampan_user`` refused (e.g. a password the validators reject).
+    """
+    result = stack.manage("sampan_user", "--username", username, "--password", password,
+                          "--superuser", "--token-name", "make-run", check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"cannot set up the {username!r} account: {result.stderr.strip()}")
+    user: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return user
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=int(os.environ.get("SAMPAN_PORT", "8000")))
@@ -44,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=os.environ.get("SAMPAN_DATA_DIR",
                                                              str(REPO_DIR / "var")))
     parser.add_argument("--username", default="admin")
-    parser.add_argument("--password", default=os.environ.get("SAMPAN_ADMIN_PASSWORD", "sampan"))
+    parser.add_argument("--password", default=os.environ.get("SAMPAN_ADMIN_PASSWORD", "sampan-dev"),
+                        help="the admin's password when the account is created (never reset)")
     args = parser.parse_args(argv)
 
     stack = Stack(data_dir=Path(args.data_dir), web_port=args.port, agent_port=args.agent_port)
@@ -58,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print("starting Redis, web server and worker ...", flush=True)
         stack.start()
-        user = json.loads(stack.manage("sampan_user", "--username", args.username, "--password",
-                                       args.password, "--superuser", "--token-name", "make-run"
-                                       ).stdout.strip().splitlines()[-1])
+        user = ensure_admin(stack, args.username, args.password)
         client = Client(stack.url, user["token"])
         recipe = json.loads((SEEDS_DIR / "demo.json").read_text())
         print("loading the demo project ...", flush=True)
@@ -70,16 +88,16 @@ def main(argv: list[str] | None = None) -> int:
                                 {"note": "local agent (make run)"})
             stack.enroll_agent(token["token"])
         stack.start_agent()
-        print(f"\nSampan is running at {stack.url}/\n  login: {args.username} / {args.password}\n"
+        login = (f"{args.username} / {args.password}" if user["created"] else
+                 f"{args.username} (existing account, password unchanged; "
+                 f"`manage.py changepassword {args.username}` changes it)")
+        print(f"\nSampan is running at {stack.url}/\n  login: {login}\n"
               f"  API token: {user['token']}\n  API docs: {stack.url}/api/docs/\n"
               f"  local edge agent: {stack.agent_url}/healthz\n  data: {stack.data_dir}\n"
               "Press Ctrl-C to stop.", flush=True)
+        supervisor = Supervisor(stack)
         while not stopping["flag"]:
-            for name, process in stack.processes.items():
-                if process.poll() is not None:
-                    print(f"{name} exited ({process.returncode}):\n{stack.log_tail(name)}",
-                          file=sys.stderr)
-                    return 1
+            supervisor.check()
             time.sleep(0.5)
         return 0
     finally:

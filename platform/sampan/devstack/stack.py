@@ -62,6 +62,9 @@ class Stack:
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
+    _commands: dict[str, tuple[list[str], Path]] = field(default_factory=dict, repr=False)
+    #: when each process was (last) started, ``time.monotonic()`` seconds
+    started_at: dict[str, float] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
@@ -109,7 +112,20 @@ class Stack:
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
         self.processes[name] = process
+        self._commands[name] = (argv, cwd)
+        self.started_at[name] = time.monotonic()
         return process
+
+    def restart(self, name: str) -> subprocess.Popen[bytes]:
+        """Start process ``name`` again with the command it was first started with (it must have
+        exited); its log file is appended to."""
+        if self.processes[name].poll() is None:
+            raise RuntimeError(f"{name} is still running")
+        argv, cwd = self._commands[name]
+        return self._spawn(name, argv, cwd)
+
+    def log_path(self, name: str) -> Path:
+        return self.data_dir / "logs" / f"{name}.log"
 
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]

@@ -28,7 +28,7 @@ from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnroll
 from sampan.fleet.downloads import ranged_file_response
 from sampan.fleet.models import Device
 from sampan.registry.models import ModelVersion
-from sampan.registry.signing import public_key_b64
+from sampan.registry.signing import trusted_keys_payload
 
 # --- project API ------------------------------------------------------------------------------
 
@@ -160,9 +160,11 @@ class DeviceEnrollApi(APIView):
         data = s.EnrollInput(data=request.data)
         data.is_valid(raise_exception=True)
         enrollment = services.device_enroll(**data.validated_data)
+        trusted = trusted_keys_payload()
         body = {"device_id": enrollment.device.pk, "credential": enrollment.credential,
                 "heartbeat_interval_s": services.heartbeat_interval_s(),
-                "signing_public_key": public_key_b64()}
+                "signing_public_key": trusted[0]["public_key"],
+                "trusted_signing_keys": trusted}
         return Response(s.EnrollOutput(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -186,8 +188,11 @@ class DeviceHeartbeatApi(DeviceApi):
                 error=report["error"] or "") if report else None)
         desired = services.device_heartbeat_record(device=self.get_device(request),
                                                    heartbeat=heartbeat)
+        # The trusted keys ride every reply, so a device trusts a rotated key before it is
+        # handed anything signed with it, and drops a retired one within a heartbeat.
         body = {"heartbeat_interval_s": services.heartbeat_interval_s(),
-                "desired": _desired(request, desired) if desired else None}
+                "desired": _desired(request, desired) if desired else None,
+                "trusted_signing_keys": trusted_keys_payload()}
         return Response(s.HeartbeatOutput(body).data)
 
 

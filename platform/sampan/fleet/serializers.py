@@ -129,11 +129,19 @@ class EnrollInput(serializers.Serializer):
     info = serializers.DictField(required=False, default=dict)
 
 
+class TrustedSigningKeyOutput(serializers.Serializer):
+    key_id = serializers.CharField(help_text="first 16 hex digits of sha256(raw public key)")
+    public_key = serializers.CharField(help_text="base64 of the raw Ed25519 public key")
+
+
 class EnrollOutput(serializers.Serializer):
     device_id = serializers.UUIDField()
     credential = serializers.CharField()
     heartbeat_interval_s = serializers.FloatField()
-    signing_public_key = serializers.CharField(help_text="base64 of the raw Ed25519 public key")
+    signing_public_key = serializers.CharField(
+        help_text="base64 of the raw Ed25519 public key of the active signing key")
+    trusted_signing_keys = TrustedSigningKeyOutput(
+        many=True, help_text="every key whose signature the device accepts, the active first")
 
 
 class LatencyInput(serializers.Serializer):
@@ -181,3 +189,5 @@ class DesiredOutput(serializers.Serializer):
 class HeartbeatOutput(serializers.Serializer):
     heartbeat_interval_s = serializers.FloatField()
     desired = DesiredOutput(allow_null=True)
+    trusted_signing_keys = TrustedSigningKeyOutput(
+        many=True, help_text="every key whose signature the device accepts, the active first")

@@ -55,3 +55,33 @@ class ModelVersion(BaseModel):
     @property
     def label(self) -> str:
         return f"{self.model.name} v{self.version}"
+
+
+class SigningKeyState(models.TextChoices):
+    ACTIVE = "active"  # the key new manifests are signed with
+    TRUSTED = "trusted"  # a previous key: devices still accept manifests it signed
+    RETIRED = "retired"  # devices refuse manifests it signed
+
+
+class SigningKey(models.Model):
+    """One public key of the platform's model-signing key ring (sampan.registry.signing).
+
+    ``key_id`` is ``edge_agent.runtime.public_key_id`` of ``public_key`` (base64 of the 32 raw
+    Ed25519 bytes). Only public halves live here; private keys stay in SAMPAN_SIGNING_KEY_FILE.
+    Devices trust every key that is not retired; at most one key is active.
+    """
+
+    key_id = models.CharField(max_length=16, primary_key=True)
+    public_key = models.CharField(max_length=64, unique=True)
+    state = models.CharField(max_length=8, choices=SigningKeyState.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["state"],
+                                               condition=models.Q(state="active"),
+                                               name="signing_key_one_active")]
+
+    def __str__(self) -> str:
+        return f"{self.key_id} ({self.state})"

@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from sampan.fleet import services
 from sampan.fleet.models import Device, EnrollmentToken, secret_sha256
+from sampan.registry.signing import public_key_id_of_host
 
 
 def test_token_create_returns_secret_once_and_enroll_command(owner_api: APIClient,
@@ -40,9 +41,13 @@ def test_enroll_is_one_time(project: Any, owner: Any) -> None:
                         format="json")
     assert first.status_code == 201, first.content
     body = first.json()
-    assert set(body) == {"device_id", "credential", "heartbeat_interval_s", "signing_public_key"}
+    assert set(body) == {"device_id", "credential", "heartbeat_interval_s", "signing_public_key",
+                         "trusted_signing_keys"}
     assert body["heartbeat_interval_s"] == 5.0
     assert len(body["signing_public_key"]) == 44  # base64 of 32 raw Ed25519 bytes
+    # a new installation's key ring is the one key this host signs with
+    assert body["trusted_signing_keys"] == [{"key_id": public_key_id_of_host(),
+                                             "public_key": body["signing_public_key"]}]
     device = Device.objects.get(pk=body["device_id"])
     assert device.project == project and device.name == "cam-1"
     assert device.info == {"os": "linux"}

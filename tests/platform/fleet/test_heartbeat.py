@@ -10,6 +10,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sampan.fleet.models import Device, DeviceStatus, Telemetry
+from sampan.registry.signing import (
+    signing_key_retire,
+    signing_key_rotate,
+    trusted_keys_payload,
+)
 
 
 def test_last_seen_is_server_time_even_when_device_clock_is_wrong(enrolled: Any,
@@ -19,7 +24,8 @@ def test_last_seen_is_server_time_even_when_device_clock_is_wrong(enrolled: Any,
     response = heartbeat(client, device_time="1999-01-01T00:00:00Z", agent_version="0.2.0")
     after = timezone.now()
     assert response.status_code == 200, response.content
-    assert response.json() == {"heartbeat_interval_s": 5.0, "desired": None}
+    assert response.json() == {"heartbeat_interval_s": 5.0, "desired": None,
+                               "trusted_signing_keys": trusted_keys_payload()}
     device.refresh_from_db()
     assert before <= device.last_seen_at <= after
     assert device.device_time == datetime(1999, 1, 1, tzinfo=UTC)
@@ -107,3 +113,15 @@ def test_telemetry_history_is_bounded_and_served_oldest_first(
     since = series[0]["received_at"]
     assert [p["metrics"]["requests"] for p in owner_api.get(url, {"since": since}).json()] == [3, 4]
     assert owner_api.get(url, {"limit": 0}).status_code == 400
+
+
+def test_heartbeat_replies_carry_the_key_ring_through_a_rotation(enrolled: Any,
+                                                                 heartbeat: Any) -> None:
+    device, client = enrolled()
+    (first,) = heartbeat(client).json()["trusted_signing_keys"]
+    rotation = signing_key_rotate()
+    rotated = heartbeat(client).json()["trusted_signing_keys"]
+    assert [k["key_id"] for k in rotated] == [rotation.active.key_id, first["key_id"]]
+    assert rotated[0]["public_key"] == rotation.active.public_key
+    signing_key_retire(key_id=first["key_id"])
+    assert heartbeat(client).json()["trusted_signing_keys"] == rotated[:1]
