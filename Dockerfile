@@ -66,7 +66,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system --gid 10001 sampan \
     && useradd --system --uid 10001 --gid sampan --home-dir /nonexistent --no-create-home \
        --shell /usr/sbin/nologin sampan \
-    && mkdir -p /agent && chown sampan:sampan /agent
+    && mkdir -p /agent /enroll && chown sampan:sampan /agent /enroll
 WORKDIR /app
 COPY pyproject.toml README.md ./
 RUN pip install ".[edge]"

@@ -68,10 +68,10 @@ def _strings(node: Any) -> list[str]:
     return []
 
 
-def interpolated_variables(text: str) -> set[str]:
-    """Names compose substitutes in ``text`` (``${NAME}``, ``${NAME:-x}``, ``$NAME``), nested
-    defaults included; ``$$NAME`` is left to the container."""
-    return {a or b for a, b in _INTERPOLATION.findall(text)}
+def interpolated_variables(node: Any) -> set[str]:
+    """Names compose substitutes in the strings of ``node`` (``${NAME}``, ``${NAME:-x}``,
+    ``$NAME``), nested defaults included; ``$$NAME`` is left to the container."""
+    return {a or b for s in _strings(node) for a, b in _INTERPOLATION.findall(s)}
 
 
 def container_variables(node: Any) -> set[str]:

@@ -79,8 +79,9 @@ def test_compose_file_is_valid_against_the_compose_specification(compose: dict[s
      "$.services.web"),
     (lambda c: c["services"]["web"]["depends_on"]["migrate"].update(condition="whenever"),
      "$.services.web.depends_on"),
-    (lambda c: c["services"]["redis"]["healthcheck"].update(retries="five"),
-     "$.services.redis.healthcheck.retries"),
+    (lambda c: c["services"]["redis"]["healthcheck"].update(intervall="10s"),
+     "$.services.redis.healthcheck"),
+    (lambda c: c["volumes"].update(data=["not", "a", "mapping"]), "$.volumes.data"),
 ])
 def test_the_schema_refuses_a_broken_compose_file(compose: dict[str, Any], break_it: Any,
                                                   where: str) -> None:
@@ -175,7 +176,7 @@ def test_workers_run_the_right_app_and_image(services: dict[str, Any]) -> None:
         assert service["build"]["target"] == ("worker" if ml else "web"), name
         assert option_value(argv, "--hostname", "-n") == f"{queue}@%h"
         if "healthcheck" in service:  # the ping asks this very node
-            assert f"{queue}@$HOSTNAME" in " ".join(service["healthcheck"]["test"])
+            assert f"{queue}@$$HOSTNAME" in " ".join(service["healthcheck"]["test"])
 
 
 @pytest.mark.parametrize("name", ["worker-training", "worker-compression"])
@@ -236,7 +237,7 @@ def test_env_example_parses_and_sets_every_shared_setting(env_example: dict[str,
 
 def test_every_variable_compose_substitutes_is_in_env_example(
         env_example: dict[str, str]) -> None:
-    used = interpolated_variables(COMPOSE_FILE.read_text())
+    used = interpolated_variables(load_compose())
     assert used, "the check found no ${VARIABLE} at all"
     assert sorted(used - set(env_example)) == []
 
@@ -253,8 +254,7 @@ def test_every_variable_a_container_expands_is_in_its_environment(
 def test_every_variable_of_env_example_is_read_by_settings_or_compose(
         env_example: dict[str, str], services: dict[str, Any]) -> None:
     settings_source = (REPO_DIR / "platform" / "sampan" / "settings.py").read_text()
-    compose_reads = interpolated_variables(COMPOSE_FILE.read_text()) | container_variables(
-        services)
+    compose_reads = interpolated_variables(load_compose()) | container_variables(services)
     unread = [name for name in env_example
               if name not in compose_reads and not re.search(rf"\b{name}\b", settings_source)]
     assert unread == []
@@ -275,7 +275,7 @@ def test_the_urls_of_env_example_point_at_compose_services(
     for name in ("SAMPAN_REDIS_URL", "SAMPAN_S3_ENDPOINT_URL"):
         assert urlsplit(env_example[name]).hostname in services, name
     database = services["web"]["environment"]["SAMPAN_DATABASE_URL"]
-    default = re.search(r":-(postgres://[^}]*\})", database).group(1)
+    default = re.fullmatch(r"\$\{SAMPAN_DATABASE_URL:-(postgres://.*)\}", database).group(1)
     postgres = services["postgres"]["environment"]
     assert default == (f"postgres://{postgres['POSTGRES_USER']}:${{POSTGRES_PASSWORD}}"
                        f"@postgres:5432/{postgres['POSTGRES_DB']}")

@@ -122,7 +122,7 @@ def test_only_the_worker_image_has_torch(stages: dict[str, Stage]) -> None:
 def test_torch_comes_from_a_wheel_index_at_the_versions_pyproject_pins(
         stages: dict[str, Stage]) -> None:
     run = next(r for r in stages["worker-deps"].values("RUN") if "TORCH_INDEX_URL" in r)
-    substitution = re.search(r"\$\((grep [^)]*)\)", run).group(1)
+    substitution = re.search(r"\$\((grep .*?)\)\s+&&", run).group(1)
     printed = subprocess.run(["sh", "-c", substitution], cwd=REPO_DIR, capture_output=True,
                              text=True, check=True).stdout.split()
     pinned = [r for r in PYPROJECT["project"]["optional-dependencies"]["worker"]
