@@ -30,9 +30,10 @@ SHARED_SETTINGS = (
 )
 
 # Compose interpolation: ${NAME...} or $NAME, but not $$ (a literal dollar for the container)
-_INTERPOLATION = re.compile(r"(?<!\$)(?:\$\$)*\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
+_INTERPOLATION = re.compile(
+    r"(?<!\$)(?:\$\$)*\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
 # $$NAME or $${NAME}: expanded by the container's shell, from the container's environment
-_CONTAINER_VARIABLE = re.compile(r"\$\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_CONTAINER_VARIABLE = re.compile(r"(?<!\$)(?:\$\$)+\{?([A-Za-z_][A-Za-z0-9_]*)")
 _ENV_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S*)$")
 
 

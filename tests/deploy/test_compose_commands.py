@@ -10,7 +10,6 @@ free port instead of 0.0.0.0:8700.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import secrets
@@ -23,7 +22,6 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests

@@ -282,3 +282,9 @@ def test_the_urls_of_env_example_point_at_compose_services(
     assert env_example["SAMPAN_STORAGE"] in {"local", "s3"}
     assert env_example["SAMPAN_ENV"] == "production"
     assert env_example["SAMPAN_DEBUG"] == "false"
+
+
+def test_the_variable_finders_tell_compose_from_container_variables() -> None:
+    text = "${A:-postgres://${B}@h} $$C $D $$$E $${F} ${G:?set G}"
+    assert interpolated_variables(text) == {"A", "B", "D", "E", "G"}
+    assert container_variables(text) == {"C", "F"}  # $$$E: a literal $, then compose's E
