@@ -288,3 +288,11 @@ def test_the_variable_finders_tell_compose_from_container_variables() -> None:
     text = "${A:-postgres://${B}@h} $$C $D $$$E $${F} ${G:?set G}"
     assert interpolated_variables(text) == {"A", "B", "D", "E", "G"}
     assert container_variables(text) == {"C", "F"}  # $$$E: a literal $, then compose's E
+
+
+def test_the_env_file_with_the_secrets_is_never_committed() -> None:
+    import subprocess
+
+    ignored = subprocess.run(["git", "check-ignore", "--quiet", ".env"], cwd=REPO_DIR)
+    assert ignored.returncode == 0
+    assert ENV_EXAMPLE.name == ".env.example" and ENV_EXAMPLE.is_file()
