@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
 from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
@@ -291,8 +292,6 @@ def test_the_variable_finders_tell_compose_from_container_variables() -> None:
 
 
 def test_the_env_file_with_the_secrets_is_never_committed() -> None:
-    import subprocess
-
     ignored = subprocess.run(["git", "check-ignore", "--quiet", ".env"], cwd=REPO_DIR)
     assert ignored.returncode == 0
     assert ENV_EXAMPLE.name == ".env.example" and ENV_EXAMPLE.is_file()
