@@ -210,7 +210,9 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "training.*": {"queue": "training"},
     "compression.*": {"queue": "compression"},
-    "datasets.*": {"queue": "default"},
+    # imports decode every image of an archive: a queue of their own, so that a big import
+    # never holds up the light default tasks (the reaper) and import workers scale on their own
+    "datasets.*": {"queue": "imports"},
     "core.*": {"queue": "default"},
 }
 CELERY_TASK_ALWAYS_EAGER = False

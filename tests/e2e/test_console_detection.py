@@ -42,10 +42,10 @@ TOLERANCE_PX = 1.0
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The platform without the training worker: imports run on the default queue."""
+    """The platform without the training worker: imports run on the imports queue."""
     with Stack(data_dir=tmp_path_factory.mktemp("stack")) as s:
         s.start(worker=False)
-        s.start_worker("worker-default", queues="default", pool="threads", concurrency=2)
+        s.start_worker("worker-default", queues="default,imports", pool="threads", concurrency=2)
         yield s
 
 

@@ -230,7 +230,7 @@ class Stack:
             if worker:
                 self.start_beat()
                 self.start_worker("worker")
-                self.start_worker("worker-default", queues="default", pool="threads",
+                self.start_worker("worker-default", queues="default,imports", pool="threads",
                                   concurrency=2)
         except BaseException:
             self.stop()

@@ -19,6 +19,7 @@ from sampan.fleet.models import (
     DeviceStatus,
     EnrollmentToken,
     Telemetry,
+    secret_sha256,
 )
 from sampan.registry.models import ModelVersion
 
@@ -33,6 +34,13 @@ def _active_deployments() -> QuerySet[Deployment]:
 
 def enrollment_token_list(*, project: Project) -> QuerySet[EnrollmentToken]:
     return project.enrollment_tokens.select_related("created_by").order_by("-created_at")
+
+
+def enrollment_token_usable(*, secret: str, now: datetime | None = None) -> EnrollmentToken | None:
+    """The enrollment token whose secret is ``secret`` if it is still unused and unexpired."""
+    return EnrollmentToken.objects.filter(
+        token_sha256=secret_sha256(secret), used_at__isnull=True,
+        expires_at__gt=now or timezone.now()).first()
 
 
 def device_list(*, project: Project, status: str | None = None,
