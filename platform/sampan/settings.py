@@ -25,7 +25,6 @@ DEBUG = _env_bool("SAMPAN_DEBUG", False)
 ALLOWED_HOSTS = os.environ.get("SAMPAN_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -43,6 +42,7 @@ INSTALLED_APPS = [
     "sampan.training",
     "sampan.registry",
     "sampan.fleet",
+    "sampan.uploads",
 ]
 
 MIDDLEWARE = [
@@ -132,10 +132,12 @@ CELERY_TASK_ROUTES = {
     "compression.*": {"queue": "compression"},
     "datasets.*": {"queue": "default"},
     "core.*": {"queue": "default"},
+    "uploads.*": {"queue": "default"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "core.reap_stale_jobs", "schedule": 15.0},
+    "delete-expired-uploads": {"task": "uploads.delete_expired", "schedule": 600.0},
 }
 
 CHANNEL_LAYERS = {
@@ -172,6 +174,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # the resumable upload endpoints are an ASGI app in front of Django (sampan.uploads.tus)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "sampan.uploads.schema.tus_paths"],
 }
 
 # Jobs
@@ -182,6 +187,13 @@ SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = float(os.environ.get("SAMPAN_DEVICE_HEARTBE
 SAMPAN_DEVICE_OFFLINE_AFTER_S = float(os.environ.get("SAMPAN_DEVICE_OFFLINE_AFTER_S", "30"))
 # Imports
 SAMPAN_IMPORT_MAX_BYTES = int(os.environ.get("SAMPAN_IMPORT_MAX_BYTES", str(2 * 1024**3)))
+# Request body limits, bytes (sampan.core.body_limit; answered with a 413 before the body is
+# read): a resumable (tus) upload, a multipart import POST, and any other request.
+SAMPAN_UPLOAD_MAX_BYTES = int(os.environ.get("SAMPAN_UPLOAD_MAX_BYTES", str(2 * 1024**3)))
+SAMPAN_MULTIPART_MAX_BYTES = int(os.environ.get("SAMPAN_MULTIPART_MAX_BYTES", str(1024**3)))
+SAMPAN_REQUEST_MAX_BYTES = int(os.environ.get("SAMPAN_REQUEST_MAX_BYTES", str(64 * 1024**2)))
+# An unfinished or unused resumable upload is deleted this long after its last byte, seconds.
+SAMPAN_UPLOAD_EXPIRE_S = float(os.environ.get("SAMPAN_UPLOAD_EXPIRE_S", str(24 * 3600)))
 
 LOGGING = {
     "version": 1,
