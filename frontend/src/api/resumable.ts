@@ -70,7 +70,8 @@ export function uploadResumable(file: File, handlers: ResumableHandlers = {}): P
       reject(networkError(new Error("upload cancelled")));
     });
     void upload.findPreviousUploads().then((previous) => {
-      if (previous.length > 0) upload.resumeFromPreviousUpload(previous[0]);
+      const last = previous[0];
+      if (last) upload.resumeFromPreviousUpload(last);
       upload.start();
     });
   });

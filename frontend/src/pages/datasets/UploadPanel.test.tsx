@@ -81,7 +81,7 @@ describe("UploadPanel resumable upload", () => {
     await userEvent.click(await screen.findByRole("button", { name: "Upload" }));
 
     await waitFor(() => expect(tus.uploads).toHaveLength(1));
-    const upload = tus.uploads[0];
+    const upload = tus.uploads[0]!;
     await waitFor(() => expect(upload.started).toBe(true));
     expect(upload.options.endpoint).toBe("/api/v1/uploads/");
     expect(upload.options.metadata).toEqual({ filename: "digits.zip", filetype: "application/zip" });
@@ -122,14 +122,15 @@ describe("UploadPanel resumable upload", () => {
     fireEvent.change(container.querySelector("input[type=file]") as HTMLInputElement, { target: { files: [zip] } });
     await userEvent.click(await screen.findByRole("button", { name: "Upload" }));
     await waitFor(() => expect(tus.uploads[0]?.started).toBe(true));
+    const upload = tus.uploads[0]!;
     const refused = Object.assign(new Error("response 413"), {
       originalResponse: {
         getStatus: () => 413,
         getBody: () => JSON.stringify({ error: { code: "too_large", message: "an upload of 10 bytes is too large: the limit is 5 bytes", details: { limit_bytes: 5 } } }),
       },
     });
-    expect(tus.uploads[0].options.onShouldRetry(refused, 0, {})).toBe(false);
-    act(() => tus.uploads[0].options.onError(refused));
+    expect(upload.options.onShouldRetry(refused, 0, {})).toBe(false);
+    act(() => upload.options.onError(refused));
     expect(await screen.findByText(/the limit is 5 bytes/)).toBeInTheDocument();
     // the file stays in the list, to be sent again
     expect(screen.getByTestId("pending-files")).toHaveTextContent("1 file ready");

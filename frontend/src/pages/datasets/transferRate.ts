@@ -17,7 +17,7 @@ export class RateMeter {
     const last = this.samples[this.samples.length - 1];
     if (last && loaded < last.loaded) this.samples = [];
     this.samples.push({ at, loaded });
-    while (this.samples.length > 2 && at - this.samples[1].at >= WINDOW_MS) this.samples.shift();
+    while (this.samples.length > 2 && at - (this.samples[1]?.at ?? at) >= WINDOW_MS) this.samples.shift();
   }
 
   /** Bytes per second over the window; null until two samples span some time. */
