@@ -9,7 +9,11 @@ On a fresh data folder it starts Redis and the web server exactly as ``make run`
   cut once in the middle of a chunk and the upload resumed from the offset the server reports;
   the stored file's sha256 is checked against the source;
 - the baseline: ``--baseline-mib`` (default 256 MiB) sent as one multipart POST to the dataset
-  import endpoint (``requests``), the path the console used for every file before.
+  import endpoint (``requests``), the path the console used for every file before;
+- the old server, when the ``daphne`` package is still installed: ``--daphne-mib`` (default
+  64 MiB; never more than a few hundred: daphne holds the whole body in memory, about 13 times
+  over, and 2 GiB killed a 24 GB machine) as the same multipart POST to a daphne process serving
+  the same application and database.
 
 While each runs, the web process's resident memory is sampled every 10 ms (psutil); the peak
 of the whole process life (``VmHWM`` of /proc/<pid>/status) is reported too. Throughput is
@@ -37,7 +41,7 @@ from typing import Any
 import psutil
 import requests
 
-from sampan.devstack.stack import Stack
+from sampan.devstack.stack import Stack, free_port, wait_until
 from sampan.devstack.tus import TusClient
 
 MiB = 1024 * 1024
@@ -149,9 +153,12 @@ def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         baseline = measured(pid, multipart)
         base_source.unlink()
         hwm = high_water_mark(pid)
+        daphne = old_server(stack, args, work, token, f"{p}/datasets/{dataset['id']}/imports/"
+                            .replace(stack.url, ""))
     finally:
         stack.stop()
     return {
+        "daphne_baseline": daphne,
         "bench": "upload", "bytes": size, "chunk_bytes": args.chunk_mib * MiB,
         "web_peak_rss_mb": round(sampan["rss_peak"] / MB, 1),
         "web_rss_before_mb": round(sampan["rss_before"] / MB, 1),
@@ -173,6 +180,41 @@ def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
+def old_server(stack: Stack, args: argparse.Namespace, work: Path, token: str,
+               imports_path: str) -> dict[str, Any] | None:
+    """The multipart POST of ``--daphne-mib`` through daphne (the server before uvicorn), or None
+    when daphne is not installed or the size is 0."""
+    import importlib.util
+
+    if args.daphne_mib <= 0 or importlib.util.find_spec("daphne") is None:
+        return None
+    port = free_port()
+    process = stack._spawn("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
+                                      str(port), "sampan.asgi:application"])
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: requests.get(url + "/healthz", timeout=2).ok, timeout_s=60,
+               what="daphne")
+    size = args.daphne_mib * MiB
+    source = work / "daphne.bin"
+    write_random(source, size)
+
+    def multipart() -> int:
+        with open(source, "rb") as handle:
+            reply = requests.post(url + imports_path, files={"files": ("daphne.bin", handle)},
+                                  headers={"Authorization": f"Bearer {token}"}, timeout=600)
+        reply.raise_for_status()
+        return reply.status_code
+
+    run = measured(process.pid, multipart)
+    source.unlink()
+    return {"name": "the same multipart POST through daphne (the server before uvicorn)",
+            "bytes": size, "web_peak_rss_mb": round(run["rss_peak"] / MB, 1),
+            "web_rss_before_mb": round(run["rss_before"] / MB, 1),
+            "peak_rss_growth_per_body_byte": round((run["rss_peak"] - run["rss_before"]) / size,
+                                                   2),
+            "mb_per_s": round(size / run["seconds"] / MB, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench_upload", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-mib", type=int, default=64, help="bytes per PATCH, MiB")
     parser.add_argument("--baseline-mib", type=int, default=256,
                         help="size of the multipart baseline, MiB")
+    parser.add_argument("--daphne-mib", type=int, default=64,
+                        help="size of the daphne baseline, MiB (0: skip; keep it small)")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="where the data folder and the files go (default: a temporary "
                              "folder); needs about bytes + baseline free, twice over")
