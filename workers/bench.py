@@ -9,6 +9,9 @@ with a ``"bench"`` key, and nothing is asserted):
   ``seeds/mnist/heldout`` by the real agent process (``edge_agent.cli run``, 1 intra-op thread)
   over HTTP keep-alive vs an in-process decode + preprocess + onnxruntime loop (1 thread), and the
   bare ``session.run`` on pre-decoded tensors.
+- ``upload``: :mod:`workers.bench_upload`, a 2 GiB resumable (tus) upload into the real web
+  server, cut once and resumed, vs one multipart POST of 256 MiB: the web process's peak
+  resident memory and MB/s of each.
 """
 
 from __future__ import annotations
@@ -248,7 +251,8 @@ def bench_serving_main(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("training", "serving"), help="run one benchmark")
+    parser.add_argument("--only", choices=("training", "serving", "upload"),
+                        help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
     parser.add_argument("--requests", type=int, default=500, help="timed requests per loop")
@@ -263,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         bench_training.main(["--seed", str(args.seed)])
     if args.only in (None, "serving"):
         bench_serving_main(args)
+    if args.only in (None, "upload"):
+        from workers import bench_upload
+
+        bench_upload.main([])
     return 0
 
 

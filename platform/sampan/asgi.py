@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through the body limit, then resumable uploads (``/api/v1/uploads/``,
+the tus app) or Django; websockets through Channels.
+
+Served by uvicorn: ``python -m uvicorn sampan.asgi:application`` with ``platform/`` on
+PYTHONPATH (``sampan.devstack.stack.Stack.web_command``).
+"""
 
 import os
 
@@ -12,10 +17,23 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from sampan.core.body_limit import BodyLimitMiddleware, Receive, Scope, Send  # noqa: E402
 from sampan.core.consumers import JobProgressConsumer  # noqa: E402
+from sampan.uploads.limits import request_body_limit  # noqa: E402
+from sampan.uploads.tus import PREFIX as UPLOADS_PREFIX  # noqa: E402
+from sampan.uploads.tus import application as tus_app  # noqa: E402
+
+
+async def http_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Resumable uploads stream in the tus app; everything else is Django's."""
+    if scope["path"].startswith(UPLOADS_PREFIX) or scope["path"] == UPLOADS_PREFIX[:-1]:
+        await tus_app(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter({
-    "http": django_asgi_app,
+    "http": BodyLimitMiddleware(http_app, request_body_limit),
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([
         path("ws/jobs/<str:kind>/<uuid:job_id>/", JobProgressConsumer.as_asgi()),
     ]))),

@@ -12,4 +12,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sampan.settings")
 
 app = Celery("sampan")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["sampan.core", "sampan.datasets", "sampan.training"])
+app.autodiscover_tasks(["sampan.core", "sampan.datasets", "sampan.training", "sampan.uploads"])

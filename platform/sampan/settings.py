@@ -92,7 +92,6 @@ SILENCED_SYSTEM_CHECKS = [
 ]
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -110,6 +109,7 @@ INSTALLED_APPS = [
     "sampan.training",
     "sampan.registry",
     "sampan.fleet",
+    "sampan.uploads",
 ]
 
 MIDDLEWARE = [
@@ -214,10 +214,12 @@ CELERY_TASK_ROUTES = {
     # never holds up the light default tasks (the reaper) and import workers scale on their own
     "datasets.*": {"queue": "imports"},
     "core.*": {"queue": "default"},
+    "uploads.*": {"queue": "default"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "core.reap_stale_jobs", "schedule": 15.0},
+    "delete-expired-uploads": {"task": "uploads.delete_expired", "schedule": 600.0},
 }
 
 CHANNEL_LAYERS = {
@@ -254,6 +256,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # the resumable upload endpoints are an ASGI app in front of Django (sampan.uploads.tus)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "sampan.uploads.schema.tus_paths"],
 }
 
 # Jobs
@@ -265,6 +270,13 @@ SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", defau
 SAMPAN_UPLOAD_MAX_BYTES = env.int("SAMPAN_UPLOAD_MAX_BYTES",
                                   default=env.int("SAMPAN_IMPORT_MAX_BYTES", default=2 * 1024**3))
 SAMPAN_IMPORT_MAX_BYTES = SAMPAN_UPLOAD_MAX_BYTES
+# Request body limits, bytes (sampan.core.body_limit; answered with a 413 before the body is
+# read): a resumable (tus) upload (SAMPAN_UPLOAD_MAX_BYTES above), a multipart import POST, and
+# any other request.
+SAMPAN_MULTIPART_MAX_BYTES = env.int("SAMPAN_MULTIPART_MAX_BYTES", default=1024**3)
+SAMPAN_REQUEST_MAX_BYTES = env.int("SAMPAN_REQUEST_MAX_BYTES", default=64 * 1024**2)
+# An unfinished or unused resumable upload is deleted this long after its last byte, seconds.
+SAMPAN_UPLOAD_EXPIRE_S = env.float("SAMPAN_UPLOAD_EXPIRE_S", default=24 * 3600.0)
 
 # Storage of samples, model packages and uploads: local files under MEDIA_ROOT. The S3 backend
 # (django-storages) is not part of this release; its variables are read so that a deployment

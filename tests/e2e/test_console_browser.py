@@ -1,6 +1,6 @@
 """The browser console (issue 3) in the real Chromium against the real running platform.
 
-Redis, daphne serving the built console (``frontend/dist``, built by ``make frontend``, which
+Redis, uvicorn serving the built console (``frontend/dist``, built by ``make frontend``, which
 ``make test`` runs first), the Celery workers and beat all run as real processes (the ``stack``
 fixture); Playwright drives the system Chromium headless at 1280x720 (the ``chromium`` fixture
 fails, it does not skip, when Chromium is missing). Each step asserts what a person would see:

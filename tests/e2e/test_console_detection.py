@@ -1,6 +1,6 @@
 """Detection labeling in the console (issue 3) in the real Chromium against the real platform.
 
-Redis, daphne serving the built console (``frontend/dist``) and the Celery worker of the default
+Redis, uvicorn serving the built console (``frontend/dist``) and the Celery worker of the default
 queue (imports) run as real processes; no training worker is started, nothing here trains.
 The project, an object-detection dataset with two classes and five generated 320x240 street-like
 images (a red "car" and a blue "person" rectangle at known places) are set up through the REST API

@@ -1,4 +1,4 @@
-"""The main job end to end on real processes: Redis, daphne, a Celery worker, beat, the agent.
+"""The main job end to end on real processes: Redis, uvicorn, a Celery worker, beat, the agent.
 
 Not eager mode, not fakeredis: the same ``run_main_job`` that ``make demo`` runs.
 """

@@ -302,10 +302,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         * @description Files in the request (multipart, up to ``SAMPAN_MULTIPART_MAX_BYTES``), or, as JSON, the
+         *     id of a complete resumable upload (``/api/v1/uploads/``, up to ``SAMPAN_UPLOAD_MAX_BYTES``).
          */
         post: operations["imports_create"];
         delete?: never;
@@ -912,6 +910,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/uploads/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Create a resumable upload (tus 1.0.0 creation). The bytes follow in PATCH requests to the Location. */
+        post: operations["uploads_create"];
+        delete?: never;
+        /** @description What the server offers (no credentials needed). */
+        options: operations["uploads_options"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/uploads/{upload_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Terminate: the upload and its bytes are deleted. */
+        delete: operations["uploads_delete"];
+        /** @description What the server offers (no credentials needed). */
+        options: operations["uploads_options_upload"];
+        /** @description Where to resume: the bytes received so far. */
+        head: operations["uploads_offset"];
+        /** @description Append bytes at `Upload-Offset`, streamed to disk as they arrive; a connection cut mid-body keeps what arrived (HEAD, then resume). */
+        patch: operations["uploads_append"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1213,6 +1249,18 @@ export interface components {
             desired: components["schemas"]["DesiredOutput"] | null;
             /** @description every key whose signature the device accepts, the active first */
             trusted_signing_keys: components["schemas"]["TrustedSigningKeyOutput"][];
+        };
+        ImportFromUploadInputRequest: {
+            /**
+             * Format: uuid
+             * @description A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in ImageNet-folder layout or one image. Its file moves to the import.
+             */
+            upload_id: string;
+            /**
+             * @description Class label when the upload is one image file.
+             * @default
+             */
+            label?: string;
         };
         ImportInputRequest: {
             files: string[];
@@ -1556,6 +1604,17 @@ export interface components {
             id: number;
             username: string;
             email: string;
+        };
+        /** @description Every API error: `{"error": {"code", "message", "field"?, "details"?}}`. */
+        Error: {
+            error: {
+                code: string;
+                message: string;
+                field?: string;
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
         };
     };
     responses: never;
@@ -1970,6 +2029,7 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": components["schemas"]["ImportInputRequest"];
+                "application/json": components["schemas"]["ImportFromUploadInputRequest"];
             };
         };
         responses: {
@@ -2765,6 +2825,358 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EvaluationReportOutput"];
+                };
+            };
+        };
+    };
+    uploads_create: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The protocol version: `1.0.0`. */
+                "Tus-Resumable": string;
+                /** @description Size of the whole file, bytes; at most SAMPAN_UPLOAD_MAX_BYTES (default 2 GiB). */
+                "Upload-Length": number;
+                /** @description Comma-separated `key base64(value)` pairs; `filename` and `filetype` are kept. */
+                "Upload-Metadata"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description `/api/v1/uploads/<id>/` */
+                    Location?: string;
+                    /** @description When an unfinished upload is deleted (RFC 9110 date); each PATCH pushes it back. */
+                    "Upload-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A required header is missing or not a number (``field`` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid Bearer token or session. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A session write without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ``Tus-Resumable`` is not 1.0.0. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Above the limit: ``details.limit_bytes``. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploads_options: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Capabilities. */
+            204: {
+                headers: {
+                    /** @description `1.0.0` */
+                    "Tus-Version"?: string;
+                    /** @description `creation,termination,expiration` */
+                    "Tus-Extension"?: string;
+                    /** @description The largest Upload-Length accepted, bytes (SAMPAN_UPLOAD_MAX_BYTES). */
+                    "Tus-Max-Size"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    uploads_delete: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The protocol version: `1.0.0`. */
+                "Tus-Resumable": string;
+            };
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid Bearer token or session. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A session write without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such upload of yours (another user's is a 404 too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ``Tus-Resumable`` is not 1.0.0. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another request is writing this upload; retry shortly. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploads_options_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Capabilities. */
+            204: {
+                headers: {
+                    /** @description `1.0.0` */
+                    "Tus-Version"?: string;
+                    /** @description `creation,termination,expiration` */
+                    "Tus-Extension"?: string;
+                    /** @description The largest Upload-Length accepted, bytes (SAMPAN_UPLOAD_MAX_BYTES). */
+                    "Tus-Max-Size"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    uploads_offset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The protocol version: `1.0.0`. */
+                "Tus-Resumable": string;
+            };
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload's offset. */
+            200: {
+                headers: {
+                    /** @description Bytes received. */
+                    "Upload-Offset"?: number;
+                    /** @description Bytes in all. */
+                    "Upload-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid Bearer token or session. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such upload of yours (another user's is a 404 too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description ``Tus-Resumable`` is not 1.0.0. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    uploads_append: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The protocol version: `1.0.0`. */
+                "Tus-Resumable": string;
+                /** @description The upload's current offset, bytes. */
+                "Upload-Offset": number;
+            };
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Appended. */
+            204: {
+                headers: {
+                    /** @description The new offset, bytes. */
+                    "Upload-Offset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A required header is missing or not a number (``field`` names it). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid Bearer token or session. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A session write without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such upload of yours (another user's is a 404 too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ``Upload-Offset`` is not the upload's offset (a chunk sent twice, or out of order): nothing was written; ``details.offset`` and the ``Upload-Offset`` header give the offset to send from. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ``Tus-Resumable`` is not 1.0.0. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Above the limit: ``details.limit_bytes``. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not ``application/offset+octet-stream``. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another request is writing this upload; retry shortly. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

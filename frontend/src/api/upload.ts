@@ -62,13 +62,24 @@ export function uploadImport(options: {
   });
 }
 
-/** Splits files into request-sized batches; a zip always travels alone. */
-export function uploadBatches(files: File[], size = MAX_FILES_PER_REQUEST): File[][] {
-  const zips = files.filter(isZip).map((file) => [file]);
-  const loose = files.filter((file) => !isZip(file));
-  const batches: File[][] = [...zips];
-  for (let i = 0; i < loose.length; i += size) batches.push(loose.slice(i, i + size));
-  return batches;
+/** Files at least this large go up resumably (tus, api/resumable.ts), each as its own import. */
+export const RESUMABLE_MIN_BYTES = 16 * 1024 * 1024;
+
+/** One step of an upload: a file sent resumably, or a batch of small files in one request. */
+export type UploadStep = { kind: "resumable"; file: File } | { kind: "batch"; files: File[] };
+
+/** Zips and large files go up resumably one by one; small loose files in request-sized batches
+ * (one multipart request each). */
+export function uploadPlan(files: File[], size = MAX_FILES_PER_REQUEST): UploadStep[] {
+  const resumable = (file: File) => isZip(file) || file.size >= RESUMABLE_MIN_BYTES;
+  const steps: UploadStep[] = files.filter(resumable).map((file) => ({ kind: "resumable", file }));
+  const loose = files.filter((file) => !resumable(file));
+  for (let i = 0; i < loose.length; i += size) steps.push({ kind: "batch", files: loose.slice(i, i + size) });
+  return steps;
+}
+
+export function stepFiles(step: UploadStep): File[] {
+  return step.kind === "resumable" ? [step.file] : step.files;
 }
 
 export function isZip(file: File): boolean {

@@ -54,12 +54,23 @@ class ClassLabelListApi(ProjectApi):
 
 
 class ImportCreateApi(ProjectApi):
-    parser_classes = [MultiPartParser, FormParser]
+    """Files in the request (multipart, up to ``SAMPAN_MULTIPART_MAX_BYTES``), or, as JSON, the
+    id of a complete resumable upload (``/api/v1/uploads/``, up to ``SAMPAN_UPLOAD_MAX_BYTES``)."""
 
-    @extend_schema(request={"multipart/form-data": s.ImportInput},
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    @extend_schema(request={"multipart/form-data": s.ImportInput,
+                            "application/json": s.ImportFromUploadInput},
                    responses={202: s.ImportJobOutput}, operation_id="imports_create")
     def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        if "upload_id" in request.data:
+            source = s.ImportFromUploadInput(data=request.data)
+            source.is_valid(raise_exception=True)
+            job = services.import_job_create_from_upload(
+                dataset=dataset, user=request.user, upload_id=source.validated_data["upload_id"],
+                label=source.validated_data["label"])
+            return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
         data = s.ImportInput(data={"files": request.FILES.getlist("files"),
                                    "label": request.data.get("label", "")})
         data.is_valid(raise_exception=True)

@@ -123,6 +123,14 @@ class ImportInput(serializers.Serializer):
                       help_text="Class label for loose image files (not zips).")
 
 
+class ImportFromUploadInput(serializers.Serializer):
+    upload_id = serializers.UUIDField(
+        help_text="A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in "
+                  "ImageNet-folder layout or one image. Its file moves to the import.")
+    label = serializers.CharField(required=False, allow_blank=True, default="",
+                                  help_text="Class label when the upload is one image file.")
+
+
 class ImportJobOutput(serializers.Serializer):
     id = serializers.UUIDField()
     dataset_id = serializers.UUIDField()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -215,6 +216,60 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
     return job
 
 
+def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any,
+                                  label: str = "") -> ImportJob:
+    """Import a complete resumable upload (``sampan.uploads``) of ``user``: a zip (by its name,
+    or its first bytes when the name says nothing) is checked as in ``import_job_create``; any
+    other file is one image. The upload's file MOVES into the import's staging folder (a rename:
+    no copy of a 2 GiB file), and the upload can be imported once.
+
+    Raises NotFound (an unknown upload or another user's), Conflict (not complete, or already
+    imported) and ValidationFailed (an unsafe or unreadable zip; the upload is kept, so nothing
+    has to be sent again to find out) with ``field: "upload_id"``.
+    """
+    from sampan.uploads.models import UploadStatus
+    from sampan.uploads.selectors import upload_get_for, upload_path
+    from sampan.uploads.services import upload_take
+
+    upload = upload_get_for(user=user, upload_id=upload_id)
+    shown = (upload.filename if upload and upload.filename else f"upload {upload_id}")
+    is_zip = False
+    if upload is not None and upload.status == UploadStatus.COMPLETE:
+        source = upload_path(upload.pk)
+        with open(source, "rb") as handle:
+            magic = handle.read(4)
+        suffix = Path(upload.filename).suffix.lower()
+        is_zip = suffix == ".zip" or (suffix == "" and magic in (b"PK\x03\x04", b"PK\x05\x06"))
+        if is_zip:
+            try:
+                _check_archive(source, shown)
+            except ValidationFailed as exc:
+                raise ValidationFailed(exc.message, field="upload_id") from None
+    staging = _staging_dir()
+    if is_zip:
+        target = staging / "archive-0000.zip"
+    else:
+        (staging / "files").mkdir()
+        target = staging / "files" / "000000.bin"
+    try:
+        with transaction.atomic():
+            upload = upload_take(owner=user, upload_id=upload_id, into=target)
+            if not is_zip:
+                (staging / "files" / "000000.name").write_text(upload.filename or shown,
+                                                                encoding="utf-8")
+            job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
+                                           staging_dir=str(staging), default_label=label.strip())
+            job_transition(ImportJob, job.pk, JobStatus.QUEUED)
+            enqueue_on_commit("datasets.run_import", str(job.pk))
+    except BaseException:
+        if target.exists():  # the rename happened, the transaction did not: give the bytes back
+            os.replace(target, upload_path(upload_id))
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    job.refresh_from_db()
+    return job
+
+
 def _check_archive(path: Path, shown_name: str) -> None:
     try:
         with open_archive(path) as archive:
@@ -355,5 +410,5 @@ def import_job_cancel(*, job: ImportJob) -> bool:
 
 
 __all__ = ["dataset_create", "class_labels_ensure", "sample_label_set", "samples_label_bulk",
-           "sample_boxes_set", "import_job_create", "import_job_run", "import_job_cancel",
-           "sort_labels"]
+           "sample_boxes_set", "import_job_create", "import_job_create_from_upload",
+           "import_job_run", "import_job_cancel", "sort_labels"]

@@ -1,24 +1,32 @@
-// Drag and drop a zip or many images; the upload shows its own progress, then each import job
-// shows the job's progress and, when it ends, its report.
+// Drag and drop a zip or many images; the upload shows its own progress (percent, speed, time
+// left, and a notice while a cut connection resumes), then each import job shows the job's
+// progress and, when it ends, its report. Zips and large files go up resumably (tus), small
+// loose images in multipart batches.
 import { InboxOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
 
-import { uploadBatches, uploadImport } from "../../api/upload";
+import { importFromUpload, uploadResumable } from "../../api/resumable";
+import { stepFiles, uploadImport, uploadPlan, type ImportJob } from "../../api/upload";
 import { useCanEdit } from "../../api/queries/projects";
 import { useReportError } from "../../components/errors";
 import { formatBytes } from "../../format";
 import { ImportJobCard } from "./ImportJobCard";
+import { formatDuration, formatSpeed, RateMeter } from "./transferRate";
 
 interface Sending {
-  batch: number; // 1-based
+  batch: number; // 1-based step
   batches: number;
   percent: number; // of all bytes
+  bytesPerSecond: number | null;
+  secondsLeft: number | null;
+  reconnecting: boolean; // a cut connection is being resumed
 }
 
 export function UploadPanel({ projectId, datasetId }: { projectId: string; datasetId: string }) {
-  const { t } = useTranslation();
+  const { t, i18n } = useTranslation();
+  const meter = useRef(new RateMeter());
   const reportError = useReportError();
   const [pending, setPending] = useState<File[]>([]);
   const [label, setLabel] = useState("");
@@ -29,31 +37,54 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
   const totalBytes = pending.reduce((sum, f) => sum + f.size, 0);
 
   async function start() {
-    const batches = uploadBatches(pending);
+    const steps = uploadPlan(pending);
     const all = Math.max(totalBytes, 1);
     let sentBefore = 0;
+    meter.current = new RateMeter();
     try {
-      for (const [index, files] of batches.entries()) {
-        setSending({ batch: index + 1, batches: batches.length, percent: Math.floor((100 * sentBefore) / all) });
-        const batchBytes = files.reduce((sum, f) => sum + f.size, 0);
-        const job = await uploadImport({
-          projectId,
-          datasetId,
-          files,
-          label: label.trim() || undefined,
-          onProgress: ({ loaded, total }) => {
+      for (const [index, step] of steps.entries()) {
+        const files = stepFiles(step);
+        const stepBytes = files.reduce((sum, f) => sum + f.size, 0);
+        let reconnecting = false;
+        const show = (fraction: number) => {
+          const loaded = sentBefore + fraction * stepBytes;
+          meter.current.record(loaded, performance.now());
+          setSending({
+            batch: index + 1,
+            batches: steps.length,
+            percent: Math.min(100, Math.floor((100 * loaded) / all)),
+            bytesPerSecond: meter.current.bytesPerSecond(),
+            secondsLeft: meter.current.secondsLeft(all),
+            reconnecting,
+          });
+        };
+        show(0);
+        let job: ImportJob;
+        if (step.kind === "resumable") {
+          const uploadId = await uploadResumable(step.file, {
+            onProgress: (loaded, total) => {
+              reconnecting = false;
+              show(total > 0 ? loaded / total : 0);
+            },
+            onRetry: () => {
+              reconnecting = true;
+              setSending((current) => (current ? { ...current, reconnecting: true, bytesPerSecond: null, secondsLeft: null } : current));
+            },
+          });
+          job = await importFromUpload({ projectId, datasetId, uploadId, label: label.trim() || undefined });
+        } else {
+          job = await uploadImport({
+            projectId,
+            datasetId,
+            files: step.files,
+            label: label.trim() || undefined,
             // multipart framing makes `total` a little larger than the files themselves
-            const fraction = total > 0 ? loaded / total : 0;
-            setSending({
-              batch: index + 1,
-              batches: batches.length,
-              percent: Math.min(100, Math.floor((100 * (sentBefore + fraction * batchBytes)) / all)),
-            });
-          },
-        });
-        sentBefore += batchBytes;
+            onProgress: ({ loaded, total }) => show(total > 0 ? loaded / total : 0),
+          });
+        }
+        sentBefore += stepBytes;
         setJobIds((ids) => [job.id, ...ids]);
-        // a batch that is in is not sent again if a later batch fails
+        // a step that is in is not sent again if a later one fails
         setPending((files_) => files_.filter((f) => !files.includes(f)));
       }
     } catch (error) {
@@ -108,6 +139,20 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
                   {t("upload.uploading", { batch: sending.batch, batches: sending.batches })}
                 </Typography.Text>
                 <Progress percent={sending.percent} status="active" aria-label={t("upload.start")} />
+                {sending.reconnecting ? (
+                  <Alert type="warning" showIcon data-testid="upload-reconnecting" title={t("upload.reconnecting")} />
+                ) : (
+                  sending.bytesPerSecond !== null && (
+                    <Typography.Text type="secondary" data-testid="upload-rate">
+                      {sending.secondsLeft !== null
+                        ? t("upload.rate", {
+                            speed: formatSpeed(sending.bytesPerSecond),
+                            left: formatDuration(sending.secondsLeft, i18n.language),
+                          })
+                        : formatSpeed(sending.bytesPerSecond)}
+                    </Typography.Text>
+                  )
+                )}
               </div>
             )}
           </Space>
