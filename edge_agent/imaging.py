@@ -1,7 +1,7 @@
 """The one image decode/normalise rule of the whole platform (Pillow + numpy only).
 
 Import, training, evaluation, the parity gate and serving all call :func:`decode_image` and
-:func:`preprocess`, so that training and the device see the same pixels (DESIGN.md, "Images").
+:func:`preprocess`, so that training and the device see the same pixels (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -23,7 +23,11 @@ class _SecretFiles(environ.FileAwareMapping):
     """django-environ's VAR_FILE lookup, less the line break such a file usually ends with."""
 
     def __getitem__(self, key: str) -> str:
-        value: str = super().__getitem__(key)
+        try:
+            value: str = super().__getitem__(key)
+        except OSError as error:  # VAR_FILE names a file that cannot be read
+            raise ImproperlyConfigured(
+                f"{key}_FILE={self.env.get(key + '_FILE')!r}: {error.strerror}") from None
         return value.rstrip("\r\n") if self.env.get(key + "_FILE") else value
 
 
@@ -68,9 +72,12 @@ if PRODUCTION:
         raise ImproperlyConfigured(
             "SAMPAN_DEBUG must be off when SAMPAN_ENV=production: debug pages show settings and "
             "source code to anyone")
-    ALLOWED_HOSTS = [h.strip() for h in _required(
-        "SAMPAN_ALLOWED_HOSTS", "the host names clients use to reach the web server, "
-        "comma-separated (e.g. sampan.example.org,web)").split(",") if h.strip()]
+    _hosts_why = ("the host names clients use to reach the web server, comma-separated (e.g. "
+                  "sampan.example.org,web)")
+    ALLOWED_HOSTS = [h.strip() for h in _required("SAMPAN_ALLOWED_HOSTS", _hosts_why).split(",")
+                     if h.strip()]
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured(f"SAMPAN_ALLOWED_HOSTS names no host: {_hosts_why}")
 else:
     ALLOWED_HOSTS = env.list("SAMPAN_ALLOWED_HOSTS", default=["127.0.0.1", "localhost",
                                                               "testserver"])
@@ -203,7 +210,7 @@ REDIS_URL = env.str("SAMPAN_REDIS_URL", default="redis://127.0.0.1:6399/0")
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
-CELERY_TASK_ACKS_LATE = True  # only because every task is idempotent (DESIGN.md, Jobs)
+CELERY_TASK_ACKS_LATE = True  # only because every task is idempotent (docs/architecture.md, "Jobs")
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"

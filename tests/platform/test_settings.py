@@ -173,3 +173,16 @@ def test_values_may_come_from_files_as_docker_secrets_do(tmp_path: Path) -> None
     env.pop("SAMPAN_SECRET_KEY")
     db = _loaded(env)["db"]
     assert (db["NAME"], db["HOST"], db["PORT"]) == ("sampan", "db", 5432)
+
+
+def test_allowed_hosts_of_only_separators_is_refused(tmp_path: Path) -> None:
+    message = _refused(_production(tmp_path, SAMPAN_ALLOWED_HOSTS=" , "))
+    assert message.startswith("SAMPAN_ALLOWED_HOSTS names no host")
+
+
+def test_an_unreadable_secret_file_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    env = _production(tmp_path, SAMPAN_SECRET_KEY_FILE=str(tmp_path / "nope"))
+    del env["SAMPAN_SECRET_KEY"]
+    message = _refused(env)
+    assert message.startswith(f"SAMPAN_SECRET_KEY_FILE='{tmp_path / 'nope'}'")
+    assert "No such file" in message

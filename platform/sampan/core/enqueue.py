@@ -1,6 +1,6 @@
 """Send Celery tasks by name, only after the surrounding transaction commits.
 
-The web process never imports the workers (DESIGN.md): it sends tasks by name. A task enqueued
+The web process never imports the workers (docs/architecture.md): it sends tasks by name. A task enqueued
 inside a transaction that rolls back is never sent, because the send is registered with
 ``transaction.on_commit``.
 """

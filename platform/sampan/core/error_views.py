@@ -42,7 +42,8 @@ STATUS_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 40
 
 
 def is_api(request: HttpRequest) -> bool:
-    return request.path.startswith(API_PREFIX)
+    """Under ``/api/``, or ``/api`` itself (a client that left out the slash)."""
+    return request.path.startswith(API_PREFIX) or request.path == API_PREFIX.rstrip("/")
 
 
 def request_id(request: HttpRequest) -> str:

@@ -1,4 +1,4 @@
-"""The job state machine shared by every background job (DESIGN.md, "Jobs").
+"""The job state machine shared by every background job (docs/architecture.md, "Jobs: one state machine").
 
 States: PENDING -> QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED. The allowed transitions are
 data (``TRANSITIONS``); every change is a compare-and-set ``UPDATE ... WHERE status IN (...)`` so a

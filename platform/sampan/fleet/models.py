@@ -1,7 +1,7 @@
 """The fleet: enrollment tokens, devices, deployments of model versions, and device telemetry.
 
 Secrets (enrollment tokens, device credentials) are stored as their sha256 only; the secret is
-shown once. Liveness is the server's receive time of the last heartbeat (DESIGN.md, "Devices"):
+shown once. Liveness is the server's receive time of the last heartbeat (docs/architecture.md, "Model package and devices"):
 the device clock is recorded, never trusted.
 """
 

@@ -1,7 +1,7 @@
 """Writes for the fleet: enrollment, heartbeats, deployments.
 
 Heartbeats are handled here, in the web process, synchronously: they never go through Celery
-(DESIGN.md, "Devices"). Every deployment state change is a compare-and-set UPDATE guarded by
+(docs/architecture.md, "Model package and devices"). Every deployment state change is a compare-and-set UPDATE guarded by
 ``TRANSITIONS`` (models.py), never a read-check-write.
 """
 

@@ -116,6 +116,14 @@ async def test_the_async_stack_answers_json_too() -> None:
 
 
 @pytest.mark.django_db
+def test_api_without_its_slash_is_a_json_404() -> None:
+    from django.test import Client
+
+    response = Client().get("/api")
+    assert response.status_code == 404 and error(response)["code"] == "not_found"
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/api/v1/test-fail/plain/", "/api/v1/test-fail/drf/"])
 def test_an_unexpected_exception_is_a_json_500_with_a_logged_request_id(
         settings: Any, caplog: pytest.LogCaptureFixture, path: str) -> None:

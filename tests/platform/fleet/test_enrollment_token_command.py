@@ -65,6 +65,7 @@ def test_a_file_with_a_token_from_nowhere_is_replaced(db: Any, make_user: Any,
     ({"project": "  ", "owner": "ops"}, "--project must not be empty"),
     ({"project": "Edge", "owner": "ops", "expires_hours": 0}, "--expires-hours must be above 0"),
     ({"project": "Edge", "owner": "ops", "expires_hours": 1000}, "at most 168"),
+    ({"project": "x\ny", "owner": "ops"}, "--project: name: contains U\\+000A"),
 ])
 def test_bad_options_name_the_option_and_create_nothing(db: Any, make_user: Any,
                                                         options: dict[str, Any],

@@ -26,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sampan.accounts.models import Project, Role
 from sampan.accounts.services import project_create
+from sampan.core.errors import ApplicationError
 from sampan.fleet.selectors import enrollment_token_usable
 from sampan.fleet.services import enrollment_token_create
 
@@ -69,10 +70,13 @@ class Command(BaseCommand):
         owner = get_user_model().objects.filter(username=options["owner"]).first()
         if owner is None:
             raise CommandError(f"--owner: no user named {options['owner']!r}")
-        project = (Project.objects.filter(name=name, memberships__user=owner,
-                                          memberships__role=Role.OWNER)
-                   .order_by("created_at").first()
-                   or project_create(user=owner, name=name))
+        try:
+            project = (Project.objects.filter(name=name, memberships__user=owner,
+                                              memberships__role=Role.OWNER)
+                       .order_by("created_at").first()
+                       or project_create(user=owner, name=name))
+        except ApplicationError as error:  # e.g. a control character in the name
+            raise CommandError(f"--project: {error.message}") from None
         path: Path | None = options["file"]
         if path is not None and path.is_file():
             kept = enrollment_token_usable(secret=path.read_text().strip())
