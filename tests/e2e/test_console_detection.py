@@ -216,10 +216,30 @@ def wait_for_image(page: Page) -> None:
     }""")
 
 
+def wait_for_settled_layout(page: Page, timeout_s: float = 5.0) -> None:
+    """Until the image and its box layer stop moving (the drawer slides in after a reload; read
+    mid-slide, the boxes were ~2 CSS px off the image): three equal reads 100 ms apart."""
+    read = """() => {
+        const img = document.querySelector('[data-testid=detection-image]');
+        const layer = document.querySelector('.a9s-annotationlayer');
+        const r = (e) => e ? [e.getBoundingClientRect().x, e.getBoundingClientRect().y,
+                              e.getBoundingClientRect().width] : null;
+        return JSON.stringify([r(img), r(layer)]);
+    }"""
+    deadline = time.monotonic() + timeout_s
+    last, same = None, 0
+    while time.monotonic() < deadline and same < 2:
+        now = page.evaluate(read)
+        same = same + 1 if now == last else 0
+        last = now
+        page.wait_for_timeout(100)
+
+
 class ImageGeometry:
     """Maps image pixels to the page's CSS pixels, from where the image is shown."""
 
     def __init__(self, page: Page) -> None:
+        wait_for_settled_layout(page)
         box = page.get_by_test_id("detection-image").bounding_box()
         assert box is not None
         self.left, self.top = box["x"], box["y"]
