@@ -113,7 +113,7 @@ def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     try:
         stack.start(worker=False)
         user = json.loads(stack.manage("sampan_user", "--username", "bench", "--password",
-                                       "bench").stdout.strip().splitlines()[-1])
+                                       "bench-Upl0ad-7q").stdout.strip().splitlines()[-1])
         token = user["token"]
         pid = stack.processes["web"].pid
         size = args.bytes

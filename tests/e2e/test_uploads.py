@@ -43,7 +43,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def _user(stack: Stack, name: str) -> dict[str, Any]:
-    return json.loads(stack.manage("sampan_user", "--username", name, "--password", name
+    # a password Django's validators accept (not the user name, not common, 8+ characters)
+    return json.loads(stack.manage("sampan_user", "--username", name, "--password",
+                                   f"tus-{name}-Upl0ads-7q"
                                    ).stdout.strip().splitlines()[-1])
 
 
@@ -304,7 +306,7 @@ def test_an_import_from_a_finished_upload_imports_the_images(
     imports = f"{dataset['p']}/datasets/{dataset['id']}/imports/"
     job = api.post(imports, {"upload_id": upload_id})
     assert not stored(stack, path).exists()  # moved to the import, not copied
-    socket_ = JobSocket(stack, "alice", "alice", "import", job["id"])  # a websocket on uvicorn
+    socket_ = JobSocket(stack, "alice", "tus-alice-Upl0ads-7q", "import", job["id"])  # on uvicorn
     assert socket_.snapshot["status"] in ("QUEUED", "RUNNING", "SUCCEEDED")
     done = api.wait_job(f"{dataset['p']}/imports/{job['id']}/", timeout_s=120)
     socket_.close()
