@@ -328,13 +328,15 @@ class _Schedule:
         self.total = recipe.replans[0][1]
         self.cap: int | None = None  # set when finishing early: re-plans never go past it
 
-    def finish_within(self, step: int, steps: int) -> None:
-        """End the run at most ``steps`` steps after ``step`` (recorded like a re-plan)."""
+    def finish_within(self, step: int, steps: int) -> bool:
+        """End the run at most ``steps`` steps after ``step`` (recorded like a re-plan).
+        Returns whether that shortened the run (False: it ends that soon anyway)."""
         total = min(self.total, step + steps)
-        self.cap = total
-        if total != self.total:
-            self.total = total
-            self.recipe.replans.append([step, total])
+        if total == self.total:
+            return False
+        self.cap = self.total = total
+        self.recipe.replans.append([step, total])
+        return True
 
     def at(self, step: int) -> int:
         for when, total in self.recipe.replans:
@@ -460,6 +462,17 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         eval_times.append(time.monotonic() - eval_began)
         schedule.replan(step, statistics.median(step_times[-200:]),
                         statistics.median(eval_times[-3:]))
+        # early stopping only in the second half of the plan: before that the learning rate is
+        # high and validation noisy; and never in the last tenth, where little time is saved.
+        # Decided before the epoch's entry, so that the entry names the total a replay also sees.
+        planned_epochs = schedule.at(step) / steps_per_epoch
+        if (not schedule.replay and state.stop_reason is None
+                and state.epochs_since_best >= recipe.patience
+                and 0.5 * planned_epochs <= epoch <= 0.9 * planned_epochs
+                and schedule.finish_within(step, ANNEAL_EPOCHS * steps_per_epoch)):
+            # finish early, but annealed: the rest of the schedule ends within ANNEAL_EPOCHS
+            # epochs instead of stopping at a high learning rate
+            state.stopped_early, state.stop_reason = True, "no_improvement"
         entry = {"phase": "finetune", "epoch": epoch,
                  "epochs": math.ceil(schedule.at(step) / steps_per_epoch), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
@@ -469,16 +482,6 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         progress.emit(entry, force=True)
         if state.stop_reason == "deadline":
             break
-        # early stopping only in the second half of the plan: before that the learning rate is
-        # high and validation noisy; and never in the last tenth, where little time is saved
-        planned_epochs = schedule.at(step) / steps_per_epoch
-        if (not schedule.replay and state.stop_reason is None
-                and state.epochs_since_best >= recipe.patience
-                and 0.5 * planned_epochs <= epoch <= 0.9 * planned_epochs):
-            # finish early, but annealed: the cosine tail is compressed into the next
-            # ANNEAL_EPOCHS epochs instead of stopping at a high learning rate
-            state.stopped_early, state.stop_reason = True, "no_improvement"
-            schedule.finish_within(step, ANNEAL_EPOCHS * steps_per_epoch)
     if not schedule.replay:
         recipe.finetune_steps_done = step
         if step == 0:
