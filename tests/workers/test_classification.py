@@ -129,15 +129,19 @@ def test_without_cached_weights_trains_from_random_init_and_says_so(tmp_path, mo
     assert wall_s <= 15.0 * 1.1
 
 
-def test_eleven_images_over_four_classes_train_on_what_there_is(tmp_path):
-    # the platform's default split of 5/3/2/1 images: 8 train, 3 val, no test split
+def test_eleven_images_over_four_classes_train_on_what_there_is(tmp_path, torch_home_with_weights,
+                                                                monkeypatch):
+    # the platform's default split of 5/3/2/1 images: 8 train, 3 val, no test split; from the
+    # ImageNet weights, as users train: the probe and BatchNorm adaptation on 8 images too
+    monkeypatch.setenv("TORCH_HOME", str(torch_home_with_weights))
     train = digit_refs("train", 5)
     by_class = {c: [r for r in train if r.label == c] for c in range(4)}
     refs = by_class[0][:4] + by_class[1][:2] + by_class[2][:1] + by_class[3][:1]
     val = [by_class[0][4], by_class[1][2], by_class[2][1]]
     request = TrainRequest(train=refs, val=val, labels=LABELS[:4], out_dir=tmp_path,
-                           budget_s=20.0, pretrained=False)
+                           budget_s=20.0)
     result = train_image_classifier(request)
+    assert result.pretrained is True and result.recipe["head_epochs"] > 0
     assert result.report["split"] == "val" and result.metrics["evaluated_on"] == "val"
     assert "test_accuracy" not in result.metrics
     assert result.report["n"] == 3 and result.parity["passed"] is True

@@ -3,7 +3,7 @@
 import pytest
 
 from workers.ml.recipe import BudgetCosts, plan_recipe
-from workers.ml.training import learning_rate_factor
+from workers.ml.training import learning_rate_factor, scheduled_factor
 
 
 def _costs(**kwargs):
@@ -42,7 +42,8 @@ def test_large_photos_get_the_largest_size_the_budget_affords_and_say_which():
     # 4,000 px photos: 224 px is the target, but 1,400 images leave too few epochs in 600 s
     recipe = _plan(budget_s=600.0, n_train=1400, n_val=300, n_test=300,
                    source_pixels=4000 * 3000, shorter_side=3000)
-    assert recipe.resolution < 224
+    # 2,000 images x 12 MP take ~360 s to decode; at 160 px fewer than 12 epochs fit either
+    assert recipe.resolution == 128 and recipe.planned["decode_s"] == pytest.approx(362.0)
     assert "224 px would leave time for fewer than 12 epochs in 600 s" in recipe.resolution_reason
     assert recipe.resolution_why == {"code": "budget", "shorter_side": 3000, "target": 224,
                                      "faster_cap": False, "budget_s": 600, "min_epochs": 12}
@@ -106,8 +107,36 @@ def test_finishing_early_compresses_the_schedule_and_later_replans_never_extend_
     assert schedule.at(200) == 220 and recipe.replans[-1] == [200, 220]
     schedule.replan(210, step_s=0.01, eval_s=0.01)  # plenty of time left: still ends at 220
     assert schedule.at(210) == 220
-    # the learning rate anneals to zero at the new end
-    assert learning_rate_factor(220, schedule.at(220), 3) == pytest.approx(0.0)
+    # the learning rate anneals from where it was (no jump) to zero at the new end
+    before = scheduled_factor(199, [[0, 400]], 3)
+    assert scheduled_factor(200, recipe.replans, 3) == pytest.approx(before, abs=0.01)
+    assert scheduled_factor(220, recipe.replans, 3) == pytest.approx(0.0)
+
+
+def test_one_planned_total_is_plain_warm_up_and_cosine():
+    for step in (0, 10, 20, 70, 119, 120, 130):
+        assert scheduled_factor(step, [[0, 120]], 20) == pytest.approx(
+            learning_rate_factor(step, 120, 20))
+
+
+@pytest.mark.parametrize("replans", [
+    [[0, 400], [200, 220]],             # finishing early at half the schedule
+    [[0, 100], [30, 160], [60, 150]],   # re-plans that add, then remove steps
+    [[0, 100], [5, 90]],                # a re-plan during the warm-up
+])
+def test_a_replan_never_makes_the_learning_rate_jump_and_it_ends_at_zero(replans):
+    total = replans[-1][1]
+    factors = [scheduled_factor(step, replans, 10) for step in range(total + 1)]
+    assert max(abs(a - b) for a, b in zip(factors, factors[1:])) < 0.1
+    assert all(b <= a + 1e-9 for a, b in zip(factors[10:], factors[11:]))  # decays after warm-up
+    assert factors[-1] == pytest.approx(0.0)
+    # a replay reading the whole list gets the same factor at every step
+    assert factors == [scheduled_factor(step, replans, 10) for step in range(total + 1)]
+
+
+def test_a_replay_with_later_replans_in_its_list_sees_only_those_already_made():
+    assert scheduled_factor(100, [[0, 400], [200, 220]], 3) == pytest.approx(
+        scheduled_factor(100, [[0, 400]], 3))
 
 
 def test_the_kept_model_is_the_latest_within_two_standard_errors_not_a_lucky_epoch():

@@ -226,7 +226,8 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     deadline = progress.started + request.budget_s - tail_s
     state = TrainingState()
     if recipe.head_epochs > 0:
-        train_head(model, train, val, recipe, state, progress, preprocessing, class_weights)
+        train_head(model, train, val, recipe, state, progress, preprocessing, class_weights,
+                   deadline=None if request.recipe is not None else deadline)
     else:
         accuracy, loss, _ = evaluate(model, val, preprocessing)
         state.offer(model, "init", 0, accuracy, loss, len(val))

@@ -226,6 +226,7 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
             "budget_s": costs.budget_s,
             "step_s_96": round(costs.step_s_96, 4),
             "step_s": round(step_s, 4),
+            "val_s": round(val_s, 4),
             "finetune_s": round(finetune_s, 3),
             "epochs": epochs,
             "target_resolution": target_resolution(costs.shorter_side),

@@ -251,9 +251,13 @@ def _loss(recipe: Recipe, class_weights: torch.Tensor | None) -> nn.CrossEntropy
 
 def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: Recipe,
                state: TrainingState, progress: Progress, preprocessing: Preprocessing,
-               class_weights: torch.Tensor | None) -> None:
+               class_weights: torch.Tensor | None, deadline: float | None = None) -> None:
     """Linear probe: backbone frozen, features computed once (BatchNorm adapted first), and
-    ``model.classifier[1]`` trained on them (Adam, ``recipe.head_lr``, ``recipe.head_epochs``)."""
+    ``model.classifier[1]`` trained on them (Adam, ``recipe.head_lr``, ``recipe.head_epochs``).
+
+    With a ``deadline`` (``time.monotonic()`` s; None in a replay, which follows the recipe) the
+    head stops after the epoch during which the deadline passed, and ``recipe.head_epochs``
+    becomes the number of epochs done, so a replay repeats exactly that."""
     head: nn.Linear = model.classifier[1]
     adapt_batchnorm(model, train, preprocessing, progress)
     train_features = _features(model, train, preprocessing, progress)
@@ -275,6 +279,9 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
             total += loss.item() * len(index)
         progress.emit({"phase": "head", "epoch": epoch, "epochs": recipe.head_epochs,
                        "loss": round(total / len(train), 4)})
+        if deadline is not None and time.monotonic() > deadline and epoch < recipe.head_epochs:
+            recipe.head_epochs = epoch
+            break
     with torch.no_grad():
         logits = head(val_features)
         val_loss = float(nn.functional.cross_entropy(logits, val.labels))
@@ -294,6 +301,31 @@ def learning_rate_factor(step: int, total: int, warmup_steps: int) -> float:
         return 0.01 + 0.99 * step / warmup_steps
     progress = min(1.0, (step - warmup_steps) / max(1, total - warmup_steps))
     return 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def scheduled_factor(step: int, replans: list[list[int]], warmup_steps: int) -> float:
+    """:func:`learning_rate_factor` when the total changes during the run.
+
+    ``replans`` is ``Recipe.replans`` (``[step, total]`` pairs in order; entries after ``step``
+    are ignored, so a replay that holds the whole list gets the same factor at every step). At a
+    re-plan the schedule does not jump: it continues along the cosine from the phase reached
+    (phase 0 at the end of the warm-up, 1 at the total) to phase 1 at the new total. So finishing
+    early at factor 0.5 anneals 0.5 -> 0 over the remaining steps, and a re-plan that adds steps
+    slows the decay from there on. Returns the factor in [0, 1] applied to the base rates."""
+    if step < warmup_steps:
+        return 0.01 + 0.99 * step / warmup_steps
+    phase, start, total = 0.0, warmup_steps, None
+    for at, new_total in replans:
+        if at > step:
+            break
+        if total is not None and at > start:
+            phase += (1.0 - phase) * min(1.0, (at - start) / max(1, total - start))
+            start = at
+        total = new_total
+    if total is None:
+        raise ValueError("replans: the first entry must be [0, planned total]")
+    phase += (1.0 - phase) * min(1.0, (step - start) / max(1, total - start))
+    return 0.5 * (1 + math.cos(math.pi * phase))
 
 
 def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
@@ -428,12 +460,17 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             if step >= end(step):
                 break
             progress.check()
-            average = sum(step_times[-20:]) / max(1, len(step_times[-20:]))
-            if not schedule.replay and step_times and time.monotonic() + average > deadline:
+            # late: one more step and the validation that follows it would end after the
+            # deadline (before the first step and validation, the plan's estimates of both)
+            step_est = (sum(step_times[-20:]) / len(step_times[-20:]) if step_times
+                        else float(recipe.planned.get("step_s", 0.0)))
+            eval_est = (statistics.median(eval_times[-3:]) if eval_times
+                        else float(recipe.planned.get("val_s", 0.0)))
+            if not schedule.replay and time.monotonic() + step_est + eval_est > deadline:
                 state.stopped_early, state.stop_reason = True, "deadline"
                 break
             began = time.monotonic()
-            factor = learning_rate_factor(step, total, recipe.warmup_steps)
+            factor = scheduled_factor(step, recipe.replans, recipe.warmup_steps)
             for group in optimizer.param_groups:
                 group["lr"] = group["base_lr"] * factor
             index = order[start : start + recipe.batch_size]

@@ -1071,7 +1071,7 @@ export interface components {
             created_at: string;
             /**
              * Format: double
-             * @description Shortest training budget accepted for this version, seconds (15 + 0.01 per image).
+             * @description Shortest training budget accepted for this version, whole seconds (15 + 0.01 per image + 1.5e-8 per pixel, rounded up).
              */
             readonly min_budget_s: number;
         };

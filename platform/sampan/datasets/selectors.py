@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet, Sum
 
 from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
 from sampan.datasets.models import (Annotation, AnnotationKind, Dataset, DatasetVersion,
-                                    ImportJob, Sample)
+                                    DatasetVersionItem, ImportJob, Sample)
 
 
 def dataset_list(*, project: Project) -> QuerySet[Dataset]:
@@ -66,3 +66,14 @@ def dataset_version_list(*, project: Project, dataset: Dataset | None = None
 def dataset_version_get(*, project: Project, version_id: Any) -> DatasetVersion:
     return get_or_not_found(DatasetVersion.objects.select_related("dataset"), "dataset version",
                 pk=version_id, project=project)
+
+
+def dataset_version_pixels(version: DatasetVersion) -> int:
+    """Pixels of all the version's images (sum of width x height of the stored, upright images):
+    ``stats["pixels"]`` for versions frozen since it was recorded, else summed from the samples."""
+    pixels = (version.stats or {}).get("pixels")
+    if pixels is not None:
+        return int(pixels)
+    total = (DatasetVersionItem.objects.filter(version=version)
+             .aggregate(total=Sum(F("sample__width") * F("sample__height")))["total"])
+    return int(total or 0)

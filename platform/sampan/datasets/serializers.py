@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rest_framework import serializers
 
 from sampan.core.validation import NameField, TextField
 from sampan.datasets.models import Split, TaskType
+from sampan.datasets.selectors import dataset_version_pixels
 from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
 from sampan.training.budget import minimum_budget_s
 
@@ -168,11 +170,12 @@ class DatasetVersionOutput(serializers.Serializer):
     note = serializers.CharField()
     created_at = serializers.DateTimeField()
     min_budget_s = serializers.SerializerMethodField(
-        help_text="Shortest training budget accepted for this version, seconds "
-                  "(15 + 0.01 per image).")
+        help_text="Shortest training budget accepted for this version, whole seconds "
+                  "(15 + 0.01 per image + 1.5e-8 per pixel, rounded up).")
 
     def get_min_budget_s(self, version: Any) -> float:
-        return round(minimum_budget_s(int((version.stats or {}).get("samples", 0))), 2)
+        n_images = int((version.stats or {}).get("samples", 0))
+        return float(math.ceil(minimum_budget_s(n_images, dataset_version_pixels(version))))
 
 
 class DatasetVersionRef(serializers.Serializer):

@@ -163,7 +163,7 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
             flag["message"] = f"class {flag['class']!r} {flag['message']}"
 
     items, digest_rows = [], []
-    stats: dict[str, Any] = {"samples": 0, "splits": defaultdict(int),
+    stats: dict[str, Any] = {"samples": 0, "pixels": 0, "splits": defaultdict(int),
                              "classes": {name: defaultdict(int) for name in labels}}
     for h in sorted(by_hash):
         s = by_hash[h]
@@ -175,6 +175,7 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
                                         boxes=box_rows))
         digest_rows.append([h, split, class_index, box_rows])
         stats["samples"] += 1
+        stats["pixels"] += s.width * s.height
         stats["splits"][split] += 1
         for name in {labels[i] for i in ([class_index] if class_index is not None else [])
                      + [b[4] for b in box_rows]}:

@@ -8,6 +8,7 @@ QUEUED -> RUNNING; a second delivery gets None and returns), reports progress wi
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from sampan.core.services import job_publish, job_report_progress
 from sampan.core.validation import validated_name
 from sampan.datasets import storage
 from sampan.datasets.models import DatasetVersion, Split, TaskType
+from sampan.datasets.selectors import dataset_version_pixels
 from sampan.registry.models import ModelVersion
 from sampan.registry.services import model_version_register
 from sampan.training.budget import MAX_BUDGET_S, minimum_budget_s, minimum_budget_text
@@ -57,9 +59,13 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
             raise ValidationFailed(f"{name} must be one of {', '.join(choices.values)}; "
                                    f"got {value!r}", field=name)
     n_images = int(dataset_version.stats.get("samples", 0))
-    if budget_s < minimum_budget_s(n_images):
-        raise ValidationFailed(f"budget_s {budget_s:g} is too short for {n_images} images: at "
-                               f"least {minimum_budget_text(n_images)} s", field="budget_s")
+    pixels = dataset_version_pixels(dataset_version)
+    # the whole seconds users are told, so that the number said is the number enforced
+    if budget_s < math.ceil(minimum_budget_s(n_images, pixels)):
+        size = f"{n_images} images" + (f" of {pixels / 1e6 / n_images:.1f} megapixels on average"
+                                       if n_images and pixels / n_images >= 1e6 else "")
+        raise ValidationFailed(f"budget_s {budget_s:g} is too short for {size}: at least "
+                               f"{minimum_budget_text(n_images, pixels)} s", field="budget_s")
     if budget_s > MAX_BUDGET_S:
         raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most "
                                f"{MAX_BUDGET_S:.0f} s (24 h)", field="budget_s")

@@ -231,6 +231,8 @@ def test_version_api_defaults_and_minimum_budget(project_with_roles: dict[str, A
     assert body["split_fractions"] == {"val": 0.15, "test": 0.15}
     assert body["stats"]["splits"] == {"train": 12, "val": 4, "test": 4}
     assert body["flags"] == []
-    assert body["min_budget_s"] == 15.2  # 15 s + 0.01 s for each of the 20 images
+    # 15 s + 0.01 s for each of the 20 images + 1.5e-8 s a pixel, in whole seconds (the
+    # number the refusal names)
+    assert body["min_budget_s"] == 16
     listed = api(project_with_roles["viewer"]).get(url).json()
-    assert [v["min_budget_s"] for v in listed] == [15.2]
+    assert [v["min_budget_s"] for v in listed] == [16]

@@ -197,9 +197,38 @@ def test_minimum_budget_grows_with_the_images() -> None:
     assert minimum_budget_s(0) == 15.0
     assert minimum_budget_s(400) == 19.0
     assert minimum_budget_s(11) == pytest.approx(15.11)
+    # the decode of big photos counts: 1,000 photos of 12 megapixels
+    assert minimum_budget_s(1000, 1000 * 12_000_000) == pytest.approx(205.0)
 
 
-@pytest.mark.parametrize("budget, accepted", [(8, False), (15.09, False), (15.1, True)])
+def test_a_version_records_its_pixels_and_older_versions_sum_them_from_the_samples(
+        version: Any) -> None:
+    from sampan.datasets.models import DatasetVersionItem
+    from sampan.datasets.selectors import dataset_version_pixels
+
+    expected = sum(item.sample.width * item.sample.height
+                   for item in DatasetVersionItem.objects.filter(version=version)
+                   .select_related("sample"))
+    assert expected > 0 and version.stats["pixels"] == expected
+    del version.stats["pixels"]  # frozen before the pixels were recorded
+    assert dataset_version_pixels(version) == expected
+
+
+def test_budget_for_big_photos_is_refused_with_their_size_named(
+        project_with_roles: dict[str, Any], version: Any) -> None:
+    version.stats["pixels"] = 10 * 12_000_000  # as if each image were a 12-megapixel photo
+    version.save()
+    with pytest.raises(ValidationFailed) as error:
+        services.training_job_create(project=project_with_roles["project"],
+                                     dataset_version=version, budget_s=16)
+    # 15 + 10 * 0.01 + 1.2e8 * 1.5e-8 = 16.9 -> 17
+    assert error.value.message == ("budget_s 16 is too short for 10 images of 12.0 megapixels "
+                                   "on average: at least 17 s")
+
+
+# the minimum users are told is whole seconds (15.1 -> "at least 16 s"): that is what is enforced
+@pytest.mark.parametrize("budget, accepted", [(8, False), (15.1, False), (15.99, False),
+                                              (16, True)])
 def test_budget_below_the_versions_minimum_is_refused_before_queueing(
         project_with_roles: dict[str, Any], version: Any, budget: float, accepted: bool) -> None:
     project = project_with_roles["project"]
