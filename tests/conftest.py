@@ -70,3 +70,23 @@ def project_with_roles(make_user: Any) -> dict[str, Any]:
     other = project_create(user=outsider, name="Project B")
     return {"project": project, "other": other, "owner": owner, "editor": editor,
             "viewer": viewer, "outsider": outsider}
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Any:
+    """The endpoint URL of a moto S3 server process shared by the session (tests/fixtures/s3.py)."""
+    from tests.fixtures.s3 import moto_server
+
+    with moto_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3(s3_server: str, settings: Any) -> Any:
+    """This process switched to ``SAMPAN_STORAGE=s3`` on a fresh bucket; yields its ``S3``
+    (``env()`` gives the same settings to processes a test starts)."""
+    from tests.fixtures.s3 import S3
+
+    bucket = S3.start(s3_server)
+    bucket.apply(settings)
+    yield bucket

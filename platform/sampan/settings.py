@@ -285,18 +285,66 @@ SAMPAN_REQUEST_MAX_BYTES = env.int("SAMPAN_REQUEST_MAX_BYTES", default=64 * 1024
 # An unfinished or unused resumable upload is deleted this long after its last byte, seconds.
 SAMPAN_UPLOAD_EXPIRE_S = env.float("SAMPAN_UPLOAD_EXPIRE_S", default=24 * 3600.0)
 
-# Storage of samples, model packages and uploads: local files under MEDIA_ROOT. The S3 backend
-# (django-storages) is not part of this release; its variables are read so that a deployment
-# that sets them gets a clear message instead of silently writing to local disk.
+# Storage of samples, import staging, training artifacts and model packages (sampan.core.storage):
+# "local" (dev, `make run`): files under MEDIA_ROOT; "s3": the bucket SAMPAN_S3_BUCKET through
+# django-storages (pip install "sampan[s3]"), shared by every host (docs/deploy.md, "Object
+# storage"). Browsers and devices download big files from presigned URLs valid
+# SAMPAN_S3_URL_EXPIRE_S seconds, signed for SAMPAN_S3_PUBLIC_ENDPOINT_URL (the address they
+# reach the store at; the endpoint itself when unset).
 SAMPAN_STORAGE = env.str("SAMPAN_STORAGE", default="local").strip().lower()
-SAMPAN_S3_ENDPOINT_URL = env.str("SAMPAN_S3_ENDPOINT_URL", default="")
-SAMPAN_S3_BUCKET = env.str("SAMPAN_S3_BUCKET", default="")
-SAMPAN_S3_ACCESS_KEY_ID = env.str("SAMPAN_S3_ACCESS_KEY_ID", default="")
-SAMPAN_S3_SECRET_ACCESS_KEY = env.str("SAMPAN_S3_SECRET_ACCESS_KEY", default="")
-SAMPAN_S3_REGION = env.str("SAMPAN_S3_REGION", default="")
-if SAMPAN_STORAGE != "local":
+SAMPAN_S3_ENDPOINT_URL = env.str("SAMPAN_S3_ENDPOINT_URL", default="").strip()
+SAMPAN_S3_PUBLIC_ENDPOINT_URL = env.str("SAMPAN_S3_PUBLIC_ENDPOINT_URL", default="").strip()
+SAMPAN_S3_BUCKET = env.str("SAMPAN_S3_BUCKET", default="").strip()
+SAMPAN_S3_ACCESS_KEY_ID = env.str("SAMPAN_S3_ACCESS_KEY_ID", default="").strip()
+SAMPAN_S3_SECRET_ACCESS_KEY = env.str("SAMPAN_S3_SECRET_ACCESS_KEY", default="").strip()
+SAMPAN_S3_REGION = env.str("SAMPAN_S3_REGION", default="").strip()
+SAMPAN_S3_URL_EXPIRE_S = env.int("SAMPAN_S3_URL_EXPIRE_S", default=3600)
+SAMPAN_S3_ADDRESSING_STYLE = env.str("SAMPAN_S3_ADDRESSING_STYLE", default="path").strip()
+_LOCAL_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                  "OPTIONS": {"allow_overwrite": True}}
+
+
+def _s3_storage(endpoint_url: str) -> dict[str, Any]:
+    """STORAGES entry of the bucket, signed for ``endpoint_url``."""
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": SAMPAN_S3_BUCKET, "endpoint_url": endpoint_url or None,
+        "access_key": SAMPAN_S3_ACCESS_KEY_ID, "secret_key": SAMPAN_S3_SECRET_ACCESS_KEY,
+        "region_name": SAMPAN_S3_REGION, "addressing_style": SAMPAN_S3_ADDRESSING_STYLE,
+        "signature_version": "s3v4", "querystring_auth": True,
+        "querystring_expire": SAMPAN_S3_URL_EXPIRE_S,
+        # names are ours (content hashes, ids): the same name is the same file
+        "file_overwrite": True, "default_acl": None,
+        # a file opened from the bucket spools to disk past 8 MiB instead of filling memory
+        "max_memory_size": 8 * 1024 * 1024,
+    }}
+
+
+if SAMPAN_STORAGE == "local":
+    STORAGES["default"] = _LOCAL_STORAGE
+    STORAGES["downloads"] = _LOCAL_STORAGE
+elif SAMPAN_STORAGE == "s3":
+    for _name, _why in (("SAMPAN_S3_BUCKET", "the bucket that holds samples and models"),
+                        ("SAMPAN_S3_ACCESS_KEY_ID", "the access key allowed to use the bucket"),
+                        ("SAMPAN_S3_SECRET_ACCESS_KEY", "the secret of that access key"),
+                        ("SAMPAN_S3_REGION", "the bucket's region (us-east-1 for MinIO)")):
+        if not globals()[_name]:
+            raise ImproperlyConfigured(f"{_name} must be set when SAMPAN_STORAGE=s3: {_why}")
+    if SAMPAN_S3_URL_EXPIRE_S < 60 or SAMPAN_S3_URL_EXPIRE_S > 7 * 24 * 3600:
+        raise ImproperlyConfigured("SAMPAN_S3_URL_EXPIRE_S must be between 60 and 604800 seconds "
+                                   f"(S3's limit), not {SAMPAN_S3_URL_EXPIRE_S}")
+    if SAMPAN_S3_ADDRESSING_STYLE not in {"path", "virtual", "auto"}:
+        raise ImproperlyConfigured("SAMPAN_S3_ADDRESSING_STYLE must be path, virtual or auto, "
+                                   f"not {SAMPAN_S3_ADDRESSING_STYLE!r}")
+    try:
+        import storages.backends.s3  # noqa: F401
+    except ImportError:
+        raise ImproperlyConfigured('SAMPAN_STORAGE=s3 needs django-storages and boto3: pip '
+                                   'install "sampan[s3]"') from None
+    STORAGES["default"] = _s3_storage(SAMPAN_S3_ENDPOINT_URL)
+    STORAGES["downloads"] = _s3_storage(SAMPAN_S3_PUBLIC_ENDPOINT_URL or SAMPAN_S3_ENDPOINT_URL)
+else:
     raise ImproperlyConfigured(
-        f"SAMPAN_STORAGE={SAMPAN_STORAGE!r} is not supported by this release: use 'local'")
+        f"SAMPAN_STORAGE must be 'local' or 's3', not {SAMPAN_STORAGE!r}")
 
 # The Ed25519 key that signs model manifests (sampan.registry.signing). Every host that signs
 # (the workers) holds the same key file; devices trust the platform's key ring in the database.

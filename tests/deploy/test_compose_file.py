@@ -280,7 +280,12 @@ def test_the_urls_of_env_example_point_at_compose_services(
     postgres = services["postgres"]["environment"]
     assert default == (f"postgres://{postgres['POSTGRES_USER']}:${{POSTGRES_PASSWORD}}"
                        f"@postgres:5432/{postgres['POSTGRES_DB']}")
-    assert env_example["SAMPAN_STORAGE"] in {"local", "s3"}
+    # files live in compose's bucket; browsers and the demo agent reach it at the public name
+    assert env_example["SAMPAN_STORAGE"] == "s3"
+    public = urlsplit(env_example["SAMPAN_S3_PUBLIC_ENDPOINT_URL"])
+    assert public.hostname.endswith(".localhost") and public.port == 9000
+    assert f"{public.hostname}:host-gateway" in services["agent"]["extra_hosts"]
+    assert any(str(port).startswith("9000:9000") for port in services["minio"]["ports"])
     assert env_example["SAMPAN_ENV"] == "production"
     assert env_example["SAMPAN_DEBUG"] == "false"
 

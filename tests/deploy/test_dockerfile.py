@@ -59,7 +59,7 @@ def chain(stages: dict[str, Stage], name: str) -> list[Stage]:
 
 def installed_extras(stage: Stage) -> set[str]:
     return {extra for run in stage.values("RUN")
-            for group in re.findall(r'pip install [^&]*?"\.\[([a-z,]+)\]"', run)
+            for group in re.findall(r'pip install [^&]*?"\.\[([a-z0-9,]+)\]"', run)
             for extra in group.split(",")}
 
 
@@ -109,8 +109,9 @@ def test_only_the_worker_image_has_torch(stages: dict[str, Stage]) -> None:
     def extras(target: str) -> set[str]:
         return {e for stage in chain(stages, target) for e in installed_extras(stage)}
 
-    assert extras("web") == {"platform", "postgres"}
-    assert extras("worker") == {"platform", "postgres", "worker"}
+    # s3: object storage (django-storages, boto3) for every platform process
+    assert extras("web") == {"platform", "postgres", "s3"}
+    assert extras("worker") == {"platform", "postgres", "s3", "worker"}
     assert extras("agent") == {"edge"}
     for target in ("web", "agent"):
         text = " ".join(i["value"] for stage in chain(stages, target) for i in stage.instructions)

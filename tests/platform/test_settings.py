@@ -98,6 +98,11 @@ def test_production_with_everything_set_starts(tmp_path: Path) -> None:
     assert loaded["finders"] is False  # collectstatic fills STATIC_ROOT instead
 
 
+_S3 = {"SAMPAN_STORAGE": "s3", "SAMPAN_S3_BUCKET": "sampan", "SAMPAN_S3_ACCESS_KEY_ID": "key",
+       "SAMPAN_S3_SECRET_ACCESS_KEY": "secret", "SAMPAN_S3_REGION": "us-east-1",
+       "SAMPAN_S3_ENDPOINT_URL": "http://minio:9000"}
+
+
 @pytest.mark.parametrize(("values", "message"), [
     ({"SAMPAN_SECRET_KEY": ""}, "SAMPAN_SECRET_KEY must be set to a random value"),
     ({"SAMPAN_SECRET_KEY": "sampan-dev-insecure-change-me"},
@@ -108,7 +113,16 @@ def test_production_with_everything_set_starts(tmp_path: Path) -> None:
     ({"SAMPAN_SIGNING_KEY_FILE": ""},
      "SAMPAN_SIGNING_KEY_FILE must be set when SAMPAN_ENV=production"),
     ({"SAMPAN_ENV": "prod"}, "SAMPAN_ENV must be 'dev' or 'production', not 'prod'"),
-    ({"SAMPAN_STORAGE": "s3"}, "SAMPAN_STORAGE='s3' is not supported by this release"),
+    ({"SAMPAN_STORAGE": "nfs"}, "SAMPAN_STORAGE must be 'local' or 's3', not 'nfs'"),
+    ({**_S3, "SAMPAN_S3_BUCKET": ""}, "SAMPAN_S3_BUCKET must be set when SAMPAN_STORAGE=s3"),
+    ({**_S3, "SAMPAN_S3_ACCESS_KEY_ID": ""},
+     "SAMPAN_S3_ACCESS_KEY_ID must be set when SAMPAN_STORAGE=s3"),
+    ({**_S3, "SAMPAN_S3_SECRET_ACCESS_KEY": ""},
+     "SAMPAN_S3_SECRET_ACCESS_KEY must be set when SAMPAN_STORAGE=s3"),
+    ({**_S3, "SAMPAN_S3_REGION": ""}, "SAMPAN_S3_REGION must be set when SAMPAN_STORAGE=s3"),
+    ({**_S3, "SAMPAN_S3_URL_EXPIRE_S": "10"}, "SAMPAN_S3_URL_EXPIRE_S must be between 60"),
+    ({**_S3, "SAMPAN_S3_ADDRESSING_STYLE": "sideways"},
+     "SAMPAN_S3_ADDRESSING_STYLE must be path, virtual or auto"),
 ])
 def test_production_refuses_to_start_naming_the_variable(tmp_path: Path, values: dict[str, str],
                                                          message: str) -> None:
@@ -116,6 +130,26 @@ def test_production_refuses_to_start_naming_the_variable(tmp_path: Path, values:
     if not values.get("SAMPAN_SECRET_KEY", "x"):
         env.pop("SAMPAN_SECRET_KEY")
     assert message in _refused(env)
+
+
+def test_s3_storage_is_the_bucket_and_downloads_are_signed_for_the_public_endpoint(
+        tmp_path: Path) -> None:
+    script = ("import json, sampan.settings as s; print(json.dumps({k: s.STORAGES[k] for k in "
+              "('default', 'downloads')}))")
+    env = _production(tmp_path, **_S3, SAMPAN_S3_PUBLIC_ENDPOINT_URL="https://s3.example.org")
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=PLATFORM,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    storages = json.loads(result.stdout)
+    assert storages["default"]["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert storages["default"]["OPTIONS"]["bucket_name"] == "sampan"
+    assert storages["default"]["OPTIONS"]["endpoint_url"] == "http://minio:9000"
+    assert storages["downloads"]["OPTIONS"]["endpoint_url"] == "https://s3.example.org"
+    assert storages["default"]["OPTIONS"]["querystring_expire"] == 3600
+    local = subprocess.run([sys.executable, "-c", script], env=_env(tmp_path), cwd=PLATFORM,
+                           capture_output=True, text=True, timeout=60)
+    assert json.loads(local.stdout)["default"]["BACKEND"] == (
+        "django.core.files.storage.FileSystemStorage")
 
 
 def test_production_refuses_a_missing_or_unusable_signing_key_file(tmp_path: Path) -> None:

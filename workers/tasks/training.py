@@ -85,9 +85,15 @@ def run_training(training_job_id: str) -> None:
         log.exception("training job %s failed", training_job_id)
         services.training_job_fail(job_id=training_job_id, message=f"training failed: {exc}")
         return
-    services.training_job_complete(job_id=training_job_id, result={
-        "onnx_path": str(result.onnx_path), "preprocessing": result.preprocessing,
-        "pretrained": result.pretrained, "weights_note": result.weights_note,
-        "metrics": result.metrics, "history": result.history, "report": result.report,
-        "parity": result.parity, "recipe": result.recipe,
-        "onnx": {"opset": result.recipe.get("opset"), "ir_version": result.recipe.get("ir_version")}})
+    try:
+        services.training_job_complete(job_id=training_job_id, result={
+            "onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
+            "preprocessing": result.preprocessing,
+            "pretrained": result.pretrained, "weights_note": result.weights_note,
+            "metrics": result.metrics, "history": result.history, "report": result.report,
+            "parity": result.parity, "recipe": result.recipe,
+            "onnx": {"opset": result.recipe.get("opset"), "ir_version": result.recipe.get("ir_version")}})
+    except Exception as exc:  # storing artifacts or registering (the bucket, the database)
+        log.exception("training job %s could not be stored or registered", training_job_id)
+        services.training_job_fail(job_id=training_job_id,
+                                   message=f"storing the trained model failed: {exc}")

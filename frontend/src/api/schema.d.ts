@@ -1723,6 +1723,13 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            /** @description with object storage: the presigned URL of model.onnx in the bucket (Range works there) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     auth_csrf: {
@@ -2543,6 +2550,13 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            /** @description with object storage (SAMPAN_STORAGE=s3): a presigned URL of the file in the bucket, valid SAMPAN_S3_URL_EXPIRE_S seconds; HTTP Range works there */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     model_versions_package: {
@@ -2564,6 +2578,13 @@ export interface operations {
                 content: {
                     "application/zip": string;
                 };
+            };
+            /** @description with object storage (SAMPAN_STORAGE=s3): a presigned URL of the file in the bucket, valid SAMPAN_S3_URL_EXPIRE_S seconds; HTTP Range works there */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -2681,6 +2702,13 @@ export interface operations {
                 content: {
                     "image/png": string;
                 };
+            };
+            /** @description with object storage (SAMPAN_STORAGE=s3): a presigned URL of the image in the bucket */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse
+from django.conf import settings
+from django.http import FileResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sampan.core import storage as shared_storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
 from sampan.core.pagination import Pagination
-from sampan.datasets import selectors, services, storage
+from sampan.datasets import selectors, services
 from sampan.datasets import serializers as s
 from sampan.datasets.versions import dataset_version_create
 
@@ -116,16 +119,28 @@ class SampleDetailApi(ProjectApi):
 
 
 class SampleImageApi(ProjectApi):
-    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY},
+    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY,
+                              302: OpenApiResponse(description=(
+                                  "with object storage (SAMPAN_STORAGE=s3): a presigned URL of "
+                                  "the image in the bucket"))},
                    operation_id="samples_image")
-    def get(self, request: Request, project_id: str, sample_id: str) -> FileResponse:
+    def get(self, request: Request, project_id: str, sample_id: str) -> HttpResponseBase:
         sample = selectors.sample_get(project=self.get_project(request), sample_id=sample_id)
-        path = storage.media_path(sample.file)
-        if not path.exists():
-            raise NotFound("the image file of this sample is missing")
-        response = FileResponse(open(path, "rb"), content_type="image/png")
         # a sample's image never changes (content-addressed): browsers keep it, so scrolling back
         # through the gallery costs no request. Private: it needs the project's credentials.
+        url = shared_storage.download_url(sample.file, content_type="image/png")
+        if url is not None:
+            # the bucket serves the bytes (presigned URL); the redirect itself is kept for half
+            # the URL's life, so a gallery scrolled back does not ask again
+            response = HttpResponseRedirect(url)
+            response["Cache-Control"] = \
+                f"private, max-age={int(settings.SAMPAN_S3_URL_EXPIRE_S) // 2}"
+            return response
+        try:
+            handle = shared_storage.open_local(sample.file)
+        except FileNotFoundError:
+            raise NotFound("the image file of this sample is missing") from None
+        response = FileResponse(handle, content_type="image/png")
         response["Cache-Control"] = "private, max-age=31536000, immutable"
         response["ETag"] = f'"{sample.content_sha256}"'
         return response

@@ -52,7 +52,8 @@ class ClassLabel(BaseModel):
 class Sample(BaseModel):
     """One image, decoded and normalised by the one image rule, stored once by content hash.
 
-    ``file`` is relative to MEDIA_ROOT; ``width`` and ``height`` (px) are those of the upright image.
+    ``file`` is a storage name (``sampan.core.storage``: relative to MEDIA_ROOT, or a key in the
+    bucket); ``width`` and ``height`` (px) are those of the upright image.
     ``content_sha256`` is the sha256 of the uploaded bytes.
     """
 

@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from django.db import IntegrityError, transaction
 
 from edge_agent.imaging import ImageDecodeError, decode_image
 from sampan.accounts.models import Project
+from sampan.core import storage as shared_storage
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import Conflict, ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
@@ -169,6 +171,7 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]]) -> list[Ann
 # ---------------------------------------------------------------- imports
 
 def _staging_dir() -> Path:
+    """A fresh scratch folder of this process (never read by another one)."""
     return Path(tempfile.mkdtemp(prefix="import-", dir=storage.staging_root()))
 
 
@@ -184,34 +187,36 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
 
     A zip is checked entry by entry before anything is queued: an unsafe entry (``../x``, ``/x``,
     a symlink) rejects the whole upload with a 400 naming the entry, and the staged copy is removed.
+    The staged files go to the shared storage under ``staging/import-<hex>/`` (the job's
+    ``staging_dir``), streamed: the imports worker, on any host, reads them from there.
     """
     if not files:
         raise ValidationFailed("upload at least one file", field="files")
-    staging = _staging_dir()
+    scratch = _staging_dir()
+    prefix = storage.new_staging_prefix()
     try:
-        archives = 0
         for index, upload in enumerate(files):
             suffix = Path(upload.name or "").suffix.lower()
             if suffix == ".zip":
-                target = staging / f"archive-{index:04d}.zip"
-                _save_upload(upload, target)
-                _check_archive(target, upload.name or target.name)
-                archives += 1
+                local = scratch / f"archive-{index:04d}.zip"
+                _save_upload(upload, local)
+                _check_archive(local, upload.name or local.name)
+                shared_storage.save_file(f"{prefix}/archive-{index:04d}.zip", local, move=True)
             else:
-                folder = staging / "files"
-                folder.mkdir(exist_ok=True)
                 # the original name is kept beside the bytes; it never becomes a path
-                _save_upload(upload, folder / f"{index:06d}.bin")
-                (folder / f"{index:06d}.name").write_text(upload.name or f"file-{index}",
-                                                          encoding="utf-8")
+                shared_storage.save_stream(f"{prefix}/files/{index:06d}.bin", upload)
+                shared_storage.save_bytes(f"{prefix}/files/{index:06d}.name",
+                                          (upload.name or f"file-{index}").encode("utf-8"))
         with transaction.atomic():
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
-                                           staging_dir=str(staging), default_label=label.strip())
+                                           staging_dir=prefix, default_label=label.strip())
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
             enqueue_on_commit("datasets.run_import", str(job.pk))
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        shared_storage.delete_tree(prefix)
         raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     job.refresh_from_db()
     return job
 
@@ -220,12 +225,14 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
                                   label: str = "") -> ImportJob:
     """Import a complete resumable upload (``sampan.uploads``) of ``user``: a zip (by its name,
     or its first bytes when the name says nothing) is checked as in ``import_job_create``; any
-    other file is one image. The upload's file MOVES into the import's staging folder (a rename:
-    no copy of a 2 GiB file), and the upload can be imported once.
+    other file is one image. The upload's file MOVES into the import's staging folder in the
+    shared storage (local storage: a rename, no copy of a 2 GiB file; the bucket: a streamed
+    multipart upload from this web host), and the upload can be imported once.
 
     Raises NotFound (an unknown upload or another user's), Conflict (not complete, or already
     imported) and ValidationFailed (an unsafe or unreadable zip; the upload is kept, so nothing
-    has to be sent again to find out) with ``field: "upload_id"``.
+    has to be sent again to find out) with ``field: "upload_id"``; StorageUnavailable when the
+    bucket refuses (the upload is kept).
     """
     from sampan.uploads.models import UploadStatus
     from sampan.uploads.selectors import upload_get_for, upload_path
@@ -245,29 +252,38 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
                 _check_archive(source, shown)
             except ValidationFailed as exc:
                 raise ValidationFailed(exc.message, field="upload_id") from None
-    staging = _staging_dir()
-    if is_zip:
-        target = staging / "archive-0000.zip"
-    else:
-        (staging / "files").mkdir()
-        target = staging / "files" / "000000.bin"
+    prefix = storage.new_staging_prefix()
+    target = f"{prefix}/archive-0000.zip" if is_zip else f"{prefix}/files/000000.bin"
     try:
         with transaction.atomic():
             upload = upload_take(owner=user, upload_id=upload_id, into=target)
             if not is_zip:
-                (staging / "files" / "000000.name").write_text(upload.filename or shown,
-                                                                encoding="utf-8")
+                shared_storage.save_bytes(f"{prefix}/files/000000.name",
+                                          (upload.filename or shown).encode("utf-8"))
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
-                                           staging_dir=str(staging), default_label=label.strip())
+                                           staging_dir=prefix, default_label=label.strip())
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
             enqueue_on_commit("datasets.run_import", str(job.pk))
     except BaseException:
-        if target.exists():  # the rename happened, the transaction did not: give the bytes back
-            os.replace(target, upload_path(upload_id))
-        shutil.rmtree(staging, ignore_errors=True)
+        back = upload_path(upload_id) if _is_uuid(upload_id) else None
+        if back is not None and not back.exists():
+            # the bytes moved, the transaction did not commit: give them back to the upload
+            try:
+                shared_storage.download_to(target, back)
+            except FileNotFoundError:
+                pass
+        shared_storage.delete_tree(prefix)
         raise
     job.refresh_from_db()
     return job
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def _check_archive(path: Path, shown_name: str) -> None:
@@ -285,16 +301,32 @@ def _limits() -> ArchiveLimits:
 StagedFile = tuple[str, Path, str | None, str | None]  # shown name, local path, label, split
 
 
+def _fetch_staging(job: ImportJob, into: Path) -> Path:
+    """This worker's local copy of the job's staged files (streamed from the shared storage
+    into ``into``). A job staged before the shared storage (an absolute ``staging_dir`` on the
+    one host) is read where it is."""
+    if os.path.isabs(job.staging_dir):
+        return Path(job.staging_dir)
+    into.mkdir(parents=True, exist_ok=True)
+    prefix = job.staging_dir.rstrip("/")
+    for name in shared_storage.walk(prefix):
+        relative = name[len(prefix) + 1:]
+        if relative.startswith("archive-") or relative.startswith("files/"):
+            shared_storage.download_to(name, into / relative)
+    return into
+
+
 def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]) -> list[StagedFile]:
     """(shown name, local path, label, split) of every file to import from the staging folder.
 
     ``split`` is the archive's own split (train | val | test) for a zip in the split layout of
     ``sampan.datasets.archives``, else None.
     """
-    staging = Path(job.staging_dir)
+    staging = _fetch_staging(job, work / "staged")
     found: list[StagedFile] = []
     for archive in sorted(staging.glob("archive-*.zip")):
         scan = extract_archive(archive, work, limits=_limits())
+        archive.unlink()  # its members are extracted: a 2 GiB archive is not kept twice
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
         labels = scan.labels
         if labels:
@@ -384,7 +416,10 @@ def import_job_run(*, job_id: Any) -> None:
         raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(job.staging_dir, ignore_errors=True)
+        if os.path.isabs(job.staging_dir):
+            shutil.rmtree(job.staging_dir, ignore_errors=True)
+        else:
+            shared_storage.delete_tree(job.staging_dir)
         # a class folder whose files were all rejected must not leave an empty class behind
         (ClassLabel.objects.filter(dataset=job.dataset).exclude(pk__in=before)
          .exclude(pk__in=Annotation.objects.values("class_label_id")).delete())

@@ -1,47 +1,54 @@
-"""Where sample images and staged uploads live on disk (under MEDIA_ROOT / DATA_DIR)."""
+"""Where sample images and import staging live: storage names in the shared storage
+(``sampan.core.storage``: MEDIA_ROOT in dev, the bucket with ``SAMPAN_STORAGE=s3``), and this
+host's own scratch folder (``SAMPAN_DATA_DIR/staging``) for work files no other process reads.
+"""
 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
+import uuid
 from pathlib import Path
 
 from django.conf import settings
 from PIL import Image
 
-
-def media_path(relative: str) -> Path:
-    """Absolute path of a MEDIA_ROOT-relative name."""
-    return Path(settings.MEDIA_ROOT) / relative
+from sampan.core import storage as shared
 
 
 def staging_root() -> Path:
+    """``SAMPAN_DATA_DIR/staging``: this process's scratch folder (created when missing)."""
     root = Path(settings.DATA_DIR) / "staging"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
+def new_staging_prefix() -> str:
+    """A fresh storage folder for one import's staged uploads: ``staging/import-<hex>``."""
+    return f"staging/import-{uuid.uuid4().hex}"
+
+
 def sample_relative_path(content_sha256: str) -> str:
-    """Content-addressed name of a normalised sample: ``samples/ab/<sha256>.png``."""
+    """Content-addressed storage name of a normalised sample: ``samples/ab/<sha256>.png``."""
     return f"samples/{content_sha256[:2]}/{content_sha256}.png"
 
 
 def store_normalised_image(image: Image.Image, content_sha256: str) -> str:
-    """Write an upright 8-bit RGB image as lossless PNG, once per content hash.
+    """Store an upright 8-bit RGB image as lossless PNG, once per content hash.
 
-    The write goes to a temporary file that is renamed into place, so a crash never leaves a
-    half-written sample. Returns the MEDIA_ROOT-relative name.
+    Local storage writes a temporary file renamed into place, so a crash never leaves a
+    half-written sample; the bucket stores an object whole or not at all. Returns the storage
+    name. Raises ``sampan.core.storage.StorageUnavailable``.
     """
     relative = sample_relative_path(content_sha256)
-    target = media_path(relative)
-    if target.exists():
+    if shared.exists(relative):
         return relative
-    target.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(buffer.getvalue())
-    os.replace(tmp, target)
+    shared.save_bytes(relative, buffer.getvalue())
     return relative
+
+
+def sample_local_file(name: str) -> Path:
+    """A path on this host holding the sample ``name`` (the file itself with local storage, a
+    cached copy under ``SAMPAN_DATA_DIR/cache`` from the bucket)."""
+    return shared.local_file(name)

@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
@@ -20,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
 from sampan.fleet import selectors, services
@@ -211,15 +211,23 @@ def _desired(request: Request, deployment: Any) -> dict[str, Any]:
         "model_version_id": version.pk,
         "manifest_url": request.build_absolute_uri(reverse("device:model-version-manifest",
                                                            kwargs=kwargs)),
-        "artifact_url": request.build_absolute_uri(reverse("device:model-version-artifact",
-                                                           kwargs=kwargs)),
+        # with object storage the device fetches model.onnx from the bucket itself (a presigned
+        # URL on another origin: the agent sends it no credential; Range resume works there)
+        "artifact_url": _artifact_url(version) or request.build_absolute_uri(
+            reverse("device:model-version-artifact", kwargs=kwargs)),
         "sha256": version.model_sha256,
         "size": version.model_size,
     }
 
 
-def _package_file(version: ModelVersion, name: str) -> Path:
-    return Path(settings.MEDIA_ROOT) / version.package_dir / name
+def _package_name(version: ModelVersion, name: str) -> str:
+    return f"{version.package_dir.rstrip('/')}/{name}"
+
+
+def _artifact_url(version: ModelVersion) -> str | None:
+    """A presigned URL of the version's model.onnx in the bucket; None with local storage."""
+    return storage.download_url(_package_name(version, "model.onnx"), filename="model.onnx",
+                                content_type="application/octet-stream")
 
 
 class DeviceManifestApi(DeviceApi):
@@ -230,24 +238,31 @@ class DeviceManifestApi(DeviceApi):
     def get(self, request: Request, version_id: str) -> HttpResponse:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        path = _package_file(version, "manifest.json")
-        if not path.is_file():
-            raise NotFound("the manifest of this model version is missing on the server")
+        try:
+            data = storage.read_bytes(_package_name(version, "manifest.json"))
+        except FileNotFoundError:
+            raise NotFound("the manifest of this model version is missing on the server") from None
         # The bytes written by the registry, unchanged: the signature covers their content.
-        return HttpResponse(path.read_bytes(), content_type="application/json")
+        return HttpResponse(data, content_type="application/json")
 
 
 class DeviceArtifactApi(DeviceApi):
     """``model.onnx`` of the device's desired or current model version (HTTP Range supported)."""
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
-                              (206, "application/octet-stream"): OpenApiTypes.BINARY},
+                              (206, "application/octet-stream"): OpenApiTypes.BINARY,
+                              302: OpenApiResponse(description=(
+                                  "with object storage: the presigned URL of model.onnx in the "
+                                  "bucket (Range works there)"))},
                    parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],
                    operation_id="device_model_version_artifact")
-    def get(self, request: Request, version_id: str) -> HttpResponse:
+    def get(self, request: Request, version_id: str) -> HttpResponseBase:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        path = _package_file(version, "model.onnx")
+        url = _artifact_url(version)
+        if url is not None:
+            return HttpResponseRedirect(url)
+        path = storage.local_file(_package_name(version, "model.onnx"))
         if not path.is_file():
             raise NotFound("the model file of this model version is missing on the server")
         return ranged_file_response(path, range_header=request.headers.get("Range", ""),

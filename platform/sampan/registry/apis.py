@@ -6,20 +6,27 @@ import io
 import zipfile
 from typing import Any
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sampan.accounts.models import Role
+from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.disposition import content_disposition
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.registry import selectors
 from sampan.registry.inference import model_version_predict
+from sampan.registry.services import model_version_package_zip
+
+_REDIRECT = ("with object storage (SAMPAN_STORAGE=s3): a presigned URL of the file in the bucket, "
+             "valid SAMPAN_S3_URL_EXPIRE_S seconds; HTTP Range works there")
+_CONTENT_TYPES = {"model.onnx": "application/octet-stream", "manifest.json": "application/json"}
 
 
 class ModelOutput(serializers.Serializer):
@@ -125,11 +132,17 @@ class ModelVersionPredictApi(ProjectApi):
 
 
 class ModelVersionFileApi(ProjectApi):
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              302: OpenApiResponse(description=_REDIRECT)},
                    operation_id="model_versions_file")
-    def get(self, request: Request, project_id: str, version_id: str, name: str) -> FileResponse:
+    def get(self, request: Request, project_id: str, version_id: str, name: str
+            ) -> HttpResponseBase:
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
+        stored = selectors.model_version_file_name(version, name)
+        url = storage.download_url(stored, filename=name, content_type=_CONTENT_TYPES[name])
+        if url is not None:
+            return HttpResponseRedirect(url)
         path = selectors.model_version_file(version, name)
         response = FileResponse(open(path, "rb"), as_attachment=True)
         response["Content-Disposition"] = content_disposition(name)
@@ -137,18 +150,23 @@ class ModelVersionFileApi(ProjectApi):
 
 
 class ModelVersionPackageApi(ProjectApi):
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY},
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY,
+                              302: OpenApiResponse(description=_REDIRECT)},
                    operation_id="model_versions_package")
-    def get(self, request: Request, project_id: str, version_id: str) -> HttpResponse:
+    def get(self, request: Request, project_id: str, version_id: str) -> HttpResponseBase:
         """The model package as a zip: model.onnx + manifest.json."""
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
+        # "<model name>-v<version>.zip" for any Unicode model name (sampan.core.disposition)
+        filename = f"{version.model.name}-v{version.version}.zip"
+        if storage.is_remote():
+            url = storage.download_url(model_version_package_zip(version), filename=filename,
+                                       content_type="application/zip", default="model")
+            return HttpResponseRedirect(url)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for name in ("manifest.json", "model.onnx"):
                 archive.write(selectors.model_version_file(version, name), arcname=name)
-        # "<model name>-v<version>.zip" for any Unicode model name (sampan.core.disposition)
-        filename = f"{version.model.name}-v{version.version}.zip"
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
         response["Content-Disposition"] = content_disposition(filename, default="model")
         return response

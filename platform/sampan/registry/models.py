@@ -24,8 +24,8 @@ class RegisteredModel(BaseModel):
 class ModelVersion(BaseModel):
     """An immutable model package: ``model.onnx`` + signed ``manifest.json`` (docs/architecture.md).
 
-    ``package_dir`` is relative to MEDIA_ROOT (``models/<model id>/<version id>/``); ``manifest``
-    is the signed manifest exactly as written to disk; ``model_sha256``/``model_size`` (bytes)
+    ``package_dir`` is a storage folder name (``models/<model id>/<version id>``,
+    ``sampan.core.storage``); ``manifest`` is the signed manifest exactly as written to disk; ``model_sha256``/``model_size`` (bytes)
     describe ``model.onnx``.
     """
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from sampan.accounts.models import Project
+from sampan.core import storage
 from sampan.core.errors import NotFound
 from sampan.registry.models import ModelVersion, RegisteredModel
 
@@ -41,11 +41,26 @@ def model_version_get(*, project: Project, version_id: Any) -> ModelVersion:
     return found
 
 
-def model_version_file(version: ModelVersion, name: str) -> Path:
-    """Absolute path of ``model.onnx`` or ``manifest.json`` of a version's package."""
-    if name not in {"model.onnx", "manifest.json"}:
+PACKAGE_FILES = ("model.onnx", "manifest.json")
+
+
+def model_version_file_name(version: ModelVersion, name: str) -> str:
+    """Storage name of ``model.onnx`` or ``manifest.json`` of a version's package. Raises
+    NotFound for any other file name, or when the file is missing from storage."""
+    if name not in PACKAGE_FILES:
         raise NotFound(f"no file {name!r} in a model package")
-    path = Path(settings.MEDIA_ROOT) / version.package_dir / name
-    if not path.exists():
+    stored = f"{version.package_dir.rstrip('/')}/{name}"
+    if not storage.exists(stored):
         raise NotFound(f"{name} of {version.label} is missing from storage")
-    return path
+    return stored
+
+
+def model_version_file(version: ModelVersion, name: str) -> Path:
+    """A path on this host holding ``model.onnx`` or ``manifest.json`` of a version's package:
+    the stored file with local storage, a cached copy (``SAMPAN_DATA_DIR/cache``, a version
+    never changes) from the bucket. Raises NotFound, StorageUnavailable."""
+    stored = model_version_file_name(version, name)
+    try:
+        return storage.local_file(stored)
+    except FileNotFoundError:
+        raise NotFound(f"{name} of {version.label} is missing from storage") from None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from edge_agent.runtime import file_sha256
 from sampan.accounts.models import Project
+from sampan.core import storage
 from sampan.core.errors import Conflict
 from sampan.registry.models import ModelVersion, RegisteredModel
 from sampan.registry.signing import sign_manifest
@@ -24,8 +25,9 @@ PACKAGE_SCHEMA = "sampan.model-package/1"
 MIN_ONNXRUNTIME = "1.17.0"
 
 
-def _package_root() -> Path:
-    return Path(settings.MEDIA_ROOT) / "models"
+def package_dir_name(model_id: Any, version_id: Any) -> str:
+    """Storage folder of a version's package: ``models/<model id>/<version id>``."""
+    return f"models/{model_id}/{version_id}"
 
 
 def model_get_or_create(*, project: Project, name: str, task_type: str) -> RegisteredModel:
@@ -43,21 +45,26 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                            ) -> ModelVersion:
     """Register ``onnx_path`` as the next immutable version of ``model_name``.
 
-    Copies the file into ``MEDIA_ROOT/models/<model id>/<version id>/``, writes the signed
-    ``manifest.json`` beside it (format in docs/contracts.md) and creates the row. The package is
-    built in a temporary folder and renamed into place, so a failure leaves nothing half-written.
-    Version numbers are unique per model; a concurrent registration retries (bounded).
+    Stores the file as ``models/<model id>/<version id>/model.onnx`` in the shared storage
+    (``sampan.core.storage``: MEDIA_ROOT or the bucket), the signed ``manifest.json`` beside it
+    (format in docs/contracts.md), and creates the row. The package is built in a local
+    temporary folder; its files are stored under a fresh version id before the row commits, and
+    removed again when it does not, so a failure leaves no row without its files. Version
+    numbers are unique per model; a concurrent registration retries (bounded). Raises
+    Conflict, StorageUnavailable.
     """
     model = model_get_or_create(project=project, name=model_name, task_type=task_type)
     version_id = uuid.uuid4()
-    root = _package_root() / str(model.pk)
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
-    final = root / str(version_id)
+    scratch = Path(settings.DATA_DIR) / "staging"
+    scratch.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="package-", dir=scratch))
+    final = package_dir_name(model.pk, version_id)
+    stored = False
     try:
-        shutil.copyfile(onnx_path, staging / "model.onnx")
-        sha256 = file_sha256(staging / "model.onnx")
-        size = (staging / "model.onnx").stat().st_size
+        sha256 = file_sha256(onnx_path)
+        size = Path(onnx_path).stat().st_size
+        stored = True  # outside the transaction: a big upload holds no database lock
+        storage.save_file(f"{final}/model.onnx", Path(onnx_path))
         for attempt in range(5):
             try:
                 with transaction.atomic():
@@ -82,15 +89,15 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                     })
                     (staging / "manifest.json").write_text(
                         json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+                    storage.save_file(f"{final}/manifest.json", staging / "manifest.json")
                     version = ModelVersion.objects.create(
                         id=version_id, project=project, model=model, version=number,
                         task_type=task_type, labels=list(labels), metrics=metrics,
-                        manifest=manifest,
-                        package_dir=str(final.relative_to(settings.MEDIA_ROOT)),
+                        manifest=manifest, package_dir=final,
                         model_sha256=sha256, model_size=size, pretrained=pretrained,
                         dataset_version=dataset_version, training_job=training_job,
                         parent=parent)
-                    os.replace(staging, final)
+                stored = False  # committed: the files are the version's now
                 return version
             except IntegrityError:
                 if attempt == 4:
@@ -98,3 +105,29 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
         raise AssertionError("unreachable")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if stored:  # the row did not commit: its files must not linger
+            storage.delete_tree(final)
+
+
+def model_version_package_zip(version: ModelVersion) -> str:
+    """Storage name of the version's package as one zip (``manifest.json`` + ``model.onnx``):
+    ``<package_dir>/package.zip``, built once from the stored files (streamed through a local
+    temporary file, never whole in memory) and kept, since a version never changes. Raises
+    NotFound when a package file is missing, StorageUnavailable."""
+    from sampan.registry.selectors import model_version_file
+
+    name = f"{version.package_dir.rstrip('/')}/package.zip"
+    if storage.exists(name):
+        return name
+    scratch = Path(settings.DATA_DIR) / "staging"
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="package-zip-", dir=scratch))
+    try:
+        target = folder / "package.zip"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+            for member in ("manifest.json", "model.onnx"):
+                archive.write(model_version_file(version, member), arcname=member)
+        storage.save_file(name, target, move=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sampan.accounts.models import Project
+from sampan.core import storage as shared_storage
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
@@ -132,21 +134,66 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
                             labels=list(job.dataset_version.labels), budget_s=job.budget_s,
                             seed=job.seed, augmentation=str(job.augmentation),
                             model_preference=str(job.model_preference))
-    items = job.dataset_version.items.select_related("sample").order_by("sample__content_sha256")
+    items = list(job.dataset_version.items.select_related("sample")
+                 .order_by("sample__content_sha256"))
+    try:
+        local = _local_samples([item.sample.file for item in items])
+    except (shared_storage.StorageUnavailable, FileNotFoundError) as exc:
+        missing = f"sample file {exc} is missing from storage" \
+            if isinstance(exc, FileNotFoundError) else str(exc)
+        training_job_fail(job_id=job.pk, message=f"reading the samples failed: {missing}")
+        return None
     for item in items:
-        row = (str(storage.media_path(item.sample.file)), item.class_index, str(item.sample_id))
+        row = (str(local[item.sample.file]), item.class_index, str(item.sample_id))
         if item.split == Split.TRAIN:
             inputs.train.append(row)
         elif item.split == Split.VAL:
             inputs.val.append(row)
         elif item.split == Split.TEST:
             inputs.test.append(row)
-    # artifacts of each attempt live apart, so a retry never reads a half-written file
-    inputs.out_dir = Path(settings.DATA_DIR) / "jobs" / "training" / str(job.pk) / \
-        f"attempt-{job.attempt}"
+    # artifacts of each attempt live apart, so a retry never reads a half-written file. The
+    # engine writes to this worker's own disk; training_job_complete puts them into the shared
+    # storage (the bucket). With local storage they stay in this folder, as on one host.
+    if shared_storage.is_remote():
+        inputs.out_dir = Path(settings.DATA_DIR) / training_artifacts_prefix(job.pk, job.attempt)
+    else:
+        inputs.out_dir = Path(settings.DATA_DIR) / "jobs" / "training" / str(job.pk) / \
+            f"attempt-{job.attempt}"
     inputs.out_dir.mkdir(parents=True, exist_ok=True)
     job_publish(TrainingJob, job.pk, {"status": JobStatus.RUNNING}, force=True)
     return inputs
+
+
+def _local_samples(names: list[str]) -> dict[str, Path]:
+    """Storage name -> a path on this worker: the files themselves with local storage; copies
+    in this worker's content-addressed cache (``SAMPAN_DATA_DIR/cache/samples/...``, downloaded
+    once, several at a time) from the bucket."""
+    unique = sorted(set(names))
+    if not shared_storage.is_remote():
+        return {name: storage.sample_local_file(name) for name in unique}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(unique, pool.map(storage.sample_local_file, unique), strict=True))
+
+
+def training_artifacts_prefix(job_id: Any, attempt: int) -> str:
+    """Storage folder of one attempt's artifacts: ``jobs/training/<job>/attempt-<n>``."""
+    return f"jobs/training/{job_id}/attempt-{attempt}"
+
+
+def training_artifacts_store(*, job_id: Any, attempt: int, out_dir: Path) -> list[str]:
+    """Put every file the engine wrote in ``out_dir`` (ONNX, checkpoint, reports) into the
+    shared storage under :func:`training_artifacts_prefix`, streamed. Returns the storage names;
+    none with local storage (the files stay under ``SAMPAN_DATA_DIR/jobs/``). Raises
+    StorageUnavailable."""
+    prefix = training_artifacts_prefix(job_id, attempt)
+    stored: list[str] = []
+    if not shared_storage.is_remote():
+        return stored
+    for path in sorted(p for p in Path(out_dir).rglob("*") if p.is_file()):
+        name = f"{prefix}/{path.relative_to(out_dir).as_posix()}"
+        shared_storage.save_file(name, path)
+        stored.append(name)
+    return stored
 
 
 def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
@@ -178,7 +225,8 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
     """Finish a RUNNING job with the engine's result: the evaluation report, then the export gate,
     then registration of the model version. A failed gate fails the job and shows the difference.
 
-    ``result`` keys: onnx_path, preprocessing, pretrained, weights_note, metrics, history, report,
+    ``result`` keys: onnx_path, out_dir (optional: the folder of artifacts to store),
+    preprocessing, pretrained, weights_note, metrics, history, report,
     parity, recipe, onnx (opset, ir_version). Returns the version, or None if the job is no
     longer RUNNING. The report's ``split`` ("test" or "val"; "val" when an older engine leaves it
     out) is stored on the EvaluationReport; the metrics, test figures included when the engine
@@ -203,6 +251,12 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
             f"(top-1 agree: {parity.get('top1_agree')}, max |Δprob| = "
             f"{parity.get('max_abs_diff')}, limit {PARITY_MAX_ABS_DIFF}); model not registered"))
         return None
+    if result.get("out_dir"):
+        # the artifacts outlive this worker's disk: into the shared storage before registering
+        artifacts = training_artifacts_store(job_id=job.pk, attempt=job.attempt,
+                                             out_dir=Path(result["out_dir"]))
+        log.info("training job %s: %d artifacts stored under %s", job.pk, len(artifacts),
+                 training_artifacts_prefix(job.pk, job.attempt))
     size = result["preprocessing"]["size"]
     with transaction.atomic():
         model_version = model_version_register(

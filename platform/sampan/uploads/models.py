@@ -1,6 +1,7 @@
 """Resumable uploads (the tus protocol, ``sampan.uploads.tus``): one row per upload.
 
-The bytes live in ``SAMPAN_DATA_DIR/uploads/<id>.part`` (``selectors.upload_path``); while an
+The bytes live in ``SAMPAN_DATA_DIR/uploads/<id>.part`` on the web host that receives them
+(``selectors.upload_path``) until an import takes them into the shared storage; while an
 upload is receiving, the size of that file is the truth for its offset (``offset`` here is the
 value at the end of the last PATCH, for listings).
 """

@@ -8,16 +8,15 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import os
 import unicodedata
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sampan.core import storage
 from sampan.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
 from sampan.uploads.models import Upload, UploadStatus
 from sampan.uploads.selectors import upload_get_for, upload_path
@@ -132,12 +131,16 @@ def uploads_delete_expired(*, now: Any = None) -> int:
     return count
 
 
-def upload_take(*, owner: Any, upload_id: Any, into: Path) -> Upload:
-    """Hand the bytes of a COMPLETE upload to its user's import: the file is moved to ``into``
-    (same file system: a rename, whatever its size) and the upload becomes CONSUMED, once.
+def upload_take(*, owner: Any, upload_id: Any, into: str) -> Upload:
+    """Hand the bytes of a COMPLETE upload to its user's import: the file moves to the storage
+    name ``into`` of the shared storage (``sampan.core.storage``; local storage on the same file
+    system: a rename, whatever its size; the bucket: a streamed multipart upload) and the upload
+    becomes CONSUMED, once. Call it inside the caller's transaction: when the move fails, the
+    upload stays COMPLETE with its file.
 
     Raises NotFound for an unknown upload or one of another user (field ``upload_id``),
-    Conflict when it is not complete yet (naming the bytes received) or already used.
+    Conflict when it is not complete yet (naming the bytes received) or already used,
+    StorageUnavailable when the bucket refuses the file.
     """
     upload = upload_get_for(user=owner, upload_id=upload_id)
     if upload is None:
@@ -153,6 +156,6 @@ def upload_take(*, owner: Any, upload_id: Any, into: Path) -> Upload:
         status=UploadStatus.CONSUMED, updated_at=timezone.now())
     if not taken:
         raise Conflict(f"upload {upload_id} was already imported", field="upload_id")
-    os.replace(upload_path(upload.pk), into)
+    storage.save_file(into, upload_path(upload.pk), move=True)
     upload.refresh_from_db()
     return upload

@@ -13,7 +13,7 @@ from PIL import Image
 
 from sampan.datasets.models import ImportJob, Sample
 from sampan.datasets.services import import_job_run
-from sampan.datasets.storage import media_path
+from sampan.datasets.storage import sample_local_file
 from tests.fixtures import images
 from tests.fixtures.zips import RawEntry, raw_zip
 
@@ -116,7 +116,7 @@ def test_exif_orientation_6_is_stored_upright(ctx: dict[str, Any]) -> None:
     assert job["report"]["counts"]["imported"] == 1
     sample = Sample.objects.get()
     assert (sample.width, sample.height) == (20, 40)
-    with Image.open(media_path(sample.file)) as stored:
+    with Image.open(sample_local_file(sample.file)) as stored:
         assert stored.size == (20, 40) and stored.mode == "RGB"
 
 
@@ -133,7 +133,7 @@ def test_colour_modes_become_8bit_rgb_and_transparency_goes_white(ctx: dict[str,
     assert job["report"]["counts"]["imported"] == 4
     pixels = {}
     for sample in Sample.objects.all():
-        with Image.open(media_path(sample.file)) as stored:
+        with Image.open(sample_local_file(sample.file)) as stored:
             assert stored.mode == "RGB"
             pixels[sample.original_name] = stored.getpixel((1, 1))
     assert pixels["m/rgba.png"] == (255, 255, 255)

@@ -1,0 +1,108 @@
+"""Model packages in the bucket (SAMPAN_STORAGE=s3, a moto S3 server process): registration
+writes them there, devices and browsers download them from presigned URLs (never through the
+web process), the real agent client resumes with HTTP Range and sends the bucket no credential,
+and a URL without its signature is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from edge_agent.client import DeviceClient
+from sampan.core.disposition import content_disposition
+from sampan.fleet.services import deployment_create
+from sampan.registry.services import model_version_register
+
+CONTENT = os.urandom(300 * 1024)  # 300 KiB, every offset distinguishable
+
+
+@pytest.fixture
+def registered(s3: Any, project: Any, tmp_path: Path) -> Any:
+    onnx_path = tmp_path / "model.onnx"
+    onnx_path.write_bytes(CONTENT)
+    return model_version_register(
+        project=project, model_name='猫狗识别 "v2"', task_type="image_classification",
+        labels=["cat", "dog"], preprocessing={"size": [4, 4]}, onnx_path=onnx_path,
+        input_shape=["N", 3, 4, 4], metrics={}, lineage={}, onnx_info={}, pretrained=False)
+
+
+def test_registration_writes_the_package_to_the_bucket(s3: Any, registered: Any) -> None:
+    prefix = registered.package_dir
+    assert s3.keys("models/") == [f"{prefix}/manifest.json", f"{prefix}/model.onnx"]
+    stored = s3.client().get_object(Bucket=s3.bucket, Key=f"{prefix}/manifest.json")
+    assert json.loads(stored["Body"].read()) == registered.manifest
+
+
+def test_a_device_downloads_from_a_presigned_url_with_range_resume_and_no_credential(
+        s3: Any, registered: Any, project: Any, owner: Any, enrolled: Any, heartbeat: Any,
+        tmp_path: Path) -> None:
+    device, client = enrolled("cam")
+    deployment_create(project=project, user=owner, model_version_id=registered.pk,
+                      device_ids=[device.pk])
+    desired = heartbeat(client).json()["desired"]
+    artifact_url = desired["artifact_url"]
+    assert urlsplit(artifact_url)[:2] == urlsplit(s3.endpoint_url)[:2]  # the bucket, not web
+    assert "X-Amz-Signature=" in artifact_url
+    # the manifest stays on the web process (small, and the device API authenticates it)
+    manifest = client.get(urlsplit(desired["manifest_url"]).path)
+    assert manifest.status_code == 200 and json.loads(manifest.content) == registered.manifest
+
+    agent = DeviceClient("http://testserver", "spd_secret-credential")
+    assert agent._headers(artifact_url) == {}  # the credential never leaves the web's origin
+    part = tmp_path / "model.part"
+    # a partial download whose first bytes are NOT the file's: only a Range resume keeps them
+    part.write_bytes(b"\0" * 100_000)
+    agent.download(artifact_url, part, len(CONTENT))
+    assert part.read_bytes() == b"\0" * 100_000 + CONTENT[100_000:]
+    part.unlink()
+    agent.download(artifact_url, part, len(CONTENT))
+    assert part.read_bytes() == CONTENT
+
+    # an agent holding the web's artifact URL is sent to the bucket
+    redirect = client.get(f"/api/device/v1/model-versions/{registered.pk}/model.onnx")
+    assert redirect.status_code == 302
+    assert urlsplit(redirect["Location"])[:2] == urlsplit(s3.endpoint_url)[:2]
+
+
+def test_a_presigned_url_is_refused_without_its_signature(s3: Any, registered: Any,
+                                                          owner_api: Any, project: Any) -> None:
+    response = owner_api.get(f"/api/v1/projects/{project.pk}/model-versions/{registered.pk}"
+                             "/files/model.onnx")
+    assert response.status_code == 302
+    signed = response["Location"]
+    assert requests.get(signed, timeout=10).content == CONTENT
+    unsigned = requests.get(signed.split("?")[0], timeout=10)
+    assert unsigned.status_code == 403 and b"AccessDenied" in unsigned.content
+    tampered = requests.get(signed.replace("X-Amz-Signature=", "X-Amz-Signature=0"), timeout=10)
+    assert tampered.status_code == 403 and b"SignatureDoesNotMatch" in tampered.content
+    other_key = signed.replace(registered.package_dir.split("/")[-1], "0" * 32)
+    assert requests.get(other_key, timeout=10).status_code == 403
+
+
+def test_the_package_zip_downloads_from_the_bucket_under_the_models_name(
+        s3: Any, registered: Any, owner_api: Any, project: Any) -> None:
+    response = owner_api.get(f"/api/v1/projects/{project.pk}/model-versions/{registered.pk}"
+                             "/package/")
+    assert response.status_code == 302
+    download = requests.get(response["Location"], timeout=10)
+    assert download.status_code == 200
+    assert download.headers["Content-Disposition"] == content_disposition(
+        '猫狗识别 "v2"-v1.zip', default="model")
+    assert download.headers["Content-Type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        assert archive.read("model.onnx") == CONTENT
+        assert json.loads(archive.read("manifest.json")) == registered.manifest
+    assert f"{registered.package_dir}/package.zip" in s3.keys("models/")
+    # the file download names the file too
+    onnx = owner_api.get(f"/api/v1/projects/{project.pk}/model-versions/{registered.pk}"
+                         "/files/manifest.json")
+    assert requests.get(onnx["Location"], timeout=10).headers["Content-Disposition"] == (
+        'attachment; filename="manifest.json"')
