@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import subprocess
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -75,11 +76,22 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     if kind == "sqlite":
         os.environ.pop("SAMPAN_DATABASE_URL", None)
         return
+    options = early_config.known_args_namespace
+    if getattr(options, "help", False) or getattr(options, "version", False):
+        return
     from tests.fixtures.postgres import postgres_url
 
     cluster = contextlib.ExitStack()
     early_config.add_cleanup(cluster.close)
-    url = cluster.enter_context(postgres_url("sampan"))
+    try:
+        url = cluster.enter_context(postgres_url("sampan"))
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        detail = getattr(error, "stderr", b"") or b""
+        raise pytest.UsageError(
+            f"the tests run on PostgreSQL and its server did not start: {error} "
+            f"{detail.decode(errors='replace')[-1500:] if isinstance(detail, bytes) else detail}"
+            "\nInstall it (apt-get install -y postgresql, as .ci/run does), or run on SQLite: "
+            "SAMPAN_TEST_DB=sqlite") from error
     _state["server"] = url
     os.environ["SAMPAN_DATABASE_URL"] = url
 
