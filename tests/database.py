@@ -73,11 +73,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     kind = chosen()
     _state["kind"] = kind
     os.environ["SAMPAN_TEST_DB"] = kind  # a pytest started by a test runs on the same kind
-    if kind == "sqlite":
-        os.environ.pop("SAMPAN_DATABASE_URL", None)
-        return
+    os.environ.pop("SAMPAN_DATABASE_URL", None)
     options = early_config.known_args_namespace
-    if getattr(options, "help", False) or getattr(options, "version", False):
+    if kind == "sqlite" or getattr(options, "help", False) or getattr(options, "version", False):
         return
     from tests.fixtures.postgres import postgres_url
 
@@ -97,7 +95,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    if _state["kind"] == "postgres":
+    if _state["server"]:
         port = urlsplit(_state["server"]).port
         return (f"database: PostgreSQL, a throw-away cluster on 127.0.0.1:{port} "
                 "(SAMPAN_TEST_DB=sqlite for SQLite)")
