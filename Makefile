@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run test test-python test-frontend frontend lint-imports demo bench schema clean
+.PHONY: install run test test-python test-python-postgres test-python-sqlite test-frontend frontend lint-imports demo bench schema clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,9 +45,20 @@ test: install lint-imports test-python test-frontend
 lint-imports: install
 	cd $(CURDIR) && $(VENV)/bin/lint-imports
 
-# the browser tests (tests/e2e/test_console_browser.py) need the built console
-test-python: install frontend
-	$(PY) -m pytest
+# The Python suite on PostgreSQL, the production database (tests/database.py starts a throw-away
+# cluster of the `postgresql` package), then the platform's tests and the whole-system tests once
+# more on SQLite, the `make run` default (tests/workers, tests/edge_agent and tests/docs use no
+# database; tests/deploy is the compose topology, PostgreSQL only). The browser tests
+# (tests/e2e/test_console_browser.py) need the built console.
+SQLITE_TESTS := tests/platform tests/e2e
+
+test-python: test-python-postgres test-python-sqlite
+
+test-python-postgres: install frontend
+	SAMPAN_TEST_DB=postgres $(PY) -m pytest
+
+test-python-sqlite: install frontend
+	SAMPAN_TEST_DB=sqlite $(PY) -m pytest $(SQLITE_TESTS)
 
 test-frontend: frontend
 	cd frontend && npm run test

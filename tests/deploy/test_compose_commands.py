@@ -3,7 +3,8 @@
 The one-shot ``migrate`` script, the demo agent's enroll-then-run script, the imports worker's
 command line and its health check are taken from docker-compose.yml as the container's shell
 would receive them and run against a real Redis and web server (sampan.devstack.stack), in
-production settings. Only paths and the agent's listening address differ from the containers':
+production settings, on a PostgreSQL database of their own as in compose (SQLite in the data
+folder under SAMPAN_TEST_DB=sqlite: tests/database.py). Only paths and the agent's listening address differ from the containers':
 files go to a temporary folder instead of the named volumes, and the agent binds 127.0.0.1 on a
 free port instead of 0.0.0.0:8700.
 """
@@ -30,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from sampan.devstack.client import Client
 from sampan.devstack.stack import PLATFORM_DIR, REPO_DIR, Stack, wait_until
+from tests.database import stack_database_url
 from tests.deploy.files import command_argv, load_compose, shell_script
 from tests.fixtures.images import png_bytes
 
@@ -55,7 +57,6 @@ class Deployment:
 
     def migrate_env(self, admin_password: str) -> dict[str, str]:
         env = self.stack.env()
-        env.pop("SAMPAN_DATABASE_URL", None)  # SQLite in the data folder stands in for PostgreSQL
         env.update(PATH=BIN_DIR + os.pathsep + env.get("PATH", ""),
                    SAMPAN_ADMIN_PASSWORD=admin_password,
                    SAMPAN_DEMO_ENROLLMENT_TOKEN_FILE=str(self.token_file))
@@ -91,7 +92,8 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         "SAMPAN_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SAMPAN_SIGNING_KEY_FILE": str(files / "keys" / "signing-key.pem"),
     }
-    with Stack(data_dir=files / "data", extra_env=production) as stack:
+    with Stack(data_dir=files / "data", database_url=stack_database_url(),
+               extra_env=production) as stack:
         deployment = Deployment(stack=stack, files=files, first_run=subprocess.CompletedProcess(
             [], 0))
         deployment.first_run = deployment.run_migrate(ADMIN_PASSWORD)

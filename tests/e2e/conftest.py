@@ -13,14 +13,16 @@ import pytest
 
 from sampan.devstack.client import Client
 from sampan.devstack.stack import REPO_DIR, Stack
+from tests.database import stack_database_url
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir: Path = tmp_path_factory.mktemp("stack")
     # short timeouts so that "worker lost" is detected well inside the 60 s the issue allows
-    with Stack(data_dir=data_dir, extra_env={"SAMPAN_JOB_HEARTBEAT_TIMEOUT_S": "20",
-                                             "SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S": "1"}) as s:
+    with Stack(data_dir=data_dir, database_url=stack_database_url(),
+               extra_env={"SAMPAN_JOB_HEARTBEAT_TIMEOUT_S": "20",
+                          "SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S": "1"}) as s:
         s.start()
         yield s
 

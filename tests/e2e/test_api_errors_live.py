@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from sampan.devstack.stack import Stack
+from tests.database import stack_database_url
 
 SEED = r'''
 import hashlib, json, uuid
@@ -51,7 +52,8 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    with Stack(data_dir=tmp_path_factory.mktemp("live")) as stack:
+    with Stack(data_dir=tmp_path_factory.mktemp("live"),
+               database_url=stack_database_url()) as stack:
         stack.start(worker=False)
         seeded = json.loads(stack.manage("shell", "-c", SEED).stdout.strip().splitlines()[-1])
         session = requests.Session()

@@ -27,6 +27,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from sampan.devstack.client import Client
 from sampan.devstack.stack import Stack
+from tests.database import stack_database_url
 
 USERNAME, PASSWORD = "detect-e2e", "detect-e2e-password"
 VIEWPORT = {"width": 1280, "height": 720}
@@ -43,7 +44,8 @@ TOLERANCE_PX = 1.0
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The platform without the training worker: imports run on the imports queue."""
-    with Stack(data_dir=tmp_path_factory.mktemp("stack")) as s:
+    with Stack(data_dir=tmp_path_factory.mktemp("stack"),
+               database_url=stack_database_url()) as s:
         s.start(worker=False)
         s.start_worker("worker-default", queues="default,imports", pool="threads", concurrency=2)
         yield s

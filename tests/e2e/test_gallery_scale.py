@@ -34,6 +34,7 @@ from playwright.sync_api import Page, expect
 from sampan.devstack.client import Client
 from sampan.devstack.mainjob import percentile
 from sampan.devstack.stack import Stack
+from tests.database import stack_database_url
 
 SAMPLES = 10_000
 PAGE_SIZE = 500  # the console's page of samples (SAMPLE_PAGE_SIZE)
@@ -49,7 +50,8 @@ LAST_IMAGES_LIMIT_S = 30  # measured ~2 s; > 120 s when passed-by thumbnails kep
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Redis and the web process only: seeding needs no worker, and none competes for the CPU."""
-    with Stack(data_dir=tmp_path_factory.mktemp("stack")) as s:
+    with Stack(data_dir=tmp_path_factory.mktemp("stack"),
+               database_url=stack_database_url()) as s:
         s.start(worker=False)
         yield s
 

@@ -18,6 +18,7 @@ import requests
 
 from sampan.devstack.client import Client
 from sampan.devstack.stack import Stack, wait_until
+from tests.database import stack_database_url
 from tests.edge_agent.conftest import build_classifier
 
 pytestmark = pytest.mark.integration
@@ -46,7 +47,7 @@ print(json.dumps(signed))
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Stack, Client, str]]:
-    with Stack(data_dir=tmp_path / "stack",
+    with Stack(data_dir=tmp_path / "stack", database_url=stack_database_url(),
                extra_env={"SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S": "1"}) as stack:
         stack.start(worker=False)
         user = json.loads(stack.manage("sampan_user", "--username", "rotator", "--password",

@@ -23,6 +23,7 @@ import pytest
 from sampan.devstack.client import ApiError, Client
 from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
 from sampan.devstack.stack import Stack, wait_until
+from tests.database import stack_database_url
 from sampan.devstack.tus import TusClient, TusError
 from tests.e2e.conftest import JobSocket
 
@@ -34,7 +35,7 @@ MULTIPART_LIMIT = 16 * MiB  # small, so that a chunked body passes it quickly
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Redis, the web server and a worker for imports; the default upload limit (2 GiB)."""
-    with Stack(data_dir=tmp_path_factory.mktemp("uploads"),
+    with Stack(data_dir=tmp_path_factory.mktemp("uploads"), database_url=stack_database_url(),
                extra_env={"SAMPAN_MULTIPART_MAX_BYTES": str(MULTIPART_LIMIT)}) as s:
         s.start(worker=False)
         s.start_worker("worker-default", queues="default,imports", pool="threads",

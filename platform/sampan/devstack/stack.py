@@ -60,6 +60,10 @@ class Stack:
     web_port: int = 0
     redis_port: int = 0
     agent_port: int = 0
+    #: the database of every process of the stack: a ``postgres://`` URL, or ``""`` for the
+    #: SQLite file in ``data_dir`` (``db.sqlite3``); None (the default): whatever
+    #: ``SAMPAN_DATABASE_URL`` this process's environment holds, SQLite when it holds none
+    database_url: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
@@ -103,6 +107,12 @@ class Stack:
                                            env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
             "PYTHONUNBUFFERED": "1",
         })
+        if self.database_url is not None:
+            env.pop("SAMPAN_DB_PATH", None)
+            if self.database_url:
+                env["SAMPAN_DATABASE_URL"] = self.database_url
+            else:
+                env.pop("SAMPAN_DATABASE_URL", None)
         env.update(self.extra_env)
         return env
 

@@ -1,26 +1,78 @@
-"""The owner race of ``owner_race_postgres.py`` on a real PostgreSQL server (see there)."""
+"""Two owners demoting each other at the same moment must leave the project an owner.
+
+Real threads, real transactions (``transaction=True``) on PostgreSQL, the suite's database
+(tests/database.py). Without the project-row lock of ``sampan.accounts.services`` each demotion
+(READ COMMITTED) saw the other still an owner and both succeeded, leaving none; one of the two
+must get the 409. Under ``SAMPAN_TEST_DB=sqlite`` the suite's in-memory SQLite cannot hold two
+transactions at once ("database table is locked"), and SQLite serialises writers anyway, so
+there the test runs itself again in a pytest process on PostgreSQL.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
 
-from tests.fixtures.postgres import postgres_url
+from sampan.accounts import services
+from sampan.accounts.models import Membership, Role
+from sampan.accounts.services import membership_set, project_create
+from sampan.core.errors import Conflict
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.integration
-def test_two_owners_demoting_each_other_at_once_leave_one_owner_on_postgresql() -> None:
-    with postgres_url() as url:
-        env = {**os.environ, "SAMPAN_DATABASE_URL": url}
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             str(Path(__file__).with_name("owner_race_postgres.py"))],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+@pytest.mark.django_db(transaction=True)
+def test_two_owners_demoting_each_other_at_once_leave_one_owner(monkeypatch) -> None:
+    if connection.vendor != "postgresql":
+        _run_on_postgresql("test_two_owners_demoting_each_other_at_once_leave_one_owner")
+        return
+    check = services._ensure_other_owner
+
+    def slow_check(*args, **kwargs):  # widen the race window between the check and the write
+        check(*args, **kwargs)
+        time.sleep(0.5)
+
+    monkeypatch.setattr(services, "_ensure_other_owner", slow_check)
+    users = get_user_model()
+    ann = users.objects.create_user("ann", password="correct horse battery")
+    bob = users.objects.create_user("bob", password="correct horse battery")
+    project = project_create(user=ann, name="shared")
+    membership_set(project=project, username=bob.username, role=Role.OWNER)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def demote(username: str) -> None:
+        try:
+            barrier.wait(timeout=10)
+            membership_set(project=project, username=username, role=Role.EDITOR)
+            outcomes.append("demoted")
+        except Conflict:
+            outcomes.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=demote, args=(name,)) for name in ("ann", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes) == ["conflict", "demoted"]
+    assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
+
+
+def _run_on_postgresql(test_name: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{Path(__file__).relative_to(REPO)}::{test_name}"],
+        cwd=REPO, env={**os.environ, "SAMPAN_TEST_DB": "postgres"}, capture_output=True,
+        text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "1 passed" in result.stdout, result.stdout[-2000:]

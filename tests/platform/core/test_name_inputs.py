@@ -138,7 +138,7 @@ def test_names_stored_before_the_rule_still_render(ctx: dict[str, Any]) -> None:
     project = ctx["project"]
     Project.objects.filter(pk=project.pk).update(name="old\nproject")
     dataset = Dataset.objects.create(project=project, name="old\u202edataset")
-    ClassLabel.objects.create(dataset=dataset, name="old\x00label", position=0)
+    ClassLabel.objects.create(dataset=dataset, name="old\x1blabel", position=0)
 
     projects = ctx["client"].get("/api/v1/projects/")
     datasets = ctx["client"].get(f"{ctx['base']}/datasets/")
@@ -147,4 +147,4 @@ def test_names_stored_before_the_rule_still_render(ctx: dict[str, Any]) -> None:
     assert "old\nproject" in [p["name"] for p in projects.json()]
     assert datasets.status_code == 200
     shown = {d["name"]: [c["name"] for c in d["class_labels"]] for d in datasets.json()}
-    assert shown["old\u202edataset"] == ["old\x00label"]
+    assert shown["old\u202edataset"] == ["old\x1blabel"]

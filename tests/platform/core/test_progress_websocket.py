@@ -73,3 +73,8 @@ async def test_progress_is_pushed_and_snapshot_sent_on_connect(make_user: Any) -
     outsider = communicator(stranger)
     connected, code = await outsider.connect()
     assert not connected and code == 4404
+    # the consumer's own database calls leave their connection open until the next
+    # database_sync_to_async call on that thread closes it (close_old_connections runs before
+    # each call): one more call, so that no session holds the test database when it is dropped
+    # (PostgreSQL refuses to drop a database in use)
+    await database_sync_to_async(lambda: None)()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sampan.devstack.run import ensure_admin
 from sampan.devstack.stack import Stack
+from tests.database import stack_database_url
 
 CHECK = ("from django.contrib.auth import get_user_model; "
          "u = get_user_model().objects.get(username='admin'); "
@@ -14,7 +15,7 @@ CHECK = ("from django.contrib.auth import get_user_model; "
 
 
 def test_a_second_start_leaves_the_admin_password(tmp_path: Path) -> None:
-    stack = Stack(data_dir=tmp_path / "stack")
+    stack = Stack(data_dir=tmp_path / "stack", database_url=stack_database_url())
     stack.migrate()
     first = ensure_admin(stack, "admin", "sampan-dev")
     assert first["created"] is True

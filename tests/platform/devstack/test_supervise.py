@@ -13,6 +13,7 @@ import pytest
 
 from sampan.devstack.stack import Stack, wait_until
 from sampan.devstack.supervise import Supervisor, describe_status
+from tests.database import stack_database_url
 
 
 def test_describe_status_names_the_signal() -> None:
@@ -71,7 +72,7 @@ def test_backoff_doubles_for_quick_failures_and_resets_after_a_long_run(tmp_path
 @pytest.mark.integration
 def test_a_killed_worker_comes_back_and_the_rest_keeps_running(tmp_path: Path) -> None:
     lines: list[str] = []
-    with Stack(data_dir=tmp_path / "stack") as stack:
+    with Stack(data_dir=tmp_path / "stack", database_url=stack_database_url()) as stack:
         stack.start()
         supervisor = Supervisor(stack, say=lines.append, initial_backoff_s=0.2)
         supervisor.check()
