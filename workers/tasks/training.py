@@ -59,41 +59,46 @@ def run_training(training_job_id: str) -> None:
     if inputs is None:
         log.info("training job %s already taken or finished; nothing to do", training_job_id)
         return
-    alive = {"value": True}
-
-    def on_progress(progress: dict[str, Any]) -> None:
-        alive["value"] = services.training_job_progress(job_id=training_job_id,
-                                                        progress=progress)
-
-    def refs(rows: list[tuple[str, int, str]]) -> list[SampleRef]:
-        return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
-
-    request = TrainRequest(
-        train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
-        labels=inputs.labels, out_dir=Path(inputs.out_dir),
-        budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
-        seed=inputs.seed, augmentation=inputs.augmentation,
-        model_preference=inputs.model_preference)
     try:
-        with heartbeating(training_job_id, alive):
-            result = train_image_classifier(request, on_progress=on_progress,
-                                            should_stop=lambda: not alive["value"])
-    except TrainingCancelled:
-        log.info("training job %s stopped: cancelled or reaped", training_job_id)
-        return
-    except Exception as exc:
-        log.exception("training job %s failed", training_job_id)
-        services.training_job_fail(job_id=training_job_id, message=f"training failed: {exc}")
-        return
-    try:
-        services.training_job_complete(job_id=training_job_id, result={
-            "onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
-            "preprocessing": result.preprocessing,
-            "pretrained": result.pretrained, "weights_note": result.weights_note,
-            "metrics": result.metrics, "history": result.history, "report": result.report,
-            "parity": result.parity, "recipe": result.recipe,
-            "onnx": {"opset": result.recipe.get("opset"), "ir_version": result.recipe.get("ir_version")}})
-    except Exception as exc:  # storing artifacts or registering (the bucket, the database)
-        log.exception("training job %s could not be stored or registered", training_job_id)
-        services.training_job_fail(job_id=training_job_id,
-                                   message=f"storing the trained model failed: {exc}")
+        alive = {"value": True}
+
+        def on_progress(progress: dict[str, Any]) -> None:
+            alive["value"] = services.training_job_progress(job_id=training_job_id,
+                                                            progress=progress)
+
+        def refs(rows: list[tuple[str, int, str]]) -> list[SampleRef]:
+            return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
+
+        request = TrainRequest(
+            train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
+            labels=inputs.labels, out_dir=Path(inputs.out_dir),
+            budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
+            seed=inputs.seed, augmentation=inputs.augmentation,
+            model_preference=inputs.model_preference)
+        try:
+            with heartbeating(training_job_id, alive):
+                result = train_image_classifier(request, on_progress=on_progress,
+                                                should_stop=lambda: not alive["value"])
+        except TrainingCancelled:
+            log.info("training job %s stopped: cancelled or reaped", training_job_id)
+            return
+        except Exception as exc:
+            log.exception("training job %s failed", training_job_id)
+            services.training_job_fail(job_id=training_job_id, message=f"training failed: {exc}")
+            return
+        try:
+            services.training_job_complete(job_id=training_job_id, result={
+                "onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
+                "preprocessing": result.preprocessing,
+                "pretrained": result.pretrained, "weights_note": result.weights_note,
+                "metrics": result.metrics, "history": result.history, "report": result.report,
+                "parity": result.parity, "recipe": result.recipe,
+                "onnx": {"opset": result.recipe.get("opset"),
+                         "ir_version": result.recipe.get("ir_version")}})
+        except Exception as exc:  # storing artifacts or registering (the bucket, the database)
+            log.exception("training job %s could not be stored or registered", training_job_id)
+            services.training_job_fail(job_id=training_job_id,
+                                       message=f"storing the trained model failed: {exc}")
+    finally:
+        # with the bucket, this host's copy of the attempt's files is no longer needed
+        services.training_workdir_release(Path(inputs.out_dir))

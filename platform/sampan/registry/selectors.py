@@ -55,12 +55,13 @@ def model_version_file_name(version: ModelVersion, name: str) -> str:
     return stored
 
 
-def model_version_file(version: ModelVersion, name: str) -> Path:
+def model_version_file(version: ModelVersion, name: str, *, cache: Path | None = None) -> Path:
     """A path on this host holding ``model.onnx`` or ``manifest.json`` of a version's package:
-    the stored file with local storage, a cached copy (``SAMPAN_DATA_DIR/cache``, a version
-    never changes) from the bucket. Raises NotFound, StorageUnavailable."""
+    the stored file with local storage, a cached copy (under ``cache``, by default
+    ``SAMPAN_DATA_DIR/cache``: a version never changes) from the bucket. Raises NotFound,
+    StorageUnavailable."""
     stored = model_version_file_name(version, name)
     try:
-        return storage.local_file(stored)
+        return storage.local_file(stored, cache=cache)
     except FileNotFoundError:
         raise NotFound(f"{name} of {version.label} is missing from storage") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
 import uuid
@@ -20,6 +21,8 @@ from sampan.core import storage
 from sampan.core.errors import Conflict
 from sampan.registry.models import ModelVersion, RegisteredModel
 from sampan.registry.signing import sign_manifest
+
+log = logging.getLogger(__name__)
 
 PACKAGE_SCHEMA = "sampan.model-package/1"
 MIN_ONNXRUNTIME = "1.17.0"
@@ -98,6 +101,8 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                         dataset_version=dataset_version, training_job=training_job,
                         parent=parent)
                 stored = False  # committed: the files are the version's now
+                if storage.is_remote():
+                    _package_zip_store(version, staging / "manifest.json", Path(onnx_path))
                 return version
             except IntegrityError:
                 if attempt == 4:
@@ -116,18 +121,45 @@ def model_version_package_zip(version: ModelVersion) -> str:
     NotFound when a package file is missing, StorageUnavailable."""
     from sampan.registry.selectors import model_version_file
 
-    name = f"{version.package_dir.rstrip('/')}/package.zip"
+    name = _package_zip_name(version)
     if storage.exists(name):
         return name
     scratch = Path(settings.DATA_DIR) / "staging"
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="package-zip-", dir=scratch))
     try:
+        # the package files are fetched into the temporary folder, not the host's cache: a web
+        # host keeps no copy of a model it only zipped
+        files = {member: (model_version_file(version, member, cache=folder / "files")
+                          if storage.is_remote() else model_version_file(version, member))
+                 for member in ("manifest.json", "model.onnx")}
         target = folder / "package.zip"
-        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-            for member in ("manifest.json", "model.onnx"):
-                archive.write(model_version_file(version, member), arcname=member)
+        _write_package_zip(target, files["manifest.json"], files["model.onnx"])
         storage.save_file(name, target, move=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return name
+
+
+def _package_zip_name(version: ModelVersion) -> str:
+    return f"{version.package_dir.rstrip('/')}/package.zip"
+
+
+def _write_package_zip(target: Path, manifest: Path, onnx: Path) -> None:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(manifest, arcname="manifest.json")
+        archive.write(onnx, arcname="model.onnx")
+
+
+def _package_zip_store(version: ModelVersion, manifest: Path, onnx: Path) -> None:
+    """Store the package zip of a version just registered, from the files the registering host
+    holds, so that the web server never downloads a model to zip it (the bucket only: with
+    local storage the web process zips the files on its own disk). A failure is only logged:
+    :func:`model_version_package_zip` builds the zip on the first download instead."""
+    target = manifest.parent / "package.zip"
+    try:
+        _write_package_zip(target, manifest, onnx)
+        storage.save_file(_package_zip_name(version), target, move=True)
+    except (OSError, storage.StorageUnavailable) as error:
+        log.warning("could not store the package zip of %s (built on first download): %s",
+                    version.label, error)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,15 @@ def training_artifacts_store(*, job_id: Any, attempt: int, out_dir: Path) -> lis
         shared_storage.save_file(name, path)
         stored.append(name)
     return stored
+
+
+def training_workdir_release(out_dir: Path) -> None:
+    """Remove an attempt's work folder on this worker once the attempt is over, when the files
+    live in the bucket (stored by :func:`training_artifacts_store`, or of an attempt that
+    failed): a training host keeps no checkpoint or model of a finished job. With local storage
+    the folder is where the artifacts live, and it stays."""
+    if shared_storage.is_remote():
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:

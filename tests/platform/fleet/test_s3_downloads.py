@@ -36,9 +36,32 @@ def registered(s3: Any, project: Any, tmp_path: Path) -> Any:
 
 def test_registration_writes_the_package_to_the_bucket(s3: Any, registered: Any) -> None:
     prefix = registered.package_dir
-    assert s3.keys("models/") == [f"{prefix}/manifest.json", f"{prefix}/model.onnx"]
+    # the package zip too, made by the registering host (a worker) from its own files, so that
+    # the web server never downloads a model to zip it
+    assert s3.keys("models/") == [f"{prefix}/manifest.json", f"{prefix}/model.onnx",
+                                  f"{prefix}/package.zip"]
     stored = s3.client().get_object(Bucket=s3.bucket, Key=f"{prefix}/manifest.json")
     assert json.loads(stored["Body"].read()) == registered.manifest
+    package = s3.client().get_object(Bucket=s3.bucket, Key=f"{prefix}/package.zip")
+    with zipfile.ZipFile(io.BytesIO(package["Body"].read())) as archive:
+        assert archive.read("model.onnx") == CONTENT
+        assert json.loads(archive.read("manifest.json")) == registered.manifest
+
+
+def test_a_missing_package_zip_is_made_on_download_and_the_web_host_keeps_no_copy(
+        s3: Any, registered: Any, owner_api: Any, project: Any, settings: Any) -> None:
+    name = f"{registered.package_dir}/package.zip"
+    s3.client().delete_object(Bucket=s3.bucket, Key=name)  # e.g. a version registered before
+    response = owner_api.get(f"/api/v1/projects/{project.pk}/model-versions/{registered.pk}"
+                             "/package/")
+    assert response.status_code == 302
+    with zipfile.ZipFile(io.BytesIO(requests.get(response["Location"], timeout=10).content)
+                         ) as archive:
+        assert archive.read("model.onnx") == CONTENT
+    assert name in s3.keys("models/")
+    left = [p for p in Path(settings.DATA_DIR).rglob("*")
+            if p.is_file() and registered.package_dir.split("/")[-1] in str(p)]
+    assert left == []
 
 
 def test_a_device_downloads_from_a_presigned_url_with_range_resume_and_no_credential(
