@@ -38,6 +38,27 @@ function api(state: { posted: unknown[]; deployments: unknown[] }) {
   };
 }
 
+describe("ModelVersionPage figures", () => {
+  it("shows the test split's figures and names the split, not the validation that chose the model", async () => {
+    const tested = { ...version, metrics: { val_accuracy: 0.99, macro_f1: 0.98, test_accuracy: 0.9, test_macro_f1: 0.8, evaluated_on: "test" } };
+    const fetcher = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/model-versions/mv1/") ? json(200, tested) : json(200, []);
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("Accuracy (test)")).toBeInTheDocument();
+    expect(screen.getByText("90.0%")).toBeInTheDocument();
+    expect(screen.getByText("Macro-F1 (test)")).toBeInTheDocument();
+    expect(screen.queryByText("99.0%")).not.toBeInTheDocument();
+  });
+
+  it("says validation when the version had no test split", async () => {
+    const fetcher = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/model-versions/mv1/") ? json(200, version) : json(200, []);
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("Accuracy (validation)")).toBeInTheDocument();
+    expect(screen.getByText("90.0%")).toBeInTheDocument();
+  });
+});
+
 describe("ModelVersionPage deploy", () => {
   it("deploys to the picked devices in one click and shows each one's state", async () => {
     const state = { posted: [] as unknown[], deployments: [] as unknown[] };

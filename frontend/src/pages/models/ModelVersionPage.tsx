@@ -31,8 +31,12 @@ export function ModelVersionPage() {
     ...(info && typeof info === "object" ? (info as Omit<FileRow, "name">) : {}),
   }));
   const num = (key: string) => (typeof metrics[key] === "number" ? (metrics[key] as number) : null);
-  const acc = num("val_accuracy");
-  const f1 = num("macro_f1");
+  // the figures of the split the report was computed on: test when the version had one (never
+  // used to choose the model), else validation; the split is named beside them
+  const onTest = num("test_accuracy") !== null;
+  const acc = onTest ? num("test_accuracy") : num("val_accuracy");
+  const f1 = onTest ? num("test_macro_f1") : num("macro_f1");
+  const split = t(onTest ? "training.splitShort.test" : "training.splitShort.val");
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
@@ -53,8 +57,8 @@ export function ModelVersionPage() {
         </Space>
       </Space>
       <Space size="large" wrap>
-        {acc !== null && <Statistic title={t("report.accuracy")} value={`${(100 * acc).toFixed(1)}%`} />}
-        {f1 !== null && <Statistic title={t("report.macroF1")} value={`${(100 * f1).toFixed(1)}%`} />}
+        {acc !== null && <Statistic title={`${t("report.accuracy")} (${split})`} value={`${(100 * acc).toFixed(1)}%`} />}
+        {f1 !== null && <Statistic title={`${t("report.macroF1")} (${split})`} value={`${(100 * f1).toFixed(1)}%`} />}
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
