@@ -47,11 +47,11 @@ def test_every_reference_resolves_inside_the_repository(doc: Path) -> None:
 
 
 def test_the_check_finds_broken_and_outside_references() -> None:
-    text = ("[ok](deploy.md) [gone](missing.md#x) [out](../../../shared/DESIGN.md) "
+    text = ("[ok](deploy.md) [gone](missing.md#x) [out](../../../outside/DESIGN.md) "
             "[web](https://example.org/x.md) [top](#layout) `docs/contracts.md` `nowhere.md`\n"
             "```\n[in a code block](missing-too.md)\n```\n")
     assert [t for _, t in references(text)] == [
-        "deploy.md", "missing.md#x", "../../../shared/DESIGN.md", "https://example.org/x.md",
+        "deploy.md", "missing.md#x", "../../../outside/DESIGN.md", "https://example.org/x.md",
         "#layout", "docs/contracts.md", "nowhere.md"]
     assert unresolved(text, REPO_DIR / "docs") == [
-        "missing.md#x", "../../../shared/DESIGN.md", "nowhere.md"]
+        "missing.md#x", "../../../outside/DESIGN.md", "nowhere.md"]
