@@ -27,12 +27,24 @@ def test_tiny_digits_get_96_px_and_say_why():
     assert recipe.finetune_steps > 0 and recipe.warmup_steps >= 1
 
 
-def test_warm_up_is_a_third_of_an_epoch_and_the_average_spans_a_tenth_of_the_run():
+def test_warm_up_is_a_third_of_an_epoch_and_at_least_10_steps_and_the_average_a_tenth_of_the_run():
     short = _plan(budget_s=30.0)  # ~8 epochs of 19 steps at 0.15 s
-    assert 1 <= short.warmup_steps <= 7  # ceil(0.3 * 19)
+    assert 1 <= short.warmup_steps <= 10  # at most a tenth of the run
     assert short.ema_epochs == 1.0  # a tenth of 8 epochs, clamped to one
     longer = _plan(budget_s=600.0)
-    assert longer.warmup_steps == 6 and longer.ema_epochs == 2.0
+    assert longer.warmup_steps == 10 and longer.ema_epochs == 2.0  # max(10, ceil(0.3 * 19))
+    many = _plan(budget_s=600.0, n_train=6400, n_val=600)  # 200 steps per epoch
+    assert many.warmup_steps == 60  # a third of an epoch
+    tiny = _plan(budget_s=60.0, n_train=66, n_val=23)  # 2 full batches and 2 images
+    assert tiny.warmup_steps == 10  # a third of an epoch would be 1 step
+
+
+def test_a_last_batch_of_a_few_images_is_left_out_of_the_epoch():
+    from workers.ml.recipe import steps_per_epoch
+    assert steps_per_epoch(66, 32) == 2  # 32 + 32, the last 2 left out (a new order each epoch)
+    assert steps_per_epoch(72, 32) == 3  # 32 + 32 + 8
+    assert steps_per_epoch(5, 32) == 1  # the only batch is kept, however small
+    assert steps_per_epoch(64, 32) == 2
     middle = _plan(budget_s=90.0)
     planned = middle.planned["epochs"]
     assert middle.ema_epochs == pytest.approx(min(2.0, max(1.0, planned / 10)))

@@ -152,12 +152,19 @@ def train_image_classifier(
 
 
 def _class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-    """Inverse-frequency loss weights ``n / (C * n_c)`` (scikit-learn's ``class_weight=
-    "balanced"``), 1.0 for every class of a balanced set; a class absent from train gets 1."""
+    """Loss weights ``sqrt(n / (C * n_c))``: the square root of scikit-learn's
+    ``class_weight="balanced"``, 1.0 for every class of a balanced set; a class absent from train
+    gets 1. Shape (C,).
+
+    The square root tempers inverse frequency (square-root re-balancing, as in Mahajan et al. 2018,
+    "Exploring the Limits of Weakly Supervised Pretraining"; Cui et al. 2019 show full inverse
+    frequency over-weights rare classes): on 60 vs 6 training digits the full weights (0.55 and
+    5.5) left the linear probe at 74 % validation accuracy and fine-tuning swung between 13 % and
+    100 %; with their square roots the probe reached 96 % (measured, issue 7)."""
     counts = torch.bincount(labels, minlength=n_classes).to(torch.float32)
     weights = torch.where(counts > 0, len(labels) / (n_classes * counts.clamp(min=1)),
                           torch.ones_like(counts))
-    return weights
+    return weights.sqrt()
 
 
 def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: int) -> TrainResult:

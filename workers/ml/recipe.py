@@ -39,6 +39,14 @@ _REFERENCE_STEP_S = 0.15
 #: 30 s run there (digits, 3 seeds, test 98.1% with 1 epoch vs 98.7% with 0.3 epoch and the EMA
 #: below; measured, docs/decisions/training-recipe.md).
 WARMUP_EPOCHS = 0.3
+#: ... and at least this many steps (still at most a tenth of the run): on 66 images (3 steps per
+#: epoch) a third of an epoch was 1 step, and validation fell from 96 % to 17 % at the peak rate
+#: (measured, docs/decisions/training-recipe.md).
+MIN_WARMUP_STEPS = 10
+#: A last batch smaller than this is dropped from the epoch (a new random order each epoch, so no
+#: image is left out for good): BatchNorm in train mode normalises by the batch's own statistics,
+#: and those of 2 images are noise that also enters the running averages.
+MIN_LAST_BATCH = 8
 #: The weight average spans about a tenth of the planned epochs, between 1 and 2 epochs: a 2-epoch
 #: average still held weights from the warm-up at the end of a 9-epoch run.
 EMA_SHARE, MIN_EMA_EPOCHS, MAX_EMA_EPOCHS = 0.1, 1.0, 2.0
@@ -187,18 +195,25 @@ def _resolution(costs: BudgetCosts, batch: int, steps_per_epoch: int
             {**why, "code": "smallest"})
 
 
+def steps_per_epoch(n_train: int, batch: int) -> int:
+    """Training steps in one epoch of ``n_train`` images: full batches, plus the partial last one
+    when it holds at least ``MIN_LAST_BATCH`` images (or is the only one)."""
+    full, rest = divmod(n_train, batch)
+    return max(1, full + (1 if rest >= MIN_LAST_BATCH or full == 0 else 0))
+
+
 def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: str) -> Recipe:
     """Choose resolution, the first fine-tuning plan and learning rates for ``costs.budget_s``."""
     batch = 32
-    steps_per_epoch = max(1, math.ceil(costs.n_train / batch))
-    chosen, reason, why = _resolution(costs, batch, steps_per_epoch)
+    epoch_steps = steps_per_epoch(costs.n_train, batch)
+    chosen, reason, why = _resolution(costs, batch, epoch_steps)
     fixed_costs = _fixed_costs(costs, chosen, batch)
     step_s = _step_s(costs, chosen, batch)
     val_s = costs.n_val * step_s * _FORWARD_SHARE / batch
     finetune_s = max(0.0, costs.budget_s - sum(fixed_costs.values()))
-    epochs = min(MAX_FINETUNE_EPOCHS, int(finetune_s // (steps_per_epoch * step_s + val_s)))
+    epochs = min(MAX_FINETUNE_EPOCHS, int(finetune_s // (epoch_steps * step_s + val_s)))
     if epochs >= 1:
-        steps = epochs * steps_per_epoch
+        steps = epochs * epoch_steps
     else:  # less than one epoch fits: a truncated epoch, or none when it would be a few steps
         steps = max(0, int((finetune_s - val_s) // step_s))
         steps = steps if steps >= 5 else 0
@@ -214,7 +229,8 @@ def plan_recipe(costs: BudgetCosts, *, seed: int, threads: int, architecture: st
         finetune_steps=steps,
         lr=1e-3 if costs.pretrained else 3e-3,
         head_finetune_lr=3e-3,
-        warmup_steps=min(max(1, steps // 10), math.ceil(WARMUP_EPOCHS * steps_per_epoch)),
+        warmup_steps=min(max(1, steps // 10),
+                         max(MIN_WARMUP_STEPS, math.ceil(WARMUP_EPOCHS * epoch_steps))),
         ema_epochs=min(MAX_EMA_EPOCHS, max(MIN_EMA_EPOCHS, EMA_SHARE * epochs)),
         patience=max(6, math.ceil(0.25 * epochs)),
         exporter=_export_plan(costs)[0],

@@ -39,7 +39,7 @@ from edge_agent.imaging import Preprocessing
 from .augmentation import augment_batch
 from .data import ImageTensors, normalise
 from .models import pooled_features
-from .recipe import Recipe
+from .recipe import Recipe, steps_per_epoch
 from .specs import TrainingCancelled
 
 __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "calibrate_step_s", "evaluate",
@@ -434,15 +434,15 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     """Train every layer with augmentation and label smoothing until the (re-planned) number of
     steps is done, validation stops improving for ``recipe.patience`` epochs, or ``deadline``
     (``time.monotonic()`` s) is near. Validation after each epoch; the best epoch is kept."""
-    steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
+    epoch_steps = steps_per_epoch(len(train), recipe.batch_size)
     if recipe.finetune_steps <= 0:
         state.stop_reason = "no_finetune_time"
         return
-    schedule = _Schedule(recipe, steps_per_epoch, deadline)
+    schedule = _Schedule(recipe, epoch_steps, deadline)
     optimizer = _optimizer(model, recipe)
     criterion = _loss(recipe, class_weights)
     generator = torch.Generator().manual_seed(recipe.seed + 1)
-    ema = _ema(model, recipe, steps_per_epoch)
+    ema = _ema(model, recipe, epoch_steps)
     evaluated = ema.module if ema is not None else model
     step, epoch = 0, 0
     step_times: list[float] = []
@@ -456,7 +456,8 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         model.train()
         order = torch.randperm(len(train), generator=generator)
         running, seen = 0.0, 0
-        for start in range(0, len(order), recipe.batch_size):
+        # a last batch of fewer than MIN_LAST_BATCH images is left out of this epoch
+        for start in range(0, epoch_steps * recipe.batch_size, recipe.batch_size):
             total = schedule.at(step)
             if step >= end(step):
                 break
@@ -490,7 +491,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             seen += len(index)
             step_times.append(time.monotonic() - began)
             progress.emit({"phase": "finetune", "epoch": epoch,
-                           "epochs": math.ceil(total / steps_per_epoch), "step": step,
+                           "epochs": math.ceil(total / epoch_steps), "step": step,
                            "steps": total, "loss": round(running / seen, 4)})
         if seen == 0:
             break
@@ -506,16 +507,16 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         # early stopping only in the second half of the plan: before that the learning rate is
         # high and validation noisy; and never in the last tenth, where little time is saved.
         # Decided before the epoch's entry, so that the entry names the total a replay also sees.
-        planned_epochs = schedule.at(step) / steps_per_epoch
+        planned_epochs = schedule.at(step) / epoch_steps
         if (not schedule.replay and state.stop_reason is None
                 and state.epochs_since_best >= recipe.patience
                 and 0.5 * planned_epochs <= epoch <= 0.9 * planned_epochs
-                and schedule.finish_within(step, ANNEAL_EPOCHS * steps_per_epoch)):
+                and schedule.finish_within(step, ANNEAL_EPOCHS * epoch_steps)):
             # finish early, but annealed: the rest of the schedule ends within ANNEAL_EPOCHS
             # epochs instead of stopping at a high learning rate
             state.stopped_early, state.stop_reason = True, "no_improvement"
         entry = {"phase": "finetune", "epoch": epoch,
-                 "epochs": math.ceil(schedule.at(step) / steps_per_epoch), "step": step,
+                 "epochs": math.ceil(schedule.at(step) / epoch_steps), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
                  "val_accuracy": round(accuracy, 4), "lr": round(recipe.lr * factor, 7),
                  "elapsed_s": round(progress.elapsed_s(), 2)}
