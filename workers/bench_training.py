@@ -124,6 +124,7 @@ def bench_configuration(dataset: str, budget_s: float, seeds: list[int], work: P
     cannot tell two recipes 0.3 points apart)."""
     refs, labels = LOADERS[dataset](work / dataset / "data")
     n_test = len(refs["test"])
+    load_before = os.getloadavg()[0]  # other work on the machine skews both sides' timings
     runs: list[dict[str, Any]] = []
     for seed in seeds:
         out = work / dataset / f"{budget_s:.0f}-{seed}"
@@ -150,6 +151,9 @@ def bench_configuration(dataset: str, budget_s: float, seeds: list[int], work: P
         "sampan_test_accs": [round(r["sampan"]["test_acc"], 4) for r in runs],
         "reference_test_accs": [round(r["reference"]["test_accuracy"], 4) for r in runs],
         "n_test": n_test, "reference": REFERENCE, "runs": runs,
+        # 1-minute load average before and after (each run itself adds ~1-2 on 2 cores)
+        "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "cpus": len(os.sched_getaffinity(0)),
     }
     if budget_s == 60.0:
         short = _mean([r["sampan_30s"]["test_acc"] for r in runs])

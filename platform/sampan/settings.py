@@ -16,7 +16,7 @@ from typing import Any
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from sampan.registry.keyfile import KeyFileError, read_private_key
+from sampan.registry.keyfile import KeyFileError, check_private_key_permissions, read_private_key
 
 
 class _SecretFiles(environ.FileAwareMapping):
@@ -357,6 +357,7 @@ if PRODUCTION:
               "on every host (openssl genpkey -algorithm ed25519 -out signing-key.pem)")
     try:
         read_private_key(SAMPAN_SIGNING_KEY_FILE)
+        check_private_key_permissions(SAMPAN_SIGNING_KEY_FILE)
     except KeyFileError as error:
         raise ImproperlyConfigured(f"SAMPAN_SIGNING_KEY_FILE: {error}") from None
 

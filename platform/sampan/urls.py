@@ -1,22 +1,19 @@
 """URL map: the user API (/api/v1/), the device API (/api/device/v1/), schema, docs, console."""
 
 from django.contrib import admin
-from django.http import JsonResponse
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from sampan.console import CONSOLE_PATH_PATTERN, console_index
+from sampan.core.health import healthz, readyz
 from sampan.fleet.urls import device_urlpatterns
 from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
-
-
-def healthz(request):  # type: ignore[no-untyped-def]
-    return JsonResponse({"status": "ok"})
 
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz),
+    path("readyz", readyz),
     path("api/v1/", include("sampan.accounts.urls")),
     path("api/v1/", include("sampan.datasets.urls")),
     path("api/v1/", include("sampan.training.urls")),

@@ -163,6 +163,17 @@ def test_production_refuses_a_missing_or_unusable_signing_key_file(tmp_path: Pat
     assert not missing.exists()  # never generated outside dev
 
 
+def test_production_refuses_a_signing_key_other_users_can_read(tmp_path: Path) -> None:
+    key = tmp_path / "shared-key.pem"
+    keyfile.create_private_key_file(key)
+    key.chmod(0o644)
+    assert _refused(_production(tmp_path, SAMPAN_SIGNING_KEY_FILE=str(key))) == (
+        f"SAMPAN_SIGNING_KEY_FILE: {key} can be read or written by other users (mode 0644): "
+        f"chmod 600 {key} (as a Docker or Kubernetes secret: mode 0400, or defaultMode: 0400)")
+    key.chmod(0o400)  # read-only for its owner, as a mounted secret
+    assert _loaded(_production(tmp_path, SAMPAN_SIGNING_KEY_FILE=str(key)))["key_file"] == str(key)
+
+
 def test_database_url_is_parsed_with_health_checks_and_no_persistent_connections(
         tmp_path: Path) -> None:
     db = _loaded(_production(tmp_path, SAMPAN_DATABASE_URL=(

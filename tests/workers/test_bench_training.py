@@ -57,6 +57,7 @@ def test_a_bench_line_carries_the_issues_keys(tmp_path, torch_home_with_weights,
         assert key in line, key
     assert line["bench"] == "training" and line["dataset"] == "tiny_digits"
     assert line["budget_s"] == 25.0 and line["n_test"] == 20
+    assert len(line["load_1m"]) == 2 and line["cpus"] >= 1  # how busy the machine was
     # one seed: the means are that seed's figures
     assert line["sampan_test_acc"] == line["sampan_test_accs"][0]
     assert line["reference_test_acc"] == line["reference_test_accs"][0]

@@ -52,7 +52,7 @@ def test_trains_within_budget_and_exports_a_checked_model(pretrained_runs):
     # the report is computed on the test split, never used to choose the epoch
     assert result.report["split"] == "test" and result.metrics["evaluated_on"] == "test"
     assert result.report["n"] == 100 and len(result.report["confusion_matrix"]) == 10
-    assert result.report["validation"]["n"] == 100
+    assert result.report["validation"]["n"] == 100 and result.report["classes_not_evaluated"] == []
     assert result.metrics["test_accuracy"] == result.report["accuracy"] >= 0.6
     assert {p["sample_id"] for p in result.report["predictions"]} == {
         ref.sample_id for ref in _request(result.onnx_path.parent).test}
@@ -145,6 +145,8 @@ def test_eleven_images_over_four_classes_train_on_what_there_is(tmp_path, torch_
     assert result.report["split"] == "val" and result.metrics["evaluated_on"] == "val"
     assert "test_accuracy" not in result.metrics
     assert result.report["n"] == 3 and result.parity["passed"] is True
+    # class 3's only image is in train: the report says its figures say nothing about it
+    assert result.report["classes_not_evaluated"] == [LABELS[3]]
     assert result.recipe["n_train"] == 8 and result.recipe["n_test"] == 0
 
 

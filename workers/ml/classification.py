@@ -311,6 +311,11 @@ def _finish(
     present = [c for c in counts if c > 0]
     report["train_class_counts"] = counts
     report["imbalanced"] = bool(present and max(present) >= 3 * min(present))
+    # classes the model learned that the evaluated split holds no image of: its figures say
+    # nothing about them (a one-class test split of a two-class model scores 100 % by answering
+    # that class every time; seen in review)
+    report["classes_not_evaluated"] = [row["label"] for row in report["per_class"]
+                                       if row["support"] == 0 and counts[row["index"]] > 0]
     elapsed = progress.elapsed_s()
     recipe_dict.update(
         export_info,

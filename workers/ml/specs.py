@@ -69,8 +69,10 @@ class TrainResult:
     ``val_loss``, ``val_accuracy``, ``elapsed_s``; fine-tuning adds ``step`` and ``lr``).
     ``report``: :func:`workers.ml.evaluation.classification_report` of the exported model on the
     test split (``split: "test"``) or, without one, the validation split (``"val"``), plus
-    ``validation`` (``accuracy``, ``macro_f1``, ``n``), ``imbalanced`` (largest class support >=
-    3x the smallest), ``predictions`` and ``skipped_samples``.
+    ``validation`` (``accuracy``, ``macro_f1``, ``n``), ``imbalanced`` (largest training class >=
+    3x the smallest), ``train_class_counts``, ``classes_not_evaluated`` (labels with training
+    images but none in the evaluated split: the figures say nothing about them),
+    ``predictions`` and ``skipped_samples``.
     ``parity``: :func:`workers.ml.export.check_parity`; the caller must refuse to register the
     model unless ``parity["passed"]``. ``recipe``: what was run (resolution and why, augmentation
     and why, learning rates, ``replans``, ``finetune_steps_done``, ``stop_reason``, timings,

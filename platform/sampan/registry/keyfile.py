@@ -14,7 +14,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["KeyFileError", "create_private_key_file", "generate_private_key", "private_key_pem",
+__all__ = ["KeyFileError", "check_private_key_permissions", "create_private_key_file", "generate_private_key", "private_key_pem",
            "public_key_b64", "read_private_key", "replace_private_key_file"]
 
 
@@ -43,6 +43,28 @@ def read_private_key(path: Path | str) -> Ed25519PrivateKey:
     if not isinstance(key, Ed25519PrivateKey):
         raise KeyFileError(f"{path} holds a {type(key).__name__}, not an Ed25519 private key")
     return key
+
+
+def check_private_key_permissions(path: Path | str) -> None:
+    """Refuse a key file that other users may read or anyone but its owner may write, as ssh
+    refuses such a private key: whoever reads it can sign models that every device trusts.
+
+    Raises:
+        KeyFileError: "<path> can be read or written by other users (mode 0644): chmod 600
+            <path> ..." (a Docker or Kubernetes secret: mount it with mode 0400 / defaultMode
+            0400).
+    """
+    path = Path(path)
+    if os.name != "posix":
+        return
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError as error:
+        raise KeyFileError(f"{path} cannot be read: {error.strerror or error}") from None
+    if mode & 0o077:
+        raise KeyFileError(
+            f"{path} can be read or written by other users (mode {mode:04o}): chmod 600 {path} "
+            "(as a Docker or Kubernetes secret: mode 0400, or defaultMode: 0400)")
 
 
 def generate_private_key() -> Ed25519PrivateKey:

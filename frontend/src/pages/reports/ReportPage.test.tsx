@@ -57,6 +57,7 @@ describe("ReportPage", () => {
     expect(await screen.findByTestId("report-split")).toHaveTextContent(/^Computed on the validation split: 60 images, the same that chose the kept epoch/);
     expect(screen.queryByTestId("report-validation")).toBeNull();
     expect(screen.queryByTestId("report-imbalanced")).toBeNull();
+    expect(screen.queryByTestId("report-missing-classes")).toBeNull();
     expect(statisticTitles().slice(0, 2)).toEqual(["Accuracy", "Macro-F1"]);
   });
 
@@ -77,6 +78,20 @@ describe("ReportPage", () => {
     expect(statisticTitles().slice(0, 2)).toEqual(["Macro-F1", "Accuracy"]);
     // the recall bars: the class left out reads so, after the others
     expect(screen.getByTestId("report-recall")).toHaveTextContent(/1not in the test split$/);
+  });
+
+  it("warns that the figures say nothing about a class the test split holds no image of", async () => {
+    renderRoutes(routes, "/projects/p1/training/j1/report", api(leftOut, "test", ["0", "1", "2"]) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("report-missing-classes")).toHaveTextContent(
+      "The test split holds no image of 1: the figures above say nothing about how the model does on it.");
+  });
+
+  it("a one-class test split of a two-class model: 100 % is not taken at its word", async () => {
+    // 25 photos, one class too small for a test split: the model answered the other every time
+    const oneClass = { split: "test", n: 4, accuracy: 1, macro_f1: 1, per_class: [row("cat", 0, 1, 4), { label: "dog", index: 1, precision: 0, recall: 0, f1: 0, support: 0 }],
+      confusion_matrix: [[4, 0], [0, 0]], imbalanced: true, train_class_counts: [14, 3] };
+    renderRoutes(routes, "/projects/p1/training/j1/report", api(oneClass, "test") as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("report-missing-classes")).toHaveTextContent("The test split holds no image of dog");
   });
 
   it("reads a class with no image in the split as not in it, with — for its figures", async () => {

@@ -21,7 +21,7 @@ import { useDatasetVersion } from "../../api/queries/versions";
 import { Chart, type ChartClick } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
 import { cellSamples, heatmapSeries, maxOffDiagonal } from "./confusion";
-import { notEvaluated, reportImbalance } from "./imbalance";
+import { classesWithoutEvaluation, notEvaluated, reportImbalance } from "./imbalance";
 import { SampleThumb } from "./SampleThumb";
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
@@ -50,6 +50,8 @@ export function ReportPage() {
   // and macro-F1 lead, accuracy follows
   const { imbalanced, ratio } = reportImbalance(report);
   const fromTraining = typeof report.imbalanced === "boolean";
+  // classes the model learned that the evaluated split holds no image of
+  const missing = classesWithoutEvaluation(report);
   const macroF1 = <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} data-testid="report-macro-f1" />;
 
   return (
@@ -68,6 +70,18 @@ export function ReportPage() {
         {split === "test" ? t("report.splitTest", { count: report.n }) : t("report.splitVal", { count: report.n })}{" "}
         <Typography.Text type="secondary">{t("report.onnxNote")}</Typography.Text>
       </Typography.Text>
+      {missing.length > 0 && (
+        <Alert
+          type="warning"
+          showIcon
+          data-testid="report-missing-classes"
+          title={t(split === "test" ? "report.missingClassesTest" : "report.missingClassesVal", {
+            count: missing.length,
+            classes: missing.join(", "),
+          })}
+          description={t("report.missingClassesHint")}
+        />
+      )}
       {imbalanced && (
         <Alert
           type="info"

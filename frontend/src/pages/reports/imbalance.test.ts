@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { imbalanceRatio, reportImbalance } from "./imbalance";
+import { classesWithoutEvaluation, imbalanceRatio, reportImbalance } from "./imbalance";
 
 const row = (label: string, support: number) => ({ label, index: 0, precision: 1, recall: 1, f1: 1, support });
 
@@ -28,5 +28,22 @@ describe("reportImbalance", () => {
   it("falls back to the supports for older reports", () => {
     expect(reportImbalance({ per_class: perClass })).toEqual({ imbalanced: false, ratio: null });
     expect(reportImbalance({ per_class: [row("a", 90), row("b", 30)] })).toEqual({ imbalanced: true, ratio: 3 });
+  });
+});
+
+describe("classesWithoutEvaluation", () => {
+  const rows = [
+    { ...row("0", 6), index: 0 },
+    { ...row("1", 0), index: 1 },
+    { ...row("2", 0), index: 2 },
+  ];
+
+  it("names the trained classes the split holds no image of", () => {
+    expect(classesWithoutEvaluation({ per_class: rows, train_class_counts: [40, 4, 20] })).toEqual(["1", "2"]);
+    // a class with no training image either is not the report's to explain
+    expect(classesWithoutEvaluation({ per_class: rows, train_class_counts: [40, 0, 20] })).toEqual(["2"]);
+    // older reports without training counts: every class of the model counts
+    expect(classesWithoutEvaluation({ per_class: rows })).toEqual(["1", "2"]);
+    expect(classesWithoutEvaluation({ per_class: rows.slice(0, 1), train_class_counts: [40] })).toEqual([]);
   });
 });

@@ -37,3 +37,17 @@ export function reportImbalance(
 
 /** A class with no image in the evaluated split: no precision, recall or F1 to speak of. */
 export const notEvaluated = (row: PerClassRow) => row.support === 0;
+
+/**
+ * The classes the model learned (images in the training split; every class when the report does
+ * not give the training counts) that have no image in the evaluated split: the report's figures
+ * say nothing about them, and with one class left a model that answers it every time scores 100 %.
+ */
+export function classesWithoutEvaluation(
+  report: Pick<ClassificationReport, "per_class" | "train_class_counts">,
+): string[] {
+  const trained = report.train_class_counts;
+  return report.per_class
+    .filter((row) => notEvaluated(row) && (!trained || (trained[row.index] ?? 0) > 0))
+    .map((row) => row.label);
+}

