@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through the body limit, then resumable uploads (``/api/v1/uploads/``,
+"""ASGI entry point: HTTP through the body limit and the authentication of large bodies
+(``sampan.uploads.auth.AuthenticateBeforeLargeBodies``), then resumable uploads (``/api/v1/uploads/``,
 the tus app) or Django; websockets through Channels.
 
 Served by uvicorn: ``python -m uvicorn sampan.asgi:application`` with ``platform/`` on
@@ -19,6 +20,7 @@ from django.urls import path  # noqa: E402
 
 from sampan.core.body_limit import BodyLimitMiddleware, Receive, Scope, Send  # noqa: E402
 from sampan.core.consumers import JobProgressConsumer  # noqa: E402
+from sampan.uploads.auth import AuthenticateBeforeLargeBodies  # noqa: E402
 from sampan.uploads.limits import request_body_limit  # noqa: E402
 from sampan.uploads.tus import PREFIX as UPLOADS_PREFIX  # noqa: E402
 from sampan.uploads.tus import application as tus_app  # noqa: E402
@@ -33,7 +35,10 @@ async def http_app(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 application = ProtocolTypeRouter({
-    "http": BodyLimitMiddleware(http_app, request_body_limit),
+    # the size limit first (a 413 before anything is read), then who sends a large body
+    "http": BodyLimitMiddleware(
+        AuthenticateBeforeLargeBodies(http_app, skip_prefixes=(UPLOADS_PREFIX,)),
+        request_body_limit),
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([
         path("ws/jobs/<str:kind>/<uuid:job_id>/", JobProgressConsumer.as_asgi()),
     ]))),

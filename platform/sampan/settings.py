@@ -282,6 +282,9 @@ SAMPAN_IMPORT_MAX_BYTES = SAMPAN_UPLOAD_MAX_BYTES
 # any other request.
 SAMPAN_MULTIPART_MAX_BYTES = env.int("SAMPAN_MULTIPART_MAX_BYTES", default=1024**3)
 SAMPAN_REQUEST_MAX_BYTES = env.int("SAMPAN_REQUEST_MAX_BYTES", default=64 * 1024**2)
+# A user-API request body above this (or of undeclared length) is read only after its headers
+# authenticate (sampan.uploads.auth.AuthenticateBeforeLargeBodies), bytes.
+SAMPAN_ANONYMOUS_MAX_BYTES = env.int("SAMPAN_ANONYMOUS_MAX_BYTES", default=1024**2)
 # An unfinished or unused resumable upload is deleted this long after its last byte, seconds.
 SAMPAN_UPLOAD_EXPIRE_S = env.float("SAMPAN_UPLOAD_EXPIRE_S", default=24 * 3600.0)
 

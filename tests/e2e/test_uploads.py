@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 import pytest
+import requests
 
 from sampan.devstack.client import ApiError, Client
 from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
@@ -179,6 +180,37 @@ def test_a_chunked_body_without_length_is_refused_once_over_the_limit(
     assert sent < 48 * MiB  # answered while the client was still sending
 
 
+@pytest.mark.parametrize("credentials", ["", "Authorization: Bearer not-a-token\r\n"],
+                         ids=["anonymous", "wrong-token"])
+def test_a_large_body_without_valid_credentials_is_refused_before_it_is_read(
+        stack: Stack, dataset: dict[str, Any], credentials: str) -> None:
+    # Django's ASGI handler spools a whole body to disk before a view checks who sent it: an
+    # anonymous 1 GiB multipart POST would be written out. It is refused from its headers: the
+    # answer comes while 64 KiB of the declared ~1 GiB have been sent (Django would wait for all).
+    with socket.create_connection(("127.0.0.1", stack.web_port)) as sock:
+        began = time.monotonic()
+        sock.sendall(
+            f"POST {dataset['p']}/datasets/{dataset['id']}/imports/ HTTP/1.1\r\n"
+            f"Host: 127.0.0.1\r\nContent-Length: {MULTIPART_LIMIT - 1}\r\n{credentials}"
+            "Content-Type: multipart/form-data; boundary=b\r\n\r\n".encode() + b"\0" * 65536)
+        status, headers, body = read_response(sock)
+        elapsed = time.monotonic() - began
+    error = json.loads(body)["error"]
+    assert status == 401, body
+    assert error["code"] == ("authentication_failed" if credentials else "not_authenticated")
+    assert error["message"].endswith(
+        "a request body of more than 1048576 bytes is read only from a signed-in user")
+    assert headers["connection"] == "close" and elapsed < 5.0
+
+
+def test_a_small_anonymous_body_still_gets_the_apis_own_answer(
+        stack: Stack, dataset: dict[str, Any]) -> None:
+    response = requests.post(f"{stack.url}/api/v1/auth/login/",
+                             json={"username": "nobody", "password": "x"}, timeout=10)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "authentication_failed"
+
+
 def test_an_upload_cut_mid_chunk_twice_resumes_and_completes_intact(
         stack: Stack, alice: dict[str, Any], tmp_path: Path) -> None:
     source, sha = file_of(40 * MiB, tmp_path / "blob.bin")
@@ -248,7 +280,7 @@ def test_another_user_cannot_see_write_or_delete_my_upload(
     assert theirs.request("DELETE", path)[0] == 404
     anonymous = TusClient(stack.url, None)
     status, headers, body = anonymous.request("DELETE", path)
-    assert status == 401 and body["error"]["code"] == "unauthenticated"
+    assert status == 401 and body["error"]["code"] == "not_authenticated"
     assert headers["www-authenticate"] == "Bearer"
     assert mine.offset(path) == 512
     assert stored(stack, path).read_bytes() == b"a" * 512

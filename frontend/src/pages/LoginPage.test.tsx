@@ -15,7 +15,7 @@ describe("LoginPage", () => {
     const fetch = async (request: Request | string | URL) => {
       const url = String(request instanceof Request ? request.url : request);
       if (url.endsWith("/auth/csrf/")) return json(200, { csrf_token: "t" });
-      return json(401, { error: { code: "unauthenticated", message: "wrong username or password" } });
+      return json(401, { error: { code: "authentication_failed", message: "wrong username or password" } });
     };
     renderRoutes(routes, "/login", fetch as typeof globalThis.fetch);
 

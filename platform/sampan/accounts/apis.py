@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from sampan.accounts import selectors, services
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
-from sampan.core.errors import Unauthenticated
+from sampan.core.errors import AuthenticationFailed
 from sampan.core.validation import NameField, TextField
 
 
@@ -58,7 +58,7 @@ class LoginApi(APIView):
         data.is_valid(raise_exception=True)
         user = authenticate(request, **data.validated_data)
         if user is None:
-            raise Unauthenticated("wrong username or password")
+            raise AuthenticationFailed("wrong username or password")
         login(request._request, user)
         get_token(request._request)
         return Response(UserSerializer(user).data)

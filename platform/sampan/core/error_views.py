@@ -36,7 +36,7 @@ API_PREFIX = "/api/"
 REQUEST_ID_HEADER = "X-Request-ID"
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # codes for answers that carry no platform error of their own, by status
-STATUS_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+STATUS_CODES = {400: "bad_request", 401: "not_authenticated", 403: "forbidden", 404: "not_found",
                 405: "method_not_allowed", 413: "too_large", 416: "range_not_satisfiable",
                 500: "server_error"}
 

@@ -59,8 +59,17 @@ class Conflict(ApplicationError):
 
 
 class Unauthenticated(ApplicationError):
+    """401: no credentials came with the request. Same code as DRF's NotAuthenticated."""
+
     status_code = 401
-    code = "unauthenticated"
+    code = "not_authenticated"
+
+
+class AuthenticationFailed(Unauthenticated):
+    """401: credentials came but are wrong, expired or used up (a password, an API token, an
+    enrollment token). Same code as DRF's AuthenticationFailed."""
+
+    code = "authentication_failed"
 
 
 def error_payload(code: str, message: str, field: str | None = None,

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sampan.accounts.models import Project
-from sampan.core.errors import NotFound, Unauthenticated
+from sampan.core.errors import AuthenticationFailed, NotFound
 from sampan.core.validation import validated_name, validated_text
 from sampan.fleet.models import (
     REPORTABLE,
@@ -77,7 +77,7 @@ class Enrollment:
 def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
     """Consume the one-time enrollment ``token`` and create a device with a new credential.
 
-    The credential is returned once; only its sha256 is stored. Raises Unauthenticated (401, field
+    The credential is returned once; only its sha256 is stored. Raises AuthenticationFailed (401, field
     ``token``) for an unknown, used or expired token. The token is claimed with a compare-and-set
     UPDATE inside the transaction, so two concurrent enrollments with one token create one device.
     A ``name`` that the rule of ``sampan.core.names`` refuses is a ValidationFailed (field
@@ -88,21 +88,22 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
     with transaction.atomic():
         row = EnrollmentToken.objects.filter(token_sha256=secret_sha256(token)).first()
         if row is None:
-            raise Unauthenticated("unknown enrollment token", field="token")
+            raise AuthenticationFailed("unknown enrollment token", field="token")
         if row.used_at is not None:
-            raise Unauthenticated("this enrollment token has already been used; create a new one "
-                                  "in the console", field="token")
+            raise AuthenticationFailed("this enrollment token has already been used; create a "
+                                       "new one in the console", field="token")
         if row.expires_at <= now:
-            raise Unauthenticated(f"this enrollment token expired at {row.expires_at.isoformat()}; "
-                                  "create a new one in the console", field="token")
+            raise AuthenticationFailed(f"this enrollment token expired at "
+                                       f"{row.expires_at.isoformat()}; create a new one in the "
+                                       "console", field="token")
         credential = DEVICE_CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
         device = Device.objects.create(project_id=row.project_id, name=name, info=info,
                                        credential_sha256=secret_sha256(credential))
         claimed = EnrollmentToken.objects.filter(pk=row.pk, used_at__isnull=True).update(
             used_at=now, device=device, updated_at=now)
         if not claimed:  # another enrollment won the race; the atomic block drops our device
-            raise Unauthenticated("this enrollment token has already been used; create a new one "
-                                  "in the console", field="token")
+            raise AuthenticationFailed("this enrollment token has already been used; create a "
+                                       "new one in the console", field="token")
     return Enrollment(device=device, credential=credential)
 
 

@@ -5,18 +5,28 @@ cookie with its CSRF token on writes), for the ASGI apps that answer before Djan
 from __future__ import annotations
 
 import io
+import json
 from importlib import import_module
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import auth
 from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections
 from django.utils.functional import SimpleLazyObject
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from sampan.core.errors import Forbidden, Unauthenticated
+from sampan.core.body_limit import header, send_json
+from sampan.core.errors import (
+    ApplicationError,
+    AuthenticationFailed,
+    Forbidden,
+    Unauthenticated,
+    error_payload,
+)
 
 
 def authenticate_scope(scope: Any) -> Any:
@@ -32,10 +42,60 @@ def authenticate_scope(scope: Any) -> Any:
     try:
         user = drf_request.user
     except exceptions.AuthenticationFailed as exc:
-        raise Unauthenticated(str(exc.detail)) from None
+        raise AuthenticationFailed(str(exc.detail)) from None
     except exceptions.PermissionDenied as exc:
         raise Forbidden(str(exc.detail)) from None
     if user is None or not user.is_authenticated:
         raise Unauthenticated("authentication credentials were not provided (a Bearer token or "
                               "a signed-in session)")
     return user
+
+
+def anonymous_body_limit() -> int:
+    """``SAMPAN_ANONYMOUS_MAX_BYTES``: the largest user-API request body read before the request
+    is authenticated, bytes."""
+    return int(settings.SAMPAN_ANONYMOUS_MAX_BYTES)
+
+
+class AuthenticateBeforeLargeBodies:
+    """ASGI middleware: a request to the user API (``/api/v1/``) whose body is declared larger
+    than ``SAMPAN_ANONYMOUS_MAX_BYTES`` (1 MiB by default), or streams without a declared
+    length, is authenticated from its headers (:func:`authenticate_scope`) BEFORE its body is
+    read. Without valid credentials it gets the 401 (or 403) JSON error at once and the
+    connection is closed: Django's ASGI handler otherwise spools the whole body (up to the
+    1 GiB multipart limit) to disk before any view checks who sent it, so an anonymous client
+    could fill the disk. Resumable uploads (``/api/v1/uploads/``) authenticate in the tus app
+    before reading, and the device API (``/api/device/v1/``) has its own credentials."""
+
+    def __init__(self, app: Any, skip_prefixes: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.skip_prefixes = skip_prefixes
+
+    def _needs_authentication(self, scope: Any) -> bool:
+        path = scope.get("path", "")
+        if not path.startswith("/api/v1/") or path.startswith(self.skip_prefixes):
+            return False
+        declared = header(scope, b"content-length")
+        if declared is not None:
+            return declared.strip().isdigit() and int(declared) > anonymous_body_limit()
+        return header(scope, b"transfer-encoding") is not None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self._needs_authentication(scope):
+            try:
+                await sync_to_async(_authenticate_closing, thread_sensitive=True)(scope)
+            except ApplicationError as exc:
+                await send_json(send, exc.status_code, json.dumps(error_payload(
+                    exc.code, f"{exc.message}: a request body of more than "
+                    f"{anonymous_body_limit()} bytes is read only from a signed-in user",
+                    exc.field, exc.details)).encode(), close=True)
+                return
+        await self.app(scope, receive, send)
+
+
+def _authenticate_closing(scope: Any) -> Any:
+    close_old_connections()
+    try:
+        return authenticate_scope(scope)
+    finally:
+        close_old_connections()

@@ -110,7 +110,8 @@ def test_session_login_with_a_wrong_password_is_401_with_a_message(make_user: An
                            format="json")
 
     assert response.status_code == 401
-    assert _error(response) == {"code": "unauthenticated", "message": "wrong username or password"}
+    assert _error(response) == {"code": "authentication_failed",
+                                "message": "wrong username or password"}
     assert "sessionid" not in client.cookies
     assert client.get("/api/v1/auth/me/").status_code == 401
 
