@@ -48,7 +48,8 @@ def ensure_admin(stack: Stack, username: str, password: str) -> dict[str, Any]:
         RuntimeError: ``sampan_user`` refused (e.g. a password the validators reject).
     """
     result = stack.manage("sampan_user", "--username", username, "--password", password,
-                          "--superuser", "--token-name", "make-run", check=False)
+                          "--superuser", "--token-name", "make-run", "--replace-token",
+                          check=False)
     if result.returncode != 0:
         raise RuntimeError(f"cannot set up the {username!r} account: {result.stderr.strip()}")
     user: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])

@@ -43,6 +43,24 @@ def test_a_token_for_an_existing_user_leaves_its_password() -> None:
     assert _run("--username", "ana")[0]["created"] is False
 
 
+def test_replace_token_revokes_the_earlier_tokens_of_that_name_only() -> None:
+    first, _ = _run("--username", "ana", "--password", "first-long-secret", "--token-name",
+                    "make-run", "--replace-token")
+    other, _ = _run("--username", "ana", "--token-name", "ci")
+    second, _ = _run("--username", "ana", "--token-name", "make-run", "--replace-token")
+    assert (first["revoked"], second["revoked"]) == (0, 1)
+    live = ApiToken.objects.filter(revoked_at__isnull=True)
+    assert sorted(t.token_sha256 for t in live) == sorted(
+        ApiToken.digest(r["token"]) for r in (other, second))
+    # the revoked token no longer opens the API; the new one does
+    from rest_framework.test import APIClient
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {first['token']}")
+    assert client.get("/api/v1/auth/me/").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {second['token']}")
+    assert client.get("/api/v1/auth/me/").status_code == 200
+
+
 def test_set_password_changes_an_existing_users_password() -> None:
     _run("--username", "ana", "--password", "first-long-secret")
     result, _ = _run("--username", "ana", "--password", "second-long-secret", "--set-password")
