@@ -302,6 +302,9 @@ SAMPAN_S3_ACCESS_KEY_ID = env.str("SAMPAN_S3_ACCESS_KEY_ID", default="").strip()
 SAMPAN_S3_SECRET_ACCESS_KEY = env.str("SAMPAN_S3_SECRET_ACCESS_KEY", default="").strip()
 SAMPAN_S3_REGION = env.str("SAMPAN_S3_REGION", default="").strip()
 SAMPAN_S3_URL_EXPIRE_S = env.int("SAMPAN_S3_URL_EXPIRE_S", default=3600)
+# The most a host keeps of files downloaded from the bucket (samples for training, packages),
+# bytes; the least recently used go first (sampan.core.storage.cache_trim).
+SAMPAN_CACHE_MAX_BYTES = env.int("SAMPAN_CACHE_MAX_BYTES", default=20 * 1024**3)
 SAMPAN_S3_ADDRESSING_STYLE = env.str("SAMPAN_S3_ADDRESSING_STYLE", default="path").strip()
 _LOCAL_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage",
                   "OPTIONS": {"allow_overwrite": True}}

@@ -301,11 +301,56 @@ def local_file(name: str, *, cache: Path | None = None) -> Path:
     local = _local_path(name)
     if local is not None:
         return local
-    root = cache if cache is not None else Path(settings.DATA_DIR) / "cache"
+    root = cache if cache is not None else cache_root()
     target = root / name
     if target.is_file():
+        try:
+            os.utime(target)  # recently used: trimmed last (cache_trim)
+        except OSError:
+            pass
         return target
     return download_to(name, target)
+
+
+def cache_root() -> Path:
+    """This host's cache of files downloaded from the bucket: ``SAMPAN_DATA_DIR/cache``."""
+    return Path(settings.DATA_DIR) / "cache"
+
+
+def cache_trim(*, keep: set[Path] | frozenset[Path] = frozenset(),
+               max_bytes: int | None = None, root: Path | None = None) -> tuple[int, int]:
+    """Delete the least recently used files of the download cache (:func:`cache_root`; a file's
+    mtime is set each time :func:`local_file` hands it out) until it holds at most ``max_bytes``
+    (default ``SAMPAN_CACHE_MAX_BYTES``), never a path in ``keep`` (what the running job is
+    using). Without it the cache of a training host grew by every dataset it ever trained on.
+    Returns (files deleted, bytes freed). Files another process deletes meanwhile are skipped."""
+    root = root if root is not None else cache_root()
+    limit = int(settings.SAMPAN_CACHE_MAX_BYTES if max_bytes is None else max_bytes)
+    entries: list[tuple[float, int, Path]] = []
+    total = 0
+    for path in root.rglob("*") if root.is_dir() else ():
+        try:
+            if path.name.startswith(".tmp-") or not path.is_file():
+                continue  # a download in progress
+            stat = path.stat()
+        except OSError:
+            continue
+        total += stat.st_size
+        if path not in keep:
+            entries.append((stat.st_mtime, stat.st_size, path))
+    deleted = freed = 0
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        else:
+            deleted += 1
+            freed += size
+        total -= size
+    return deleted, freed
 
 
 def download_url(name: str, *, filename: str | None = None, content_type: str | None = None,

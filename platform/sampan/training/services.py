@@ -173,7 +173,13 @@ def _local_samples(names: list[str]) -> dict[str, Path]:
     if not shared_storage.is_remote():
         return {name: storage.sample_local_file(name) for name in unique}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return dict(zip(unique, pool.map(storage.sample_local_file, unique), strict=True))
+        local = dict(zip(unique, pool.map(storage.sample_local_file, unique), strict=True))
+    # the cache keeps what this job uses and the most recently used of the rest
+    deleted, freed = shared_storage.cache_trim(keep=set(local.values()))
+    if deleted:
+        log.info("download cache: %d least recently used files deleted (%d bytes)", deleted,
+                 freed)
+    return local
 
 
 def training_artifacts_prefix(job_id: Any, attempt: int) -> str:
