@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from sampan.devstack.client import Client
+from sampan.devstack.mainjob import agent_serving, deploy_and_wait
 from sampan.devstack.stack import Stack, wait_until
 from tests.database import stack_database_url
 from tests.edge_agent.conftest import build_classifier
@@ -84,17 +84,10 @@ def test_rotate_then_retire_with_a_running_agent(running: tuple[Stack, Client, s
     (device,) = client.get(f"{p}/devices/")
 
     def deploy(version_id: str) -> dict[str, Any]:
-        (created,) = client.post(f"{p}/deployments/", {"model_version_id": version_id,
-                                                        "device_ids": [device["id"]]})
+        return deploy_and_wait(client, p, version_id, device["id"], timeout_s=60)
 
-        def settled() -> dict[str, Any] | None:
-            d = client.get(f"{p}/deployments/{created['id']}/")
-            return d if d["state"] in ("running", "failed") else None
-
-        return wait_until(settled, timeout_s=60, what=f"the deployment of {version_id}")
-
-    def serving() -> str:
-        return requests.get(stack.agent_url + "/healthz", timeout=5).json()["model_version_id"]
+    def serving() -> str | None:
+        return agent_serving(stack)
 
     onnx = tmp_path / "model.onnx"
     onnx.write_bytes(build_classifier())

@@ -38,7 +38,13 @@ import pytest
 import requests
 
 from sampan.devstack.client import Client
-from sampan.devstack.mainjob import SEEDS_DIR, heldout_images, run_main_job
+from sampan.devstack.mainjob import (
+    SEEDS_DIR,
+    agent_serving,
+    deploy_and_wait,
+    heldout_images,
+    run_main_job,
+)
 from sampan.devstack.stack import Stack, wait_until
 from tests.fixtures.postgres import postgres_url
 from tests.fixtures.s3 import S3, moto_server
@@ -180,17 +186,10 @@ def test_main_job_and_key_rotation_on_separate_hosts(deployment: Deployment) -> 
     (device,) = client.get(f"{p}/devices/")
 
     def deploy(version_id: str) -> dict[str, Any]:
-        (created,) = client.post(f"{p}/deployments/", {"model_version_id": version_id,
-                                                        "device_ids": [device["id"]]})
+        return deploy_and_wait(client, p, version_id, device["id"], timeout_s=90)
 
-        def settled() -> dict[str, Any] | None:
-            d = client.get(f"{p}/deployments/{created['id']}/")
-            return d if d["state"] in ("running", "failed") else None
-
-        return wait_until(settled, timeout_s=90, what=f"the deployment of {version_id}")
-
-    def serving() -> str:
-        return requests.get(stack.agent_url + "/healthz", timeout=5).json()["model_version_id"]
+    def serving() -> str | None:
+        return agent_serving(stack)
 
     def predicts() -> None:
         label, image = heldout_images(SEEDS_DIR / recipe["heldout_dir"])[0]

@@ -3,7 +3,7 @@
 import pytest
 
 from workers.ml.recipe import BudgetCosts, plan_recipe
-from workers.ml.training import learning_rate_factor, scheduled_factor
+from workers.ml.schedule import learning_rate_factor, scheduled_factor
 
 
 def _costs(**kwargs):
@@ -85,11 +85,11 @@ def test_one_slow_epoch_cuts_at_most_30_percent_of_the_steps_left():
     import time
 
     from workers.ml.recipe import Recipe
-    from workers.ml.training import _Schedule
+    from workers.ml.schedule import Schedule
 
     recipe = Recipe(finetune_steps=154)
     # 10 s left, a burst of load made the median look like 2 s a step
-    schedule = _Schedule(recipe, steps_per_epoch=2, deadline=time.monotonic() + 10.0)
+    schedule = Schedule(recipe, steps_per_epoch=2, deadline=time.monotonic() + 10.0)
     schedule.replan(2, step_s=2.0, eval_s=1.0)
     assert schedule.at(2) == 2 + int(0.7 * 152)  # not 2 + 3
     assert recipe.replans == [[0, 154], [2, 108]]
@@ -99,10 +99,10 @@ def test_replan_uses_the_time_left_when_the_machine_is_faster_than_planned():
     import time
 
     from workers.ml.recipe import Recipe
-    from workers.ml.training import _Schedule
+    from workers.ml.schedule import Schedule
 
     recipe = Recipe(finetune_steps=40)
-    schedule = _Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 20.0)
+    schedule = Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 20.0)
     schedule.replan(10, step_s=0.1, eval_s=0.5)  # (20 - 0.5) / (0.1 + 0.05) = ~130 steps
     assert 120 <= schedule.at(10) - 10 <= 130
 
@@ -111,10 +111,10 @@ def test_finishing_early_compresses_the_schedule_and_later_replans_never_extend_
     import time
 
     from workers.ml.recipe import Recipe
-    from workers.ml.training import ANNEAL_EPOCHS, _Schedule
+    from workers.ml.schedule import ANNEAL_EPOCHS, Schedule
 
     recipe = Recipe(finetune_steps=400)
-    schedule = _Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 60.0)
+    schedule = Schedule(recipe, steps_per_epoch=10, deadline=time.monotonic() + 60.0)
     schedule.finish_within(200, ANNEAL_EPOCHS * 10)
     assert schedule.at(200) == 220 and recipe.replans[-1] == [200, 220]
     schedule.replan(210, step_s=0.01, eval_s=0.01)  # plenty of time left: still ends at 220
@@ -154,7 +154,7 @@ def test_a_replay_with_later_replans_in_its_list_sees_only_those_already_made():
 def test_the_kept_model_is_the_latest_within_two_standard_errors_not_a_lucky_epoch():
     import torch
 
-    from workers.ml.training import TrainingState
+    from workers.ml.state import TrainingState
 
     model = torch.nn.Linear(2, 2)
     state = TrainingState()

@@ -3,7 +3,7 @@
 The first plan is a function of the request (budget, dataset sizes, image sizes, weights) and one
 measured number, the time of a training step at 96 px (measured once per process). Fine-tuning
 then reads the clock: after each epoch the number of steps left is re-planned from the measured
-epoch time so that the run ends at the budget (:class:`workers.ml.training._Schedule`); every
+epoch time so that the run ends at the budget (:class:`workers.ml.schedule.Schedule`); every
 re-plan is recorded in ``Recipe.replans`` so that a recorded recipe replays the same learning rate
 at every step. Reasons and measurements: docs/decisions/training-recipe.md.
 """

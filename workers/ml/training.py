@@ -28,7 +28,6 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -40,109 +39,13 @@ from .augmentation import augment_batch
 from .data import ImageTensors, normalise
 from .models import pooled_features
 from .recipe import Recipe, steps_per_epoch
-from .specs import TrainingCancelled
+from .schedule import ANNEAL_EPOCHS, Schedule, scheduled_factor
+from .state import Progress, TrainingState
 
 __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "calibrate_step_s", "evaluate",
            "finetune", "train_head"]
 
 _EVAL_BATCH = 64
-#: When validation stops improving, the rest of the cosine schedule is compressed into this many
-#: epochs (a run stopped outright ends at a high learning rate).
-ANNEAL_EPOCHS = 2
-
-
-class Progress:
-    """Forwards progress dicts to ``on_progress`` at most every ``min_interval_s`` seconds
-    (phase and epoch ends always pass) and turns ``should_stop()`` into TrainingCancelled.
-
-    Every event gets ``elapsed_s`` and ``fraction`` (share of the budget spent, 0..1, never
-    decreasing) and, unless the event sets it, ``eta_s`` = seconds to the end of the budget (the
-    engine plans to use all of it; never increasing).
-    """
-
-    def __init__(
-        self,
-        on_progress: Callable[[dict[str, Any]], None],
-        should_stop: Callable[[], bool],
-        started: float,
-        budget_s: float = math.inf,
-        min_interval_s: float = 0.3,
-    ) -> None:
-        self._on_progress = on_progress
-        self._should_stop = should_stop
-        self.started = started
-        self.budget_s = budget_s
-        self._min_interval_s = min_interval_s
-        self._last = -math.inf
-        self._fraction = 0.0
-        self._eta_s = math.inf
-        #: Seconds still needed after training (export, parity, report).
-        self.tail_s = 0.0
-
-    def elapsed_s(self) -> float:
-        return time.monotonic() - self.started
-
-    def check(self) -> None:
-        if self._should_stop():
-            raise TrainingCancelled()
-
-    def emit(self, event: dict[str, Any], *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last < self._min_interval_s:
-            return
-        self._last = now
-        elapsed = now - self.started
-        done = event.get("phase") == "done"
-        if math.isfinite(self.budget_s):
-            self._fraction = max(self._fraction, 1.0 if done else min(0.99, elapsed / self.budget_s))
-        eta = event.get("eta_s", max(0.0, self.budget_s - elapsed))
-        self._eta_s = 0.0 if done else min(self._eta_s, float(eta))
-        self._on_progress({**event, "elapsed_s": round(elapsed, 2),
-                           "fraction": round(self._fraction, 4),
-                           **({"eta_s": round(self._eta_s, 1)}
-                              if math.isfinite(self._eta_s) else {})})
-
-
-@dataclass
-class TrainingState:
-    """The model kept so far, the history, and what early stopping watches.
-
-    Kept: the LATEST epoch whose validation accuracy is within two standard errors of the best
-    accuracy seen (``sqrt(p (1 - p) / n)``, the binomial standard error of an accuracy measured
-    on n images; at least one image), i.e. the most trained model unless it is clearly worse:
-    a variant of the "one standard error rule" (Breiman et al. 1984; Hastie et al., ESL 7.10).
-    On 200 validation images one image is 0.5 points: keeping the most accurate epoch, or the
-    latest within ONE standard error, kept lucky epochs at a high learning rate (99.0%
-    validation at epoch 3, test 97.0%) over the annealed model (test 98.0-98.8%), and keeping
-    the lowest validation loss chose epochs 3-5 as well (the loss of a model trained with label
-    smoothing rises as it grows confident while its accuracy still improves; measured).
-    Early stopping counts epochs without a new best accuracy AND without a new lowest loss.
-    """
-
-    best_state: dict[str, torch.Tensor] | None = None
-    best_accuracy: float = -1.0  # the highest validation accuracy seen
-    best_loss: float = math.inf  # the lowest validation loss seen
-    kept_accuracy: float = -1.0
-    best_epoch: int = 0  # the epoch kept
-    best_phase: str = ""
-    history: list[dict[str, Any]] = field(default_factory=list)
-    stopped_early: bool = False
-    stop_reason: str | None = None
-    epochs_since_best: int = 0
-
-    def offer(self, model: nn.Module, phase: str, epoch: int, accuracy: float, loss: float,
-              n: int = 0) -> None:
-        """Consider the model after an epoch evaluated on ``n`` validation images."""
-        best = max(self.best_accuracy, accuracy)
-        tolerance = max(2 * math.sqrt(best * (1 - best) / n), 1 / n) if n else 0.0
-        improved = accuracy > self.best_accuracy or loss < self.best_loss
-        if accuracy >= best - tolerance - 1e-9 or self.best_state is None:
-            self.best_state = copy.deepcopy(model.state_dict())
-            self.kept_accuracy = accuracy
-            self.best_epoch, self.best_phase = epoch, phase
-        self.best_accuracy = best
-        self.best_loss = min(self.best_loss, loss)
-        self.epochs_since_best = 0 if improved else self.epochs_since_best + 1
 
 
 def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threads: int,
@@ -294,40 +197,6 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
     progress.emit(entry, force=True)
 
 
-def learning_rate_factor(step: int, total: int, warmup_steps: int) -> float:
-    """Linear warm-up from 1 % to 100 % over ``warmup_steps``, then cosine decay to 0 at ``total``
-    (Loshchilov & Hutter 2017, "SGDR"; Goyal et al. 2017 for the warm-up)."""
-    if step < warmup_steps:
-        return 0.01 + 0.99 * step / warmup_steps
-    progress = min(1.0, (step - warmup_steps) / max(1, total - warmup_steps))
-    return 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def scheduled_factor(step: int, replans: list[list[int]], warmup_steps: int) -> float:
-    """:func:`learning_rate_factor` when the total changes during the run.
-
-    ``replans`` is ``Recipe.replans`` (``[step, total]`` pairs in order; entries after ``step``
-    are ignored, so a replay that holds the whole list gets the same factor at every step). At a
-    re-plan the schedule does not jump: it continues along the cosine from the phase reached
-    (phase 0 at the end of the warm-up, 1 at the total) to phase 1 at the new total. So finishing
-    early at factor 0.5 anneals 0.5 -> 0 over the remaining steps, and a re-plan that adds steps
-    slows the decay from there on. Returns the factor in [0, 1] applied to the base rates."""
-    if step < warmup_steps:
-        return 0.01 + 0.99 * step / warmup_steps
-    phase, start, total = 0.0, warmup_steps, None
-    for at, new_total in replans:
-        if at > step:
-            break
-        if total is not None and at > start:
-            phase += (1.0 - phase) * min(1.0, (at - start) / max(1, total - start))
-            start = at
-        total = new_total
-    if total is None:
-        raise ValueError("replans: the first entry must be [0, planned total]")
-    phase += (1.0 - phase) * min(1.0, (step - start) / max(1, total - start))
-    return 0.5 * (1 + math.cos(math.pi * phase))
-
-
 def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
     """AdamW with discriminative learning rates (Howard & Ruder 2018, ULMFiT): the pretrained
     backbone at ``recipe.lr``, the new head at ``recipe.head_finetune_lr``; no weight decay on
@@ -342,62 +211,6 @@ def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
         for (is_head, no_decay), params in sorted(groups.items())
     ]
     return torch.optim.AdamW(param_groups, lr=recipe.lr)
-
-
-class _Schedule:
-    """Total fine-tuning steps: planned, then re-planned at each epoch end from the measured
-    time per epoch so that training ends at ``deadline``. Each change is recorded in
-    ``recipe.replans`` as ``[step, total]``; a replayed recipe follows the recorded list and
-    ignores the clock, so it applies the same learning rate at every step."""
-
-    def __init__(self, recipe: Recipe, steps_per_epoch: int, deadline: float) -> None:
-        self.recipe = recipe
-        self.steps_per_epoch = steps_per_epoch
-        self.deadline = deadline
-        self.replay = bool(recipe.replans)
-        if not self.replay:
-            recipe.replans = [[0, recipe.finetune_steps]]
-        self.total = recipe.replans[0][1]
-        self.cap: int | None = None  # set when finishing early: re-plans never go past it
-
-    def finish_within(self, step: int, steps: int) -> bool:
-        """End the run at most ``steps`` steps after ``step`` (recorded like a re-plan).
-        Returns whether that shortened the run (False: it ends that soon anyway)."""
-        total = min(self.total, step + steps)
-        if total == self.total:
-            return False
-        self.cap = self.total = total
-        self.recipe.replans.append([step, total])
-        return True
-
-    def at(self, step: int) -> int:
-        for when, total in self.recipe.replans:
-            if when <= step:
-                self.total = total
-        return self.total
-
-    def replan(self, step: int, step_s: float, eval_s: float) -> None:
-        """Re-plan the total from the measured seconds per training step and per validation
-        (precise BN + evaluation, once per epoch; both medians over the run so far, so one slow
-        epoch is not taken for the machine's speed): as many steps as fit before the deadline
-        with their validations, ending mid-epoch if that is where the time runs out. One re-plan
-        cuts at most 30 % of the steps left (a burst of load on a shared machine cut a run from
-        154 planned steps to 8, measured); the per-step deadline guard still ends a run that
-        really is late (``stop_reason="deadline"``)."""
-        if self.replay or step_s <= 0:
-            return
-        if self.cap is not None:
-            steps_cap = self.cap
-        else:
-            steps_cap = self.recipe.max_finetune_epochs * self.steps_per_epoch
-        left_s = self.deadline - time.monotonic() - eval_s  # the last validation always runs
-        steps_left = max(0, int(left_s / (step_s + eval_s / self.steps_per_epoch)))
-        steps_left = max(steps_left, int(0.7 * (self.total - step)))
-        total = step + (steps_left if steps_left >= 3 else 0)  # not a few stray steps
-        total = max(step, min(total, steps_cap))
-        if total != self.total:
-            self.total = total
-            self.recipe.replans.append([step, total])
 
 
 def _ema(model: nn.Module, recipe: Recipe, steps_per_epoch: int
@@ -438,7 +251,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     if recipe.finetune_steps <= 0:
         state.stop_reason = "no_finetune_time"
         return
-    schedule = _Schedule(recipe, epoch_steps, deadline)
+    schedule = Schedule(recipe, epoch_steps, deadline)
     optimizer = _optimizer(model, recipe)
     criterion = _loss(recipe, class_weights)
     generator = torch.Generator().manual_seed(recipe.seed + 1)

@@ -161,6 +161,30 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     }
 
 
+def deploy_and_wait(client: Client, project_path: str, version_id: str, device_id: str, *,
+                    timeout_s: float = 90.0) -> dict[str, Any]:
+    """Deploy ``version_id`` to one device and wait until the deployment is ``running`` or
+    ``failed``; returns the deployment's JSON (``project_path``: ``/api/v1/projects/<id>``).
+    Raises TimeoutError (``wait_until``) when it settles in neither state in time."""
+    (created,) = client.post(f"{project_path}/deployments/", {"model_version_id": version_id,
+                                                              "device_ids": [device_id]})
+
+    def settled() -> dict[str, Any] | None:
+        deployment: dict[str, Any] = client.get(f"{project_path}/deployments/{created['id']}/")
+        return deployment if deployment["state"] in ("running", "failed") else None
+
+    result: dict[str, Any] = wait_until(settled, timeout_s=timeout_s,
+                                        what=f"the deployment of {version_id}")
+    return result
+
+
+def agent_serving(stack: Stack) -> str | None:
+    """The model version id the stack's agent serves now (its ``/healthz``), None without one."""
+    version: str | None = requests.get(stack.agent_url + "/healthz",
+                                       timeout=5).json()["model_version_id"]
+    return version
+
+
 def _parse(value: str) -> float:
     from datetime import datetime
 
