@@ -327,6 +327,8 @@ def _finish(
     )
     metrics = {
         "evaluated_on": report["split"],
+        # the headline's figures say nothing about these (shown beside them wherever they appear)
+        "classes_not_evaluated": report["classes_not_evaluated"],
         "val_accuracy": val_report["accuracy"],
         "macro_f1": val_report["macro_f1"],
         "best_epoch": state.best_epoch,

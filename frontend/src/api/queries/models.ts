@@ -34,13 +34,6 @@ export function useModelVersions(projectId: string, modelId: string) {
   });
 }
 
-/** A number from a version's free-form `metrics`, or null. */
-export function metricOf(metrics: unknown, key: string): number | null {
-  if (!metrics || typeof metrics !== "object") return null;
-  const value = (metrics as Record<string, unknown>)[key];
-  return typeof value === "number" && Number.isFinite(value) ? value : null;
-}
-
 /** Runs a model version on one image (multipart `file`, `top_k`). */
 export function usePredict(projectId: string, versionId: string) {
   return useMutation({

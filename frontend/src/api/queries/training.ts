@@ -123,16 +123,33 @@ export interface TrainingMetrics {
   macro_f1?: number;
   test_accuracy?: number;
   test_macro_f1?: number;
+  /** classes with training images but none in the evaluated split (newer jobs) */
+  classes_not_evaluated?: string[];
 }
 
 export function metricsOf(job: { metrics?: unknown }): TrainingMetrics {
   return (job.metrics && typeof job.metrics === "object" ? job.metrics : {}) as TrainingMetrics;
 }
 
+/** The figures a finished job (or its model version) is judged by. */
+export interface Headline {
+  /** the split they were computed on: "test" (never used to choose the model) or "val" */
+  split: "test" | "val";
+  accuracy: number;
+  macroF1: number | null;
+  /** classes the model learned that the split holds no image of: the figures say nothing about them */
+  notEvaluated: string[];
+}
+
 /** The accuracy a finished job is judged by: on the test split when the report used it, else on validation. */
-export function headlineAccuracy(metrics: TrainingMetrics): { split: "test" | "val"; accuracy: number } | null {
-  if (metrics.evaluated_on === "test" && typeof metrics.test_accuracy === "number") return { split: "test", accuracy: metrics.test_accuracy };
-  return typeof metrics.val_accuracy === "number" ? { split: "val", accuracy: metrics.val_accuracy } : null;
+export function headlineAccuracy(metrics: TrainingMetrics): Headline | null {
+  const notEvaluated = Array.isArray(metrics.classes_not_evaluated) ? metrics.classes_not_evaluated : [];
+  const number = (x: unknown) => (typeof x === "number" ? x : null);
+  if (metrics.evaluated_on === "test" && typeof metrics.test_accuracy === "number") {
+    return { split: "test", accuracy: metrics.test_accuracy, macroF1: number(metrics.test_macro_f1), notEvaluated };
+  }
+  if (typeof metrics.val_accuracy !== "number") return null;
+  return { split: "val", accuracy: metrics.val_accuracy, macroF1: number(metrics.macro_f1), notEvaluated };
 }
 
 export function trainingProgressOf(job: { progress?: unknown }): TrainingProgress {

@@ -48,6 +48,15 @@ describe("ModelVersionPage figures", () => {
     expect(screen.getByText("90.0%")).toBeInTheDocument();
     expect(screen.getByText("Macro-F1 (test)")).toBeInTheDocument();
     expect(screen.queryByText("99.0%")).not.toBeInTheDocument();
+    expect(screen.queryByTestId("not-evaluated")).toBeNull();
+  });
+
+  it("says when the test split held no image of a class: its 100 % is not the whole story", async () => {
+    const oneClass = { ...version, metrics: { val_accuracy: 1, macro_f1: 1, test_accuracy: 1, test_macro_f1: 1, evaluated_on: "test", classes_not_evaluated: ["1"] } };
+    const fetcher = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/model-versions/mv1/") ? json(200, oneClass) : json(200, []);
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("not-evaluated")).toHaveTextContent("1 class not in the test split");
   });
 
   it("says validation when the version had no test split", async () => {

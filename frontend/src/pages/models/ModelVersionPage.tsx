@@ -5,9 +5,10 @@ import { Breadcrumb, Button, Descriptions, Skeleton, Space, Statistic, Table, Ta
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
-import { useModelVersion } from "../../api/queries/training";
+import { headlineAccuracy, metricsOf, useModelVersion } from "../../api/queries/training";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
+import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { formatBytes, formatDate } from "../../format";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
 import { TryItCard } from "./TryItCard";
@@ -30,13 +31,13 @@ export function ModelVersionPage() {
     name,
     ...(info && typeof info === "object" ? (info as Omit<FileRow, "name">) : {}),
   }));
-  const num = (key: string) => (typeof metrics[key] === "number" ? (metrics[key] as number) : null);
   // the figures of the split the report was computed on: test when the version had one (never
-  // used to choose the model), else validation; the split is named beside them
-  const onTest = num("test_accuracy") !== null;
-  const acc = onTest ? num("test_accuracy") : num("val_accuracy");
-  const f1 = onTest ? num("test_macro_f1") : num("macro_f1");
-  const split = t(onTest ? "training.splitShort.test" : "training.splitShort.val");
+  // used to choose the model), else validation; the split is named beside them, and the classes
+  // it held no image of
+  const headline = headlineAccuracy(metricsOf({ metrics }));
+  const acc = headline?.accuracy ?? null;
+  const f1 = headline?.macroF1 ?? null;
+  const split = t(`training.splitShort.${headline?.split ?? "val"}`);
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
@@ -59,6 +60,7 @@ export function ModelVersionPage() {
       <Space size="large" wrap>
         {acc !== null && <Statistic title={`${t("report.accuracy")} (${split})`} value={`${(100 * acc).toFixed(1)}%`} />}
         {f1 !== null && <Statistic title={`${t("report.macroF1")} (${split})`} value={`${(100 * f1).toFixed(1)}%`} />}
+        {headline && <NotEvaluatedTag headline={headline} />}
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>

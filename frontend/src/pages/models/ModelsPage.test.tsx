@@ -16,7 +16,10 @@ const fetcher = async (request: Request) => {
   if (url.pathname.endsWith("/models/"))
     return json(200, [{ id: "m1", name: "digits", task_type: "image_classification", description: "", version_count: 2, created_at: "2026-11-29T00:00:00Z" }]);
   if (url.pathname.endsWith("/model-versions/") && url.searchParams.get("model") === "m1")
-    return json(200, [mv("a", 1, { val_accuracy: 0.9, macro_f1: 0.875 }, true), mv("b", 2, {}, false)]);
+    return json(200, [
+      mv("a", 1, { val_accuracy: 0.9, macro_f1: 0.875 }, true),
+      mv("b", 2, { val_accuracy: 0.99, macro_f1: 0.99, evaluated_on: "test", test_accuracy: 1, test_macro_f1: 1, classes_not_evaluated: ["8"] }, false),
+    ]);
   return json(404, { error: { code: "not_found", message: url.pathname } });
 };
 
@@ -33,6 +36,12 @@ describe("ModelsPage", () => {
     expect(within(v1).getByText("87.5%")).toBeInTheDocument();
     expect(within(v1).getByText("pretrained")).toBeInTheDocument();
     expect(within(v1).getByText("1.5 KB")).toBeInTheDocument();
-    expect(within(links[0]!.closest("tr") as HTMLElement).getByText("trained from scratch")).toBeInTheDocument();
+    const v2 = links[0]!.closest("tr") as HTMLElement;
+    expect(within(v2).getByText("trained from scratch")).toBeInTheDocument();
+    // the test split's figures, named, not the validation that chose the model; and the class
+    // the test split held no image of, beside its 100 %
+    expect(within(v2).getByTestId("version-accuracy")).toHaveTextContent("100.0% test1 class not in the test split");
+    expect(within(v1).getByTestId("version-accuracy")).toHaveTextContent("90.0% validation");
+    expect(within(v2).queryByText("99.0%")).toBeNull();
   });
 });

@@ -3,9 +3,10 @@ import { Card, Empty, Skeleton, Space, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
-import { metricOf, useModels, useModelVersions, type Model } from "../../api/queries/models";
-import type { ModelVersion } from "../../api/queries/training";
+import { useModels, useModelVersions, type Model } from "../../api/queries/models";
+import { headlineAccuracy, metricsOf, type ModelVersion } from "../../api/queries/training";
 import { ErrorAlert } from "../../components/errors";
+import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { formatBytes, formatDate } from "../../format";
 
 const percent = (value: number | null) => (value === null ? "—" : `${(100 * value).toFixed(1)}%`);
@@ -30,8 +31,25 @@ function ModelVersionsTable({ projectId, model }: { projectId: string; model: Mo
             <Link to={`/projects/${projectId}/models/versions/${v.id}`}>{t("models.versionLabel", { version })}</Link>
           ),
         },
-        { title: t("report.accuracy"), key: "acc", render: (_, v) => percent(metricOf(v.metrics, "val_accuracy")) },
-        { title: t("report.macroF1"), key: "f1", render: (_, v) => percent(metricOf(v.metrics, "macro_f1")) },
+        // the figures of the split the report used (test unless the version had none), named
+        {
+          title: t("report.accuracy"),
+          key: "acc",
+          render: (_, v) => {
+            const headline = headlineAccuracy(metricsOf(v));
+            if (!headline) return "—";
+            return (
+              <span data-testid="version-accuracy">
+                {percent(headline.accuracy)}{" "}
+                <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+                  {t(`training.splitShort.${headline.split}`)}
+                </Typography.Text>
+                <NotEvaluatedTag headline={headline} />
+              </span>
+            );
+          },
+        },
+        { title: t("report.macroF1"), key: "f1", render: (_, v) => percent(headlineAccuracy(metricsOf(v))?.macroF1 ?? null) },
         {
           title: t("models.pretrained"),
           dataIndex: "pretrained",

@@ -83,7 +83,7 @@ describe("ReportPage", () => {
   it("warns that the figures say nothing about a class the test split holds no image of", async () => {
     renderRoutes(routes, "/projects/p1/training/j1/report", api(leftOut, "test", ["0", "1", "2"]) as unknown as typeof globalThis.fetch);
     expect(await screen.findByTestId("report-missing-classes")).toHaveTextContent(
-      "The test split holds no image of 1: the figures above say nothing about how the model does on it.");
+      "The test split holds no image of 1: these figures say nothing about how the model does on it.");
   });
 
   it("a one-class test split of a two-class model: 100 % is not taken at its word", async () => {

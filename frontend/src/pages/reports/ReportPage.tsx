@@ -79,7 +79,7 @@ export function ReportPage() {
             count: missing.length,
             classes: missing.join(", "),
           })}
-          description={t("report.missingClassesHint")}
+          description={t(split === "test" ? "report.missingClassesHint" : "report.missingClassesHintVal")}
         />
       )}
       {imbalanced && (

@@ -9,6 +9,7 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
+import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { headlineAccuracy, metricsOf, recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
@@ -152,7 +153,10 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
         </div>
         <div>
           {test?.split === "test" ? (
-            <Statistic title={t("training.testAccuracy")} value={percentText(test.accuracy)} data-testid="test-accuracy" />
+            <>
+              <Statistic title={t("training.testAccuracy")} value={percentText(test.accuracy)} data-testid="test-accuracy" />
+              <NotEvaluatedTag headline={test} />
+            </>
           ) : (
             <Statistic
               title={t("training.valAccuracy")}

@@ -39,6 +39,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatDuration } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
+import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./WizardOptions";
 
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
@@ -365,6 +366,7 @@ function TrainingJobsTable() {
                   <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                     {t(`training.splitShort.${headline.split}`)}
                   </Typography.Text>
+                  <NotEvaluatedTag headline={headline} />
                 </span>
               );
             },
