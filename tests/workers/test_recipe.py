@@ -168,3 +168,32 @@ def test_the_kept_model_is_the_latest_within_two_standard_errors_not_a_lucky_epo
     assert state.best_epoch == 9 and state.kept_accuracy == 0.98  # not 3, and not 10 (clearly worse)
     assert float(state.best_state["bias"][0]) == 9.0
     assert state.best_accuracy == 0.99 and state.epochs_since_best == 3
+
+
+def test_on_imbalanced_validation_an_epoch_that_ignores_the_small_class_is_not_kept():
+    import torch
+
+    from workers.ml.state import TrainingState
+    from workers.ml.training import balanced_accuracy
+
+    # 9 images of class 0 and 1 of class 1 (a 60/6 version's validation split, seen in review)
+    labels = torch.tensor([0] * 9 + [1])
+    perfect = torch.nn.functional.one_hot(labels, 2).float()
+    majority = torch.nn.functional.one_hot(torch.zeros(10, dtype=torch.long), 2).float()
+    assert balanced_accuracy(perfect, labels) == 1.0
+    assert balanced_accuracy(majority, labels) == 0.5  # plain accuracy 0.9: "within one image"
+    assert balanced_accuracy(majority[:0], labels[:0]) == 0.0
+
+    model = torch.nn.Linear(2, 2)
+    state = TrainingState()
+    for epoch, logits in ((1, perfect), (2, majority)):
+        with torch.no_grad():
+            model.bias.fill_(epoch)
+        accuracy = float((logits.argmax(1) == labels).float().mean())
+        state.offer(model, "finetune", epoch, accuracy, 0.1, 10, balanced_accuracy(logits, labels))
+    assert state.best_epoch == 1 and state.kept_accuracy == 1.0
+    # scored by plain accuracy, epoch 2 (90 %) was within one image of 100 % and kept
+    plain = TrainingState()
+    plain.offer(model, "finetune", 1, 1.0, 0.1, 10)
+    plain.offer(model, "finetune", 2, 0.9, 0.1, 10)
+    assert plain.best_epoch == 2

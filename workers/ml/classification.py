@@ -33,6 +33,7 @@ from .specs import SampleRef, TrainingCancelled, TrainRequest, TrainResult
 from .training import (
     Progress,
     TrainingState,
+    balanced_accuracy,
     calibrate_step_s,
     evaluate,
     finetune,
@@ -236,8 +237,9 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         train_head(model, train, val, recipe, state, progress, preprocessing, class_weights,
                    deadline=None if request.recipe is not None else deadline)
     else:
-        accuracy, loss, _ = evaluate(model, val, preprocessing)
-        state.offer(model, "init", 0, accuracy, loss, len(val))
+        accuracy, loss, logits = evaluate(model, val, preprocessing)
+        state.offer(model, "init", 0, accuracy, loss, len(val),
+                    balanced_accuracy(logits, val.labels))
     torch.manual_seed(request.seed + 2)  # dropout masks and augmentation draws
     finetune(model, train, val, recipe, state, progress, deadline, preprocessing, transform,
              class_weights)

@@ -75,8 +75,14 @@ class Progress:
 class TrainingState:
     """The model kept so far, the history, and what early stopping watches.
 
-    Kept: the LATEST epoch whose validation accuracy is within two standard errors of the best
-    accuracy seen (``sqrt(p (1 - p) / n)``, the binomial standard error of an accuracy measured
+    Scored by validation BALANCED accuracy when the caller passes it (``score``: the mean of the
+    per-class recalls, scikit-learn's ``balanced_accuracy_score``; plain accuracy on a balanced
+    split): on 9 images of one class and 1 of another, an epoch that never predicts the small
+    class scores 90 % accuracy but 50 % balanced accuracy, and must not be kept as "within noise"
+    of a 100 % epoch (seen in review).
+
+    Kept: the LATEST epoch whose validation score is within two standard errors of the best
+    score seen (``sqrt(p (1 - p) / n)``, the binomial standard error of an accuracy measured
     on n images; at least one image), i.e. the most trained model unless it is clearly worse:
     a variant of the "one standard error rule" (Breiman et al. 1984; Hastie et al., ESL 7.10).
     On 200 validation images one image is 0.5 points: keeping the most accurate epoch, or the
@@ -84,13 +90,13 @@ class TrainingState:
     validation at epoch 3, test 97.0%) over the annealed model (test 98.0-98.8%), and keeping
     the lowest validation loss chose epochs 3-5 as well (the loss of a model trained with label
     smoothing rises as it grows confident while its accuracy still improves; measured).
-    Early stopping counts epochs without a new best accuracy AND without a new lowest loss.
+    Early stopping counts epochs without a new best score AND without a new lowest loss.
     """
 
     best_state: dict[str, torch.Tensor] | None = None
-    best_accuracy: float = -1.0  # the highest validation accuracy seen
+    best_accuracy: float = -1.0  # the highest validation score seen (balanced accuracy or accuracy)
     best_loss: float = math.inf  # the lowest validation loss seen
-    kept_accuracy: float = -1.0
+    kept_accuracy: float = -1.0  # plain validation accuracy of the model kept
     best_epoch: int = 0  # the epoch kept
     best_phase: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -99,12 +105,15 @@ class TrainingState:
     epochs_since_best: int = 0
 
     def offer(self, model: nn.Module, phase: str, epoch: int, accuracy: float, loss: float,
-              n: int = 0) -> None:
-        """Consider the model after an epoch evaluated on ``n`` validation images."""
-        best = max(self.best_accuracy, accuracy)
+              n: int = 0, score: float | None = None) -> None:
+        """Consider the model after an epoch evaluated on ``n`` validation images: ``accuracy``
+        and mean cross-entropy ``loss`` on them, and ``score`` (the balanced accuracy; the
+        accuracy when not given) that chooses the model kept."""
+        score = accuracy if score is None else score
+        best = max(self.best_accuracy, score)
         tolerance = max(2 * math.sqrt(best * (1 - best) / n), 1 / n) if n else 0.0
-        improved = accuracy > self.best_accuracy or loss < self.best_loss
-        if accuracy >= best - tolerance - 1e-9 or self.best_state is None:
+        improved = score > self.best_accuracy or loss < self.best_loss
+        if score >= best - tolerance - 1e-9 or self.best_state is None:
             self.best_state = copy.deepcopy(model.state_dict())
             self.kept_accuracy = accuracy
             self.best_epoch, self.best_phase = epoch, phase

@@ -42,8 +42,8 @@ from .recipe import Recipe, steps_per_epoch
 from .schedule import ANNEAL_EPOCHS, Schedule, scheduled_factor
 from .state import Progress, TrainingState
 
-__all__ = ["Progress", "TrainingState", "adapt_batchnorm", "calibrate_step_s", "evaluate",
-           "finetune", "train_head"]
+__all__ = ["Progress", "TrainingState", "adapt_batchnorm", "balanced_accuracy", "calibrate_step_s",
+           "evaluate", "finetune", "train_head"]
 
 _EVAL_BATCH = 64
 
@@ -90,6 +90,18 @@ def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int,
     threads = min(timings, key=lambda n: timings[n] / (1.1 if n > 1 else 1.0))
     torch.set_num_threads(threads)
     return timings[threads], threads
+
+
+def balanced_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Mean of the per-class recalls over the classes present in ``labels`` (scikit-learn's
+    ``balanced_accuracy_score``): ``logits`` (N, C), ``labels`` (N,). Equals the accuracy when
+    every class has the same number of images; 0.0 for no images."""
+    if len(labels) == 0:
+        return 0.0
+    correct = (logits.argmax(1) == labels).to(torch.float64)
+    classes = labels.unique()
+    recalls = [correct[labels == c].mean() for c in classes]
+    return float(torch.stack(recalls).mean())
 
 
 @torch.no_grad()
@@ -189,10 +201,12 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
         logits = head(val_features)
         val_loss = float(nn.functional.cross_entropy(logits, val.labels))
         accuracy = float((logits.argmax(1) == val.labels).float().mean())
-    state.offer(model, "head", recipe.head_epochs, accuracy, val_loss, len(val))
+    balanced = balanced_accuracy(logits, val.labels)
+    state.offer(model, "head", recipe.head_epochs, accuracy, val_loss, len(val), balanced)
     entry = {"phase": "head", "epoch": recipe.head_epochs, "epochs": recipe.head_epochs,
              "loss": round(total / len(train), 4), "val_loss": round(val_loss, 4),
-             "val_accuracy": round(accuracy, 4), "elapsed_s": round(progress.elapsed_s(), 2)}
+             "val_accuracy": round(accuracy, 4), "val_balanced_accuracy": round(balanced, 4),
+             "elapsed_s": round(progress.elapsed_s(), 2)}
     state.history.append(entry)
     progress.emit(entry, force=True)
 
@@ -312,8 +326,9 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         if recipe.precise_bn_images:
             adapt_batchnorm(evaluated, _subset(train, recipe.precise_bn_images, generator),
                             preprocessing, progress, emit=False)
-        accuracy, val_loss, _ = evaluate(evaluated, val, preprocessing)
-        state.offer(evaluated, "finetune", epoch, accuracy, val_loss, len(val))
+        accuracy, val_loss, logits = evaluate(evaluated, val, preprocessing)
+        balanced = balanced_accuracy(logits, val.labels)
+        state.offer(evaluated, "finetune", epoch, accuracy, val_loss, len(val), balanced)
         eval_times.append(time.monotonic() - eval_began)
         schedule.replan(step, statistics.median(step_times[-200:]),
                         statistics.median(eval_times[-3:]))
@@ -331,7 +346,8 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
         entry = {"phase": "finetune", "epoch": epoch,
                  "epochs": math.ceil(schedule.at(step) / epoch_steps), "step": step,
                  "loss": round(running / seen, 4), "val_loss": round(val_loss, 4),
-                 "val_accuracy": round(accuracy, 4), "lr": round(recipe.lr * factor, 7),
+                 "val_accuracy": round(accuracy, 4),
+                 "val_balanced_accuracy": round(balanced, 4), "lr": round(recipe.lr * factor, 7),
                  "elapsed_s": round(progress.elapsed_s(), 2)}
         state.history.append(entry)
         progress.emit(entry, force=True)
