@@ -1,12 +1,15 @@
 import { screen } from "@testing-library/react";
 import i18n from "i18next";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
 import type { TrainingJob } from "../../api/queries/training";
 
 import { renderWithProviders } from "../../test/render";
 import { applyMessage, type LiveJob } from "./jobState";
-import { OutcomeCard, ProgressCard } from "./TrainingJobPage";
+import { CurvesCard, OutcomeCard, ProgressCard } from "./TrainingJobPage";
+
+// ECharts needs a canvas: the chart is not what these tests read
+vi.mock("../../components/charts/Chart", () => ({ Chart: (props: { ariaLabel: string }) => <div role="img" aria-label={props.ariaLabel} /> }));
 
 const start: LiveJob = { status: "RUNNING", progress: {}, error: "", history: [], budgetS: 90, shown: { percent: 0, etaS: null } };
 
@@ -127,5 +130,19 @@ describe("OutcomeCard", () => {
     expect(screen.getByTestId("resolution")).toHaveAttribute("title", "96 px: the images' shorter side is 28 px");
     expect(screen.getByTestId("augmentation")).toHaveTextContent(/^轻度（不做翻转）$/);
     expect(screen.getByTestId("augmentation").getAttribute("title")).toMatch(/^grayscale images/);
+  });
+});
+
+describe("CurvesCard", () => {
+  const epochs = applyMessage(start, { progress: { phase: "finetune", epoch: 1, epochs: 3, loss: 0.9, val_loss: 0.5, val_accuracy: 0.75, elapsed_s: 10 } });
+
+  it("says when validation is so small that one image moves the curve by whole points", () => {
+    renderWithProviders(<CurvesCard live={epochs} metrics={undefined} nVal={4} />);
+    expect(screen.getByTestId("small-validation")).toHaveTextContent("Validation holds 4 images: one image moves its accuracy by 25.0 points");
+  });
+
+  it("says nothing of the kind for a validation split of a few hundred images", () => {
+    renderWithProviders(<CurvesCard live={epochs} metrics={undefined} nVal={200} />);
+    expect(screen.queryByTestId("small-validation")).toBeNull();
   });
 });

@@ -82,7 +82,7 @@ export function TrainingJobPage() {
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
       <ProgressCard live={live} budget={j.budget_s} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
       {live.status === "SUCCEEDED" && <OutcomeCard job={j} live={live} />}
-      <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
+      <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} nVal={recipeOf(j).n_val} />
       <Descriptions
         size="small"
         bordered
@@ -255,7 +255,7 @@ function optionName(t: ReturnType<typeof useTranslation>["t"], group: "augmentat
   return names[value] ?? value;
 }
 
-function CurvesCard({ live, metrics }: { live: LiveJob; metrics: unknown }) {
+export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: unknown; nVal?: number }) {
   const { t } = useTranslation();
   // the model kept is the best epoch, which may not be the last: mark it, and say so
   const kept = keptIndex(live.history, metrics);
@@ -281,6 +281,12 @@ function CurvesCard({ live, metrics }: { live: LiveJob; metrics: unknown }) {
         <Typography.Text type="secondary">{t("training.noEpochs")}</Typography.Text>
       ) : (
         <Chart option={option} height={300} ariaLabel={t("training.curves")} />
+      )}
+      {typeof nVal === "number" && nVal > 0 && nVal <= 100 && live.history.length > 0 && (
+        // one image of a small validation split moves its accuracy by whole points
+        <Typography.Paragraph type="secondary" style={{ marginBottom: 4 }} data-testid="small-validation">
+          {t("training.smallValidation", { count: nVal, points: (100 / nVal).toFixed(1) })}
+        </Typography.Paragraph>
       )}
       {keptEntry && (
         <Typography.Text type="secondary" data-testid="kept-epoch">

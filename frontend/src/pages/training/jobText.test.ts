@@ -48,6 +48,9 @@ describe("stopReasonText", () => {
     );
     expect(stopReasonText(t, { stop_reason: null }, 300, 100)).toBeNull();
     expect(stopReasonText(t, {}, 300, 100)).toBeNull();
+    // a finished run with no stop reason went through its whole schedule, and says so
+    expect(stopReasonText(t, { stop_reason: null, finetune_steps_done: 120 }, 60, 58)).toBe(
+      "Used its whole time budget: the learning rate was annealed to zero at the planned end.");
   });
 
   it("says so in Chinese too", async () => {

@@ -39,6 +39,10 @@ export function validationHeadline(t: TFunction, entry: EpochRecord): string {
 export function stopReasonText(t: TFunction, recipe: TrainingRecipe, budgetS: number | undefined, elapsedS: number | undefined): string | null {
   if (recipe.stop_reason === "deadline") return t("training.stoppedDeadline");
   if (recipe.stop_reason === "no_finetune_time") return t("training.headOnly");
+  // no stop reason, and all layers trained: the run went through its whole (re-planned) schedule
+  if (!recipe.stop_reason && typeof recipe.finetune_steps_done === "number" && recipe.finetune_steps_done > 0) {
+    return t("training.completedPlan");
+  }
   if (recipe.stop_reason !== "no_improvement") return null;
   if (typeof recipe.patience !== "number" || recipe.patience < 1) return t("training.stoppedEarlyPlain");
   const count = recipe.patience;
