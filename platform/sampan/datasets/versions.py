@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -162,7 +163,7 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
             flag["class"] = labels[flag["class_index"]]
             flag["message"] = f"class {flag['class']!r} {flag['message']}"
 
-    items, digest_rows = [], []
+    items, digest_rows, shorter_sides = [], [], []
     stats: dict[str, Any] = {"samples": 0, "pixels": 0, "splits": defaultdict(int),
                              "classes": {name: defaultdict(int) for name in labels}}
     for h in sorted(by_hash):
@@ -176,10 +177,13 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         digest_rows.append([h, split, class_index, box_rows])
         stats["samples"] += 1
         stats["pixels"] += s.width * s.height
+        shorter_sides.append(min(s.width, s.height))
         stats["splits"][split] += 1
         for name in {labels[i] for i in ([class_index] if class_index is not None else [])
                      + [b[4] for b in box_rows]}:
             stats["classes"][name][split] += 1
+    # the images' typical size: the console's expected latency per model choice reads it
+    stats["shorter_side_median"] = int(statistics.median(shorter_sides)) if shorter_sides else 0
     imbalance = class_imbalance_flag({name: sum(per_split.values())
                                       for name, per_split in stats["classes"].items()})
     if imbalance is not None:

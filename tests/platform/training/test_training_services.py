@@ -210,6 +210,11 @@ def test_a_version_records_its_pixels_and_older_versions_sum_them_from_the_sampl
                    for item in DatasetVersionItem.objects.filter(version=version)
                    .select_related("sample"))
     assert expected > 0 and version.stats["pixels"] == expected
+    sides = sorted(min(item.sample.width, item.sample.height)
+                   for item in DatasetVersionItem.objects.filter(version=version)
+                   .select_related("sample"))
+    import statistics
+    assert version.stats["shorter_side_median"] == int(statistics.median(sides)) > 0
     del version.stats["pixels"]  # frozen before the pixels were recorded
     assert dataset_version_pixels(version) == expected
 

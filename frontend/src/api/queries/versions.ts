@@ -13,6 +13,8 @@ export type Split = (typeof SPLITS)[number];
 /** `stats`: samples, samples per split, and per class the samples in each split. */
 export interface VersionStats {
   samples: number;
+  /** median of min(width, height) over the samples, px (versions frozen since 2026-12-01) */
+  shorter_side_median?: number;
   splits: Partial<Record<Split, number>>;
   classes: Record<string, Partial<Record<Split, number>>>;
 }
@@ -34,7 +36,12 @@ export function minBudgetOf(version: DatasetVersion | undefined): number | undef
 
 export function statsOf(version: DatasetVersion): VersionStats {
   const raw = (version.stats && typeof version.stats === "object" ? version.stats : {}) as Partial<VersionStats>;
-  return { samples: raw.samples ?? 0, splits: raw.splits ?? {}, classes: raw.classes ?? {} };
+  return {
+    samples: raw.samples ?? 0,
+    splits: raw.splits ?? {},
+    classes: raw.classes ?? {},
+    ...(typeof raw.shorter_side_median === "number" && raw.shorter_side_median > 0 ? { shorter_side_median: raw.shorter_side_median } : {}),
+  };
 }
 
 export function flagsOf(version: DatasetVersion): VersionFlag[] {

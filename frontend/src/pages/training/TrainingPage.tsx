@@ -263,7 +263,7 @@ function TrainingWizard() {
           </Space>
         </Form.Item>
         <Form.Item name="model_preference" label={t("training.step5")}>
-          <PreferenceCards />
+          <PreferenceCards shorterSide={version ? statsOf(version).shorter_side_median : undefined} />
         </Form.Item>
         <Form.Item label=" " colon={false}>
           <Collapse

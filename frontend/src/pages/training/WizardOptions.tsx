@@ -94,11 +94,36 @@ export function AugmentationPreview(props: { projectId: string; datasetId?: stri
   );
 }
 
+/** Without the images' size: the latency at each choice's largest resolution (224 and 128 px). */
 const LATENCY: Record<ModelPreference, string> = { more_accurate: "~7–9 ms", faster: "~2.5–3 ms" };
+/** The resolutions the engine picks from (workers/ml/recipe.py RESOLUTIONS) and the faster cap. */
+const RESOLUTIONS = [96, 128, 160, 224];
+const FASTER_CAP = 128;
+/** MobileNetV2, 1 CPU thread, batch 1: ~8 ms at 224 px, scaling with the pixels (~2.6 ms at 128 px). */
+const MS_AT_224 = 8;
 
-/** A Form control: the two model preferences as selectable cards. */
-export function PreferenceCards(props: { value?: ModelPreference; onChange?: (value: ModelPreference) => void }) {
+/**
+ * The resolution the engine aims at for images whose shorter side is `side` px: the smallest
+ * candidate >= the side, at most 128 px for "faster" (recipe.target_resolution; a short budget may
+ * still lower it).
+ */
+export function expectedResolution(side: number, preference: ModelPreference): number {
+  const allowed = RESOLUTIONS.filter((r) => preference === "more_accurate" || r <= FASTER_CAP);
+  return allowed.find((r) => r >= side) ?? allowed[allowed.length - 1]!;
+}
+
+export function expectedLatencyMs(resolution: number): number {
+  return MS_AT_224 * (resolution / 224) ** 2;
+}
+
+/** A Form control: the two model preferences as selectable cards; with the images' median
+ * shorter side (px), each card says the size it would train at and the latency expected there. */
+export function PreferenceCards(props: { value?: ModelPreference; onChange?: (value: ModelPreference) => void; shorterSide?: number }) {
   const { t } = useTranslation();
+  const side = props.shorterSide;
+  const latency = (p: ModelPreference) =>
+    side ? `~${expectedLatencyMs(expectedResolution(side, p)).toFixed(1)} ms` : LATENCY[p];
+  const same = side !== undefined && expectedResolution(side, "faster") === expectedResolution(side, "more_accurate");
   return (
     <Space orientation="vertical" size={4}>
       <div role="radiogroup" aria-label={t("training.modelPreference")} style={{ display: "flex", gap: 12, flexWrap: "wrap" }}>
@@ -110,7 +135,7 @@ export function PreferenceCards(props: { value?: ModelPreference; onChange?: (va
               size="small"
               role="radio"
               aria-checked={selected}
-              aria-label={`${t(`training.preferences.${p}`)}: ${LATENCY[p]}`}
+              aria-label={`${t(`training.preferences.${p}`)}: ${latency(p)}`}
               tabIndex={0}
               hoverable
               onClick={() => props.onChange?.(p)}
@@ -127,7 +152,14 @@ export function PreferenceCards(props: { value?: ModelPreference; onChange?: (va
                   {selected ? <CheckCircleFilled aria-hidden style={{ color: "#1677ff" }} /> : <span style={{ display: "inline-block", width: 14 }} />}
                   <Typography.Text strong>{t(`training.preferences.${p}`)}</Typography.Text>
                 </Space>
-                <Typography.Text style={{ fontSize: 20 }}>{LATENCY[p]}</Typography.Text>
+                <Typography.Text style={{ fontSize: 20 }} data-testid={`latency-${p}`}>
+                  {latency(p)}
+                </Typography.Text>
+                {side !== undefined && (
+                  <Typography.Text type="secondary" style={{ fontSize: 12 }}>
+                    {t("training.atResolution", { px: expectedResolution(side, p) })}
+                  </Typography.Text>
+                )}
                 <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                   {t(`training.preferenceHints.${p}`)}
                 </Typography.Text>
@@ -136,6 +168,11 @@ export function PreferenceCards(props: { value?: ModelPreference; onChange?: (va
           );
         })}
       </div>
+      {same && (
+        <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="same-model">
+          {t("training.sameModel", { side, px: expectedResolution(side, "faster") })}
+        </Typography.Text>
+      )}
       <Typography.Text type="secondary" style={{ fontSize: 12 }}>
         {t("training.latencyNote")}
       </Typography.Text>
