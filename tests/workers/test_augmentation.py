@@ -34,6 +34,14 @@ def test_auto_flips_colour_photos():
     assert choice.why == {"code": "photos", "shorter_side": 300}
 
 
+def test_colour_photos_are_not_flipped_when_the_user_says_left_and_right_matter():
+    # colour photos of signs or number plates: the data alone cannot tell them from objects
+    for preset in ("auto", "light", "strong"):
+        choice = choose_augmentation(preset, [_colour(300)] * 8, allow_flips=False)
+        assert choice.flip is False and choice.preset == ("light" if preset == "auto" else preset)
+        assert choice.why == {"code": "flips_off", "shorter_side": 300}
+
+
 def test_small_colour_icons_are_not_flipped():
     choice = choose_augmentation("auto", [_colour(32)] * 8)
     assert (choice.preset, choice.flip) == ("light", False)

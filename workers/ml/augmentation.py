@@ -36,7 +36,7 @@ PHOTO_MIN_SIDE_PX = 64
 class AugmentationChoice:
     """The resolved preset: ``preset`` in none/light/strong, ``flip`` allowed, and why: in
     English (``reason``) and as data for translation (``why``: ``{"code": "none_requested" |
-    "photos" | "grayscale" | "small", "shorter_side": px}``)."""
+    "photos" | "grayscale" | "small" | "flips_off", "shorter_side": px}``)."""
 
     preset: str
     flip: bool
@@ -55,8 +55,11 @@ def _is_grayscale(image: Image.Image) -> bool:
     return red.tobytes() == green.tobytes() == blue.tobytes()
 
 
-def choose_augmentation(requested: str, images: Sequence[Image.Image]) -> AugmentationChoice:
+def choose_augmentation(requested: str, images: Sequence[Image.Image],
+                        allow_flips: bool = True) -> AugmentationChoice:
     """Resolve ``requested`` (auto/none/light/strong) for a sample of decoded RGB ``images``.
+    ``allow_flips=False``: never flip (the user says left and right matter: text, signs, arrows,
+    which the data alone cannot tell from photos of objects).
 
     Raises:
         ValueError: for an unknown preset name.
@@ -70,7 +73,10 @@ def choose_augmentation(requested: str, images: Sequence[Image.Image]) -> Augmen
     shorter = sides[len(sides) // 2]
     gray = sum(_is_grayscale(image) for image in images) * 2 > len(images)
     flip = not gray and shorter >= PHOTO_MIN_SIDE_PX
-    if flip:
+    if flip and not allow_flips:
+        flip = False
+        why, code = "horizontal flips turned off for this job: left and right matter", "flips_off"
+    elif flip:
         why, code = f"colour images of {shorter} px: horizontal flips keep the class", "photos"
     elif gray:
         why = "grayscale images (digits, text, scans): no flips, a mirror image can change the class"

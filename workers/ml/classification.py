@@ -185,7 +185,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
 
     probe, probe_skipped = decode_samples(request.train[:_PROBE_IMAGES], tick)
     images = [image for _, image in probe]
-    choice = choose_augmentation(request.augmentation, images)
+    choice = choose_augmentation(request.augmentation, images, request.allow_flips)
     if request.recipe is not None:
         # the recorded thread count too: a different count sums in another order
         recipe = Recipe.from_dict({**request.recipe, "seed": request.seed})

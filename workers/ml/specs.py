@@ -37,7 +37,8 @@ class TrainRequest:
     ``augmentation``: ``auto`` (chosen from the data: no flips for small or grayscale images such
     as digits and text), ``none``, ``light`` or ``strong`` (:mod:`workers.ml.augmentation`).
     ``model_preference``: ``more_accurate`` (resolution up to 224 px) or ``faster`` (at most
-    128 px: ~3x fewer FLOPs on the device).
+    128 px: ~3x fewer FLOPs on the device). ``allow_flips``: False never mirrors the images
+    (text, signs: left and right matter), whatever the preset.
     """
 
     train: list[SampleRef]
@@ -52,6 +53,7 @@ class TrainRequest:
     test: list[SampleRef] = field(default_factory=list)
     augmentation: str = "auto"
     model_preference: str = "more_accurate"
+    allow_flips: bool = True
 
 
 AUGMENTATIONS = ("auto", "none", "light", "strong")

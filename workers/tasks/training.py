@@ -74,7 +74,7 @@ def run_training(training_job_id: str) -> None:
             labels=inputs.labels, out_dir=Path(inputs.out_dir),
             budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
             seed=inputs.seed, augmentation=inputs.augmentation,
-            model_preference=inputs.model_preference)
+            model_preference=inputs.model_preference, allow_flips=inputs.allow_flips)
         try:
             with heartbeating(training_job_id, alive):
                 result = train_image_classifier(request, on_progress=on_progress,

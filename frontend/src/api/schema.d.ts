@@ -1558,6 +1558,11 @@ export interface components {
              * @default more_accurate
              */
             model_preference?: components["schemas"]["ModelPreferenceEnum"];
+            /**
+             * @description false: never mirror the images (text, signs, arrows: left and right matter). true: horizontal flips where the data allows (colour photos of 64 px and more).
+             * @default true
+             */
+            allow_flips?: boolean;
         };
         TrainingJobOutput: {
             /** Format: uuid */
@@ -1573,6 +1578,7 @@ export interface components {
             seed: number;
             augmentation: components["schemas"]["AugmentationEnum"];
             model_preference: components["schemas"]["ModelPreferenceEnum"];
+            allow_flips: boolean;
             status: string;
             attempt: number;
             progress: unknown;

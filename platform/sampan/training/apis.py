@@ -28,6 +28,10 @@ class TrainingJobInput(serializers.Serializer):
         choices=ModelPreference.choices, default=ModelPreference.MORE_ACCURATE,
         help_text="more_accurate: resolution up to 224 px; faster: at most 128 px "
                   "(~3x fewer FLOPs on the device).")
+    allow_flips = serializers.BooleanField(
+        default=True, help_text="false: never mirror the images (text, signs, arrows: left and "
+                                "right matter). true: horizontal flips where the data allows "
+                                "(colour photos of 64 px and more).")
 
 
 class TrainingJobOutput(serializers.Serializer):
@@ -41,6 +45,7 @@ class TrainingJobOutput(serializers.Serializer):
     seed = serializers.IntegerField()
     augmentation = serializers.ChoiceField(choices=Augmentation.choices)
     model_preference = serializers.ChoiceField(choices=ModelPreference.choices)
+    allow_flips = serializers.BooleanField()
     status = serializers.CharField()
     attempt = serializers.IntegerField()
     progress = serializers.JSONField()

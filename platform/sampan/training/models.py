@@ -30,8 +30,8 @@ class TrainingJob(Job):
 
     ``history``: one entry per epoch (loss, val_accuracy, ...); ``recipe``: what the worker chose
     (resolution, epochs, learning rate, phases); ``pretrained``: whether ImageNet weights were used
-    (null until known). ``augmentation`` and ``model_preference``: the user's options, passed to
-    the engine as they are. ``metrics``: what the engine returned; newer jobs add ``evaluated_on``
+    (null until known). ``augmentation``, ``model_preference`` and ``allow_flips`` (False: never
+    mirror the images): the user's options, passed to the engine as they are. ``metrics``: what the engine returned; newer jobs add ``evaluated_on``
     ("test" or "val") and, with a test split, ``test_accuracy`` and ``test_macro_f1``.
     """
 
@@ -47,6 +47,7 @@ class TrainingJob(Job):
                                     default=Augmentation.AUTO)
     model_preference = models.CharField(max_length=16, choices=ModelPreference.choices,
                                         default=ModelPreference.MORE_ACCURATE)
+    allow_flips = models.BooleanField(default=True)
     pretrained = models.BooleanField(null=True)
     weights_note = models.TextField(blank=True, default="")
     history = models.JSONField(default=list, blank=True)

@@ -43,7 +43,7 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                         seed: int = 0, model_name: str = "",
                         augmentation: str = Augmentation.AUTO,
                         model_preference: str = ModelPreference.MORE_ACCURATE,
-                        user: Any = None) -> TrainingJob:
+                        allow_flips: bool = True, user: Any = None) -> TrainingJob:
     """Create and enqueue a training job on a frozen dataset version.
 
     Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
@@ -90,7 +90,8 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                                          task_type=dataset_version.task_type, model_name=name,
                                          budget_s=budget_s, seed=seed,
                                          augmentation=augmentation,
-                                         model_preference=model_preference)
+                                         model_preference=model_preference,
+                                         allow_flips=bool(allow_flips))
         job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
         enqueue_on_commit("training.run", str(job.pk), queue="training")
     job.refresh_from_db()
@@ -123,6 +124,7 @@ class TrainingInputs:
     seed: int = 0
     augmentation: str = Augmentation.AUTO
     model_preference: str = ModelPreference.MORE_ACCURATE
+    allow_flips: bool = True
     out_dir: Path = Path(".")
 
 
@@ -134,7 +136,8 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
     inputs = TrainingInputs(job_id=str(job.pk), attempt=job.attempt,
                             labels=list(job.dataset_version.labels), budget_s=job.budget_s,
                             seed=job.seed, augmentation=str(job.augmentation),
-                            model_preference=str(job.model_preference))
+                            model_preference=str(job.model_preference),
+                            allow_flips=bool(job.allow_flips))
     items = list(job.dataset_version.items.select_related("sample")
                  .order_by("sample__content_sha256"))
     try:

@@ -327,13 +327,18 @@ def test_create_api_takes_the_options_with_defaults(project_with_roles: dict[str
     editor = api(project_with_roles["editor"])
     body = editor.post(url, {"dataset_version_id": str(version.pk), "budget_s": 30},
                        format="json").json()
-    assert (body["augmentation"], body["model_preference"]) == ("auto", "more_accurate")
+    assert (body["augmentation"], body["model_preference"], body["allow_flips"]) == (
+        "auto", "more_accurate", True)
     body = editor.post(url, {"dataset_version_id": str(version.pk), "budget_s": 30,
-                             "augmentation": "none", "model_preference": "faster"},
-                       format="json").json()
-    assert (body["augmentation"], body["model_preference"]) == ("none", "faster")
+                             "augmentation": "none", "model_preference": "faster",
+                             "allow_flips": False}, format="json").json()
+    assert (body["augmentation"], body["model_preference"], body["allow_flips"]) == (
+        "none", "faster", False)
     job = TrainingJob.objects.get(pk=body["id"])
-    assert (job.augmentation, job.model_preference) == ("none", "faster")
+    assert (job.augmentation, job.model_preference, job.allow_flips) == ("none", "faster", False)
+    # and the worker receives it
+    inputs = services.training_job_start(job_id=job.pk)
+    assert inputs is not None and inputs.allow_flips is False
 
 
 @pytest.mark.parametrize("field, value", [("augmentation", "sideways"),

@@ -72,10 +72,12 @@ describe("TrainingPage", () => {
 
     expect(await screen.findByText("v2 · 40 samples · 2 classes")).toBeInTheDocument();
     expect(screen.getByRole("spinbutton", { name: "Time budget" })).toHaveValue("90");
+    // colour photos of text or signs: the user says left and right matter
+    await userEvent.click(screen.getByRole("checkbox", { name: /Never mirror the images/ }));
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
 
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
-    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "auto", model_preference: "more_accurate" }]);
+    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "auto", model_preference: "more_accurate", allow_flips: false }]);
   });
 
   it("sends the augmentation and model preference chosen, and previews 4 images 3 times each", async () => {
@@ -102,7 +104,7 @@ describe("TrainingPage", () => {
     expect(screen.getByText("~2.5–3 ms")).toBeInTheDocument();
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
-    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "strong", model_preference: "faster" }]);
+    expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "strong", model_preference: "faster", allow_flips: true }]);
   });
 
   it("refuses a budget under the version's minimum, with the reason", async () => {

@@ -1,22 +1,7 @@
 // The Training section: a one-form wizard (dataset version, task, time budget, augmentation with a
 // preview, model preference) and the jobs.
 import { ExperimentOutlined } from "@ant-design/icons";
-import {
-  Alert,
-  Button,
-  Card,
-  Collapse,
-  Empty,
-  Form,
-  Input,
-  InputNumber,
-  Radio,
-  Segmented,
-  Select,
-  Space,
-  Table,
-  Typography,
-} from "antd";
+import { Alert, Button, Card, Checkbox, Collapse, Empty, Form, Input, InputNumber, Radio, Segmented, Select, Space, Table, Typography } from "antd";
 import { useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
@@ -59,6 +44,8 @@ interface WizardValues {
   model_name?: string;
   augmentation: Augmentation;
   model_preference: ModelPreference;
+  /** "never mirror the images" ticked: the job's allow_flips is false */
+  never_flip?: boolean;
 }
 
 export function TrainingPage() {
@@ -141,6 +128,7 @@ function TrainingWizard() {
       seed: values.seed,
       augmentation: values.augmentation,
       model_preference: values.model_preference,
+      allow_flips: !values.never_flip,
       ...(values.model_name?.trim() ? { model_name: values.model_name.trim() } : {}),
     };
     start.mutate(
@@ -256,9 +244,14 @@ function TrainingWizard() {
         </Form.Item>
         <Form.Item label={t("training.step4")} style={{ marginBottom: 8 }}>
           <Space align="start" wrap size="large">
-            <Form.Item name="augmentation" noStyle>
-              <AugmentationChoice />
-            </Form.Item>
+            <Space orientation="vertical" size={4}>
+              <Form.Item name="augmentation" noStyle>
+                <AugmentationChoice />
+              </Form.Item>
+              <Form.Item name="never_flip" valuePropName="checked" noStyle>
+                <Checkbox data-testid="never-flip">{t("training.neverFlip")}</Checkbox>
+              </Form.Item>
+            </Space>
             <AugmentationPreview projectId={projectId} datasetId={datasetId} versionId={versionId} preset={augmentation} />
           </Space>
         </Form.Item>

@@ -27,6 +27,7 @@ function job(fields: Partial<TrainingJob>): TrainingJob {
     seed: 0,
     augmentation: "auto",
     model_preference: "more_accurate",
+    allow_flips: true,
     status: "RUNNING",
     attempt: 1,
     progress: {},

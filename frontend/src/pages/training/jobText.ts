@@ -78,7 +78,7 @@ export function resolutionReason(px: number, reason: string | undefined): string
 }
 
 const RESOLUTION_WHY = ["shorter_side", "budget", "smallest"] as const;
-const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small"] as const;
+const AUGMENTATION_WHY = ["none_requested", "photos", "grayscale", "small", "flips_off"] as const;
 const isOneOf = <T extends string>(list: readonly T[], code: string | undefined): code is T => (list as readonly string[]).includes(code ?? "");
 
 /**
