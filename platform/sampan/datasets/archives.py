@@ -129,6 +129,9 @@ class ArchiveScan:
     directory: Path
     members: list[ExtractedFile] = field(default_factory=list)
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (path_in_zip, reason)
+    #: entries whose bytes are damaged (bad CRC, broken deflate stream): (path_in_zip, reason);
+    #: the rest of the archive is still imported
+    rejected: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -330,10 +333,12 @@ def extract_archive(
     """Validate and extract ``zip_path`` into a fresh temporary folder under ``dest_dir``.
 
     Every entry is checked (``plan_archive``) before any byte is written; then members are
-    decompressed one by one with the limits counted on actual output. On ANY error the temporary
-    folder is removed and nothing remains. Returns an ``ArchiveScan`` whose ``directory`` the
-    caller removes after import. Raises ArchiveError for an unsafe, corrupt (bad CRC, truncated),
-    oversized or unsupported archive; OSError for disk errors on ``dest_dir``.
+    decompressed one by one with the limits counted on actual output. A damaged entry (bad CRC,
+    broken compressed stream, unsupported compression method) is listed in ``rejected`` and the
+    others are extracted. On any other error the temporary folder is removed and nothing remains.
+    Returns an ``ArchiveScan`` whose ``directory`` the caller removes after import. Raises
+    ArchiveError for an unsafe, unreadable, oversized or unsupported archive; OSError for disk
+    errors on ``dest_dir``.
     """
     zip_path = Path(zip_path)
     archive = open_archive(zip_path)
@@ -353,7 +358,11 @@ def extract_archive(
                     size = _copy_counted(archive, info, member.path_in_zip, local, limits, total,
                                          archive_bytes)
                 except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-                    raise ArchiveError(f"entry {member.path_in_zip!r} is corrupt: {exc}") from None
+                    # one damaged entry is that file's problem, as an undecodable image is:
+                    # rejected by name, the others imported (the limits above still stop all)
+                    local.unlink(missing_ok=True)
+                    scan.rejected.append((member.path_in_zip, f"damaged in the zip: {exc}"))
+                    continue
                 total += size
                 scan.members.append(ExtractedFile(member.path_in_zip, member.label, local,
                                                   member.name, size, member.split))

@@ -329,6 +329,7 @@ def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]) -> list[St
         scan = extract_archive(archive, work, limits=_limits())
         archive.unlink()  # its members are extracted: a 2 GiB archive is not kept twice
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
+        report["rejected"].extend({"name": n, "reason": r} for n, r in scan.rejected)
         labels = scan.labels
         if labels:
             class_labels_ensure(dataset=job.dataset, names=labels)

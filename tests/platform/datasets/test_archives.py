@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import stat
+import shutil
 import struct
 import warnings
 import zipfile
@@ -227,8 +228,10 @@ def test_total_quota_counts_across_members(tmp_path: Path) -> None:
 
 
 def test_lying_size_header_is_not_trusted(tmp_path: Path) -> None:
-    """Headers claim 1,000 bytes for 5 MiB: the real bytes disagree and the archive is rejected."""
-    zip_path = make_zip(tmp_path / "a.zip", [("cat/zeros.bmp", bytes(5 * MiB))])
+    """Headers claim 1,000 bytes for 5 MiB: the real bytes disagree and the entry is rejected
+    (nothing of it kept), the other entries are extracted."""
+    zip_path = make_zip(tmp_path / "a.zip", [("cat/zeros.bmp", bytes(5 * MiB)),
+                                             ("cat/fine.png", b"png bytes")])
     raw = bytearray(zip_path.read_bytes())
     local = raw.index(b"PK\x03\x04")
     central = raw.index(b"PK\x01\x02")
@@ -237,8 +240,15 @@ def test_lying_size_header_is_not_trusted(tmp_path: Path) -> None:
     struct.pack_into("<I", raw, central + 24, 1000)
     zip_path.write_bytes(bytes(raw))
     assert zipfile.ZipFile(zip_path).getinfo("cat/zeros.bmp").file_size == 1000
-    _assert_bomb_stopped(zip_path, tmp_path, ArchiveLimits(),
-                         r"entry 'cat/zeros.bmp' is corrupt: Bad CRC-32")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    scan = extract_archive(zip_path, dest)
+    assert scan.rejected == [("cat/zeros.bmp", "damaged in the zip: Bad CRC-32 for file "
+                                               "'cat/zeros.bmp'")]
+    assert [(m.path_in_zip, m.local_path.read_bytes()) for m in scan.members] == [
+        ("cat/fine.png", b"png bytes")]
+    assert sorted(p.name for p in scan.directory.iterdir()) == ["000002.png"]
+    shutil.rmtree(scan.directory)
 
 
 def test_not_a_zip(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,23 @@ def test_truncated_jpeg_is_rejected_by_name_and_the_rest_imports(ctx: dict[str, 
     assert job["report"]["counts"]["imported"] == 1
     assert [r["name"] for r in job["report"]["rejected"]] == ["a/broken.jpg"]
     assert "truncated" in job["report"]["rejected"][0]["reason"].lower()
+
+
+def test_a_zip_entry_with_a_bad_crc_is_rejected_by_name_and_the_rest_imports(
+        ctx: dict[str, Any]) -> None:
+    data = bytearray(make_zip({"c/0.png": images.png_bytes((1, 0, 0)),
+                               "c/1.png": images.png_bytes((2, 0, 0)),
+                               "c/2.png": images.png_bytes((3, 0, 0))}))
+    # flip one byte inside the first entry's compressed data
+    start = data.index(b"PK\x03\x04")
+    name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
+    data[start + 30 + name_len + extra_len + 20] ^= 0xFF
+    job = run_import(ctx, "crc.zip", bytes(data))
+    assert job["status"] == "SUCCEEDED", job
+    assert job["report"]["counts"]["imported"] == 2
+    (rejected,) = job["report"]["rejected"]
+    assert rejected["name"] == "c/0.png"
+    assert rejected["reason"].startswith("damaged in the zip: ")  # a broken stream or bad CRC
 
 
 def test_labels_are_normalised_and_ordered(ctx: dict[str, Any]) -> None:
