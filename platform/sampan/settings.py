@@ -168,6 +168,10 @@ if env.str("SAMPAN_DATABASE_URL", default=""):
     DATABASES["default"] = env.db_url("SAMPAN_DATABASE_URL")
     DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    if "postgresql" in DATABASES["default"].get("ENGINE", ""):
+        # a server that accepts the connection and never answers must not hang a request (or
+        # /readyz) for minutes: libpq gives up connecting after this many seconds
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
@@ -312,7 +316,15 @@ _LOCAL_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage",
 
 def _s3_storage(endpoint_url: str) -> dict[str, Any]:
     """STORAGES entry of the bucket, signed for ``endpoint_url``."""
+    from botocore.config import Config
+
     return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        # bounded waits: an endpoint that accepts and never answers held a request for 180 s
+        # (botocore's 60 s read timeout, retried); addressing style and signature go here too,
+        # django-storages reads them from this Config when one is given
+        "client_config": Config(s3={"addressing_style": SAMPAN_S3_ADDRESSING_STYLE},
+                                signature_version="s3v4", connect_timeout=5, read_timeout=30,
+                                retries={"max_attempts": 3, "mode": "standard"}),
         "bucket_name": SAMPAN_S3_BUCKET, "endpoint_url": endpoint_url or None,
         "access_key": SAMPAN_S3_ACCESS_KEY_ID, "secret_key": SAMPAN_S3_SECRET_ACCESS_KEY,
         "region_name": SAMPAN_S3_REGION, "addressing_style": SAMPAN_S3_ADDRESSING_STYLE,

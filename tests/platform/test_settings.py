@@ -32,7 +32,7 @@ print(json.dumps({
     "csrf_secure": getattr(s, "CSRF_COOKIE_SECURE", False),
     "hsts": s.SECURE_HSTS_SECONDS, "validators": len(s.AUTH_PASSWORD_VALIDATORS),
     "db": {k: db.get(k) for k in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT",
-                                  "CONN_MAX_AGE", "CONN_HEALTH_CHECKS")},
+                                  "CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "OPTIONS")},
     "key_file": str(s.SAMPAN_SIGNING_KEY_FILE), "upload_max": s.SAMPAN_UPLOAD_MAX_BYTES,
     "finders": s.WHITENOISE_USE_FINDERS,
 }))
@@ -135,7 +135,8 @@ def test_production_refuses_to_start_naming_the_variable(tmp_path: Path, values:
 def test_s3_storage_is_the_bucket_and_downloads_are_signed_for_the_public_endpoint(
         tmp_path: Path) -> None:
     script = ("import json, sampan.settings as s; print(json.dumps({k: s.STORAGES[k] for k in "
-              "('default', 'downloads')}))")
+              "('default', 'downloads')}, default=lambda c: {'connect_timeout': c.connect_timeout,"
+              " 'read_timeout': c.read_timeout, 's3': c.s3, 'retries': c.retries}))")
     env = _production(tmp_path, **_S3, SAMPAN_S3_PUBLIC_ENDPOINT_URL="https://s3.example.org")
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=PLATFORM,
                             capture_output=True, text=True, timeout=60)
@@ -146,6 +147,10 @@ def test_s3_storage_is_the_bucket_and_downloads_are_signed_for_the_public_endpoi
     assert storages["default"]["OPTIONS"]["endpoint_url"] == "http://minio:9000"
     assert storages["downloads"]["OPTIONS"]["endpoint_url"] == "https://s3.example.org"
     assert storages["default"]["OPTIONS"]["querystring_expire"] == 3600
+    # bounded waits on an endpoint that hangs, and the addressing style kept in the client config
+    assert storages["default"]["OPTIONS"]["client_config"] == {
+        "connect_timeout": 5, "read_timeout": 30, "s3": {"addressing_style": "path"},
+        "retries": {"max_attempts": 3, "mode": "standard"}}
     local = subprocess.run([sys.executable, "-c", script], env=_env(tmp_path), cwd=PLATFORM,
                            capture_output=True, text=True, timeout=60)
     assert json.loads(local.stdout)["default"]["BACKEND"] == (
@@ -180,10 +185,12 @@ def test_database_url_is_parsed_with_health_checks_and_no_persistent_connections
         "postgres://sampan:s%40cret@db.internal:5433/sampan")))["db"]
     assert db == {"ENGINE": "django.db.backends.postgresql", "NAME": "sampan", "USER": "sampan",
                   "PASSWORD": "s@cret", "HOST": "db.internal", "PORT": 5433,
-                  "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True}
+                  "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True,
+                  "OPTIONS": {"connect_timeout": 5}}  # a hung server fails a connect in 5 s
     worker_db = _loaded(_production(tmp_path, SAMPAN_DATABASE_URL=(
-        "postgres://sampan:pw@db:5432/sampan?conn_max_age=60")))["db"]
+        "postgres://sampan:pw@db:5432/sampan?conn_max_age=60&connect_timeout=20")))["db"]
     assert worker_db["CONN_MAX_AGE"] == 60 and worker_db["CONN_HEALTH_CHECKS"] is True
+    assert worker_db["OPTIONS"] == {"connect_timeout": 20}  # the URL's own value wins
 
 
 def test_behind_a_tls_proxy_cookies_are_secure_and_the_forwarded_scheme_is_trusted(

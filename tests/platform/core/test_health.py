@@ -82,3 +82,29 @@ def test_bucket_checked_with_object_storage(settings: Any, redis_url: str, s3: A
     assert response.status_code == 503
     assert response.json()["checks"]["storage"].endswith("check SAMPAN_S3_BUCKET")
     assert s3.bucket not in response.content.decode()  # the bucket's name is not given away
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections and never answers (a hung service)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+
+
+def test_a_service_that_never_answers_is_reported_within_the_timeout(
+        settings: Any, redis_url: str, s3: Any, silent_server: int) -> None:
+    # an endpoint that accepts and never answers held the probe for 180 s (boto3's retries)
+    s3.apply(settings, SAMPAN_S3_ENDPOINT_URL=f"http://127.0.0.1:{silent_server}")
+    settings.REDIS_URL = redis_url
+    began = time.monotonic()
+    response = Client().get("/readyz")
+    elapsed = time.monotonic() - began
+    assert response.status_code == 503
+    assert response.json()["checks"] == {"database": "ok", "redis": "ok",
+                                         "storage": "error: no answer within 2 s"}
+    assert elapsed < 4.0
