@@ -83,6 +83,11 @@ class ArchiveLimits:
 
     The ratio is enforced once a member has produced more than ``ratio_min_bytes``, so that small
     flat images (a blank BMP compresses ~1000:1) are not mistaken for bombs; real photos are ~1:1.
+    It is also enforced on the whole archive once it has produced more than
+    ``archive_ratio_min_bytes``: 3,000 members of 1 MiB of zeros (3.4 MB of zip) each stay under
+    the member threshold and wrote 2 GiB before the total limit stopped them (seen in review).
+    A member above ``max_member_bytes`` is rejected by name (its bytes still count towards the
+    total) and the others are extracted.
     Defaults follow the usual zip-bomb guidance (OWASP "File Upload Cheat Sheet"; D. Fifield,
     "A better zip bomb", 2019, for why counting actual output bytes matters).
     """
@@ -91,6 +96,7 @@ class ArchiveLimits:
     max_member_bytes: int = 64 * MiB
     max_ratio: float = 100.0
     ratio_min_bytes: int = 1 * MiB
+    archive_ratio_min_bytes: int = 64 * MiB
     max_members: int = 100_000
 
 
@@ -297,6 +303,14 @@ def open_archive(zip_path: str | Path) -> zipfile.ZipFile:
         raise ArchiveError(f"not a readable zip archive: {exc}") from None
 
 
+class _MemberTooLarge(ArchiveError):
+    """One member passed ``max_member_bytes``: it is rejected, ``written`` bytes were produced."""
+
+    def __init__(self, message: str, written: int) -> None:
+        super().__init__(message)
+        self.written = written
+
+
 def _copy_counted(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str, target: Path,
     limits: ArchiveLimits, total_so_far: int, archive_bytes: int,
@@ -310,9 +324,9 @@ def _copy_counted(
         while chunk := source.read(CHUNK_BYTES):
             written += len(chunk)
             if written > limits.max_member_bytes:
-                raise ArchiveError(
-                    f"entry {shown!r} is larger than {limits.max_member_bytes} bytes"
-                )
+                raise _MemberTooLarge(
+                    f"larger than {limits.max_member_bytes} bytes, the limit for one file",
+                    written)
             if total_so_far + written > limits.max_total_bytes:
                 raise ArchiveError(
                     f"archive expands to more than {limits.max_total_bytes} bytes "
@@ -322,6 +336,13 @@ def _copy_counted(
                 raise ArchiveError(
                     f"entry {shown!r} compression ratio above {limits.max_ratio:g} "
                     "(possible zip bomb)"
+                )
+            produced = total_so_far + written
+            if (produced > limits.archive_ratio_min_bytes
+                    and produced / max(1, archive_bytes) > limits.max_ratio):
+                raise ArchiveError(
+                    f"archive expands to more than {limits.max_ratio:g} times its size "
+                    f"(at entry {shown!r}; possible zip bomb)"
                 )
             sink.write(chunk)
     return written
@@ -357,6 +378,13 @@ def extract_archive(
                 try:
                     size = _copy_counted(archive, info, member.path_in_zip, local, limits, total,
                                          archive_bytes)
+                except _MemberTooLarge as exc:
+                    # one file too large is that file's problem: rejected by name, the others
+                    # imported; its bytes count towards the archive's total all the same
+                    local.unlink(missing_ok=True)
+                    scan.rejected.append((member.path_in_zip, str(exc)))
+                    total += exc.written
+                    continue
                 except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
                     # one damaged entry is that file's problem, as an undecodable image is:
                     # rejected by name, the others imported (the limits above still stop all)

@@ -209,9 +209,29 @@ def test_zip_bomb_stopped_by_compression_ratio(bomb: Path, tmp_path: Path) -> No
                          r"'cat/zeros.bmp' compression ratio above 100 \(possible zip bomb\)")
 
 
-def test_zip_bomb_stopped_by_member_cap(bomb: Path, tmp_path: Path) -> None:
-    limits = ArchiveLimits(max_ratio=1e9)
-    _assert_bomb_stopped(bomb, tmp_path, limits, r"'cat/zeros.bmp' is larger than 67108864 bytes")
+def test_a_member_over_the_cap_is_rejected_by_name_and_the_others_extracted(
+        bomb: Path, tmp_path: Path) -> None:
+    # one 2 GB file in a zip of good images failed the whole import (and cost its upload)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    scan = extract_archive(bomb, dest, limits=ArchiveLimits(max_ratio=1e9))
+    assert scan.rejected == [("cat/zeros.bmp",
+                              "larger than 67108864 bytes, the limit for one file")]
+    assert [m.path_in_zip for m in scan.members] == ["cat/ok.jpg"]
+    assert [p.name for p in scan.directory.iterdir()] == ["000001.jpg"]  # nothing of the bomb
+    shutil.rmtree(scan.directory)
+
+
+def test_many_small_members_are_stopped_by_the_archive_wide_ratio(tmp_path: Path) -> None:
+    # each member is 1 MiB of zeros (under the per-member ratio threshold); together 100x+
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for i in range(40):
+            archive.writestr(f"cats/{i:04d}.png", bytes(MiB))
+    assert path.stat().st_size < 100 * 1024
+    _assert_bomb_stopped(path, tmp_path, ArchiveLimits(archive_ratio_min_bytes=8 * MiB),
+                         r"archive expands to more than 100 times its size \(at entry "
+                         r"'cats/0008.png'; possible zip bomb\)")
 
 
 def test_zip_bomb_stopped_by_total_quota(bomb: Path, tmp_path: Path) -> None:
