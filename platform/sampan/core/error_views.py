@@ -26,6 +26,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import is_valid_path
 from django.views import defaults
 
 from sampan.core.errors import error_payload, request_error
@@ -154,13 +155,34 @@ class ApiErrorMiddleware:
         response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
         return response
 
+    def _missing_slash(self, request: HttpRequest) -> HttpResponse | None:
+        """A write to an API path without its trailing slash: 308 to the slashed path (the
+        client repeats the same method and body there) with a JSON error naming it. Django's
+        APPEND_SLASH answered 301 in HTML, which clients follow as a GET: a POST that creates a
+        project came back 200 with the project list and created nothing (seen in review)."""
+        path = request.path_info
+        if (request.method in ("GET", "HEAD", "OPTIONS") or not is_api(request)
+                or path.endswith("/") or is_valid_path(path)
+                or not is_valid_path(path + "/")):
+            return None
+        slashed = request.get_full_path(force_append_slash=True)
+        response = JsonResponse(error_payload(
+            "trailing_slash", f"{request.method} {path} needs its trailing slash: send it to "
+            f"{path}/ (every API path ends with /)", None, {"location": slashed}), status=308)
+        response["Location"] = slashed
+        return response
+
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self.__acall__(request)
         self._before(request)
-        return self._after(request, self.get_response(request))
+        early = self._missing_slash(request)
+        return self._after(request, early if early is not None else self.get_response(request))
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:
         self._before(request)
+        early = self._missing_slash(request)
+        if early is not None:
+            return self._after(request, early)
         get_response: Callable[[HttpRequest], Awaitable[HttpResponse]] = self.get_response
         return self._after(request, await get_response(request))

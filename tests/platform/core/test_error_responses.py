@@ -183,3 +183,24 @@ def test_request_ids_come_from_the_client_only_when_they_are_plain() -> None:
 
     assert kept["X-Request-ID"] == "abc-123.X_y"
     assert replaced["X-Request-ID"] != "<script>" and len(replaced["X-Request-ID"]) == 32
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_write_without_the_trailing_slash_is_a_json_308_naming_it(
+        settings: Any, make_user: Any, api: Any, debug: bool) -> None:
+    # Django's APPEND_SLASH answered 301 HTML: clients re-sent the POST as a GET, got the list
+    # with 200, and the project was never created (in DEBUG: a RuntimeError, 500)
+    settings.DEBUG = debug
+    client = api(make_user("ana"))
+    response = client.post("/api/v1/projects?x=1", {"name": "p"}, format="json")
+    assert response.status_code == 308
+    assert response["Location"] == "/api/v1/projects/?x=1"
+    body = error(response)
+    assert body["code"] == "trailing_slash"
+    assert body["message"] == ("POST /api/v1/projects needs its trailing slash: send it to "
+                               "/api/v1/projects/ (every API path ends with /)")
+    # GET keeps Django's redirect; an unknown path stays a 404; the slashed write works
+    assert client.get("/api/v1/projects").status_code == 301
+    assert client.post("/api/v1/nowhere", {}, format="json").status_code == 404
+    assert client.post("/api/v1/projects/", {"name": "p"}, format="json").status_code == 201
