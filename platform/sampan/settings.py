@@ -32,7 +32,33 @@ class _SecretFiles(environ.FileAwareMapping):
 
 
 class _Env(environ.FileAwareEnv):
+    """django-environ, strict: a value that does not parse names its variable (``int("2G")``
+    raised a bare ValueError), and a boolean is one of true/false/1/0/yes/no/on/off (``maybe``
+    read as false)."""
+
     ENVIRON = _SecretFiles()
+    _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "y": True,
+                 "false": False, "0": False, "no": False, "off": False, "n": False, "": False}
+
+    def bool(self, var: str, default: Any = environ.Env.NOTSET) -> bool:  # noqa: A003
+        raw = self.get_value(var, cast=str, default=default)
+        if isinstance(raw, bool):
+            return raw
+        value = self._BOOLEANS.get(str(raw).strip().lower())
+        if value is None:
+            raise ImproperlyConfigured(f"{var} must be true or false (or 1/0, yes/no, on/off), "
+                                       f"not {raw!r}")
+        return value
+
+    def get_value(self, var: str, cast: Any = None, default: Any = environ.Env.NOTSET,
+                  parse_default: bool = False) -> Any:
+        try:
+            return super().get_value(var, cast=cast, default=default,
+                                     parse_default=parse_default)
+        except ValueError as error:
+            kind = getattr(cast, "__name__", str(cast))
+            raise ImproperlyConfigured(
+                f"{var} must be a{'n' if kind[:1] in 'aeiou' else ''} {kind}: {error}") from None
 
 
 # Any variable may instead come from a file named by VAR_FILE (Docker secrets); a value starting
@@ -166,6 +192,11 @@ if env.str("SAMPAN_DATABASE_URL", default=""):
     # (the web server); a worker host may add ?conn_max_age=60 to the URL. Health checks make a
     # persistent connection that the server closed reconnect instead of failing one request.
     DATABASES["default"] = env.db_url("SAMPAN_DATABASE_URL")
+    if DATABASES["default"].get("ENGINE", "").endswith("dummy") or not DATABASES["default"].get(
+            "ENGINE"):
+        raise ImproperlyConfigured(
+            "SAMPAN_DATABASE_URL is not a database URL: postgres://user:password@host:5432/name "
+            "(special characters in the password %-encoded)")
     DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
     if "postgresql" in DATABASES["default"].get("ENGINE", ""):
@@ -301,6 +332,11 @@ SAMPAN_UPLOAD_EXPIRE_S = env.float("SAMPAN_UPLOAD_EXPIRE_S", default=24 * 3600.0
 SAMPAN_STORAGE = env.str("SAMPAN_STORAGE", default="local").strip().lower()
 SAMPAN_S3_ENDPOINT_URL = env.str("SAMPAN_S3_ENDPOINT_URL", default="").strip()
 SAMPAN_S3_PUBLIC_ENDPOINT_URL = env.str("SAMPAN_S3_PUBLIC_ENDPOINT_URL", default="").strip()
+for _name, _url in (("SAMPAN_S3_ENDPOINT_URL", SAMPAN_S3_ENDPOINT_URL),
+                    ("SAMPAN_S3_PUBLIC_ENDPOINT_URL", SAMPAN_S3_PUBLIC_ENDPOINT_URL)):
+    if _url and not _url.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(f"{_name} must be an http:// or https:// URL, not {_url!r} "
+                                   "(for example http://minio:9000)")
 SAMPAN_S3_BUCKET = env.str("SAMPAN_S3_BUCKET", default="").strip()
 SAMPAN_S3_ACCESS_KEY_ID = env.str("SAMPAN_S3_ACCESS_KEY_ID", default="").strip()
 SAMPAN_S3_SECRET_ACCESS_KEY = env.str("SAMPAN_S3_SECRET_ACCESS_KEY", default="").strip()

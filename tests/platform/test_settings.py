@@ -123,6 +123,14 @@ _S3 = {"SAMPAN_STORAGE": "s3", "SAMPAN_S3_BUCKET": "sampan", "SAMPAN_S3_ACCESS_K
     ({**_S3, "SAMPAN_S3_URL_EXPIRE_S": "10"}, "SAMPAN_S3_URL_EXPIRE_S must be between 60"),
     ({**_S3, "SAMPAN_S3_ADDRESSING_STYLE": "sideways"},
      "SAMPAN_S3_ADDRESSING_STYLE must be path, virtual or auto"),
+    # values that do not parse name their variable (a bare ValueError before)
+    ({"SAMPAN_UPLOAD_MAX_BYTES": "2G"}, "SAMPAN_UPLOAD_MAX_BYTES must be an int: invalid literal"),
+    ({**_S3, "SAMPAN_S3_URL_EXPIRE_S": "abc"}, "SAMPAN_S3_URL_EXPIRE_S must be an int"),
+    ({"SAMPAN_BEHIND_TLS_PROXY": "maybe"},
+     "SAMPAN_BEHIND_TLS_PROXY must be true or false (or 1/0, yes/no, on/off), not 'maybe'"),
+    ({"SAMPAN_DATABASE_URL": "notaurl"}, "SAMPAN_DATABASE_URL is not a database URL"),
+    ({**_S3, "SAMPAN_S3_ENDPOINT_URL": "minio:9000"},
+     "SAMPAN_S3_ENDPOINT_URL must be an http:// or https:// URL, not 'minio:9000'"),
 ])
 def test_production_refuses_to_start_naming_the_variable(tmp_path: Path, values: dict[str, str],
                                                          message: str) -> None:
