@@ -126,6 +126,9 @@ def test_migrate_again_keeps_the_admin_password_the_key_and_the_unused_token(
     assert again.returncode == 0, again.stdout + again.stderr
     lines = again.stdout.rstrip().splitlines()
     assert json.loads(lines[-3]) == {"username": "admin", "created": False}
+    assert lines[-1].endswith("sign in as admin with the password it already had "
+                              "(SAMPAN_ADMIN_PASSWORD only sets it when the account is created; "
+                              "python manage.py changepassword admin changes it)")
     assert json.loads(lines[-2])["reused"] is True
     assert "created the model-signing key" not in again.stdout
     assert deployment.key_file.read_bytes() == key
