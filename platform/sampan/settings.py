@@ -186,6 +186,10 @@ DATABASES: dict[str, dict[str, Any]] = {
                     "transaction_mode": "IMMEDIATE"},
     }
 }
+if PRODUCTION:
+    # dev's SQLite file is never a silent choice outside dev: SQLite is still possible, named
+    _required("SAMPAN_DATABASE_URL", "postgres://user:password@host:5432/name (or "
+              "sqlite:////absolute/path.sqlite3 to choose SQLite on one host)")
 if env.str("SAMPAN_DATABASE_URL", default=""):
     # postgres://user:password@host:5432/name (psycopg 3: pip install "sampan[postgres]").
     # Persistent connections are off by default: Django's docs say to disable them under ASGI
@@ -241,6 +245,8 @@ MEDIA_URL = "/media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
+if PRODUCTION:  # dev's embedded Redis port is never a silent choice outside dev
+    _required("SAMPAN_REDIS_URL", "redis://host:6379/0, the Celery broker and Channels layer")
 REDIS_URL = env.str("SAMPAN_REDIS_URL", default="redis://127.0.0.1:6399/0")
 
 CELERY_BROKER_URL = REDIS_URL

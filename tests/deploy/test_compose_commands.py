@@ -92,7 +92,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         "SAMPAN_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SAMPAN_SIGNING_KEY_FILE": str(files / "keys" / "signing-key.pem"),
     }
-    with Stack(data_dir=files / "data", database_url=stack_database_url(),
+    # production names its database: on a SQLite test run, a SQLite file named by URL
+    database_url = stack_database_url() or f"sqlite:///{files}/db.sqlite3"
+    with Stack(data_dir=files / "data", database_url=database_url,
                extra_env=production) as stack:
         deployment = Deployment(stack=stack, files=files, first_run=subprocess.CompletedProcess(
             [], 0))

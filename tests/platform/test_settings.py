@@ -53,7 +53,9 @@ def _production(tmp_path: Path, **values: str) -> dict[str, str]:
         keyfile.create_private_key_file(key)
     base = {"SAMPAN_ENV": "production", "SAMPAN_SECRET_KEY": SECRET,
             "SAMPAN_ALLOWED_HOSTS": "sampan.example.org,web",
-            "SAMPAN_SIGNING_KEY_FILE": str(key)}
+            "SAMPAN_SIGNING_KEY_FILE": str(key),
+            "SAMPAN_DATABASE_URL": "postgres://sampan:pw@db:5432/sampan",
+            "SAMPAN_REDIS_URL": "redis://redis:6379/0"}
     return _env(tmp_path, **{**base, **values})
 
 
@@ -113,6 +115,9 @@ _S3 = {"SAMPAN_STORAGE": "s3", "SAMPAN_S3_BUCKET": "sampan", "SAMPAN_S3_ACCESS_K
     ({"SAMPAN_SIGNING_KEY_FILE": ""},
      "SAMPAN_SIGNING_KEY_FILE must be set when SAMPAN_ENV=production"),
     ({"SAMPAN_ENV": "prod"}, "SAMPAN_ENV must be 'dev' or 'production', not 'prod'"),
+    # dev's SQLite file and embedded Redis port are never silent choices in production
+    ({"SAMPAN_DATABASE_URL": ""}, "SAMPAN_DATABASE_URL must be set when SAMPAN_ENV=production"),
+    ({"SAMPAN_REDIS_URL": ""}, "SAMPAN_REDIS_URL must be set when SAMPAN_ENV=production"),
     ({"SAMPAN_STORAGE": "nfs"}, "SAMPAN_STORAGE must be 'local' or 's3', not 'nfs'"),
     ({**_S3, "SAMPAN_S3_BUCKET": ""}, "SAMPAN_S3_BUCKET must be set when SAMPAN_STORAGE=s3"),
     ({**_S3, "SAMPAN_S3_ACCESS_KEY_ID": ""},
