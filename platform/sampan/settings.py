@@ -248,6 +248,15 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 if PRODUCTION:  # dev's embedded Redis port is never a silent choice outside dev
     _required("SAMPAN_REDIS_URL", "redis://host:6379/0, the Celery broker and Channels layer")
 REDIS_URL = env.str("SAMPAN_REDIS_URL", default="redis://127.0.0.1:6399/0")
+# Failed sign-ins (sampan.accounts.login_limits): per username, and 5x that per address, within
+# the window from the first failure; counted in the cache, which is Redis in production so that
+# every web process shares the count.
+SAMPAN_LOGIN_MAX_FAILURES = env.int("SAMPAN_LOGIN_MAX_FAILURES", default=10)
+SAMPAN_LOGIN_WINDOW_S = env.int("SAMPAN_LOGIN_WINDOW_S", default=900)
+if PRODUCTION:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL, "KEY_PREFIX": "sampan",
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}}
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

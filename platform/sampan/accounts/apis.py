@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sampan.accounts import selectors, services
+from sampan.accounts import login_limits, selectors, services
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import AuthenticationFailed
@@ -56,9 +56,13 @@ class LoginApi(APIView):
     def post(self, request: Request) -> Response:
         data = LoginInput(data=request.data)
         data.is_valid(raise_exception=True)
+        username, address = data.validated_data["username"], login_limits.client_address(request)
+        login_limits.check(username, address)
         user = authenticate(request, **data.validated_data)
         if user is None:
+            login_limits.failed(username, address)
             raise AuthenticationFailed("wrong username or password")
+        login_limits.succeeded(username, address)
         login(request._request, user)
         get_token(request._request)
         return Response(UserSerializer(user).data)

@@ -140,8 +140,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     (``sampan.core.error_views.server_error``) answers it and logs the traceback.
     """
     if isinstance(exc, ApplicationError):
-        return Response(error_payload(exc.code, exc.message, exc.field, exc.details),
-                        status=exc.status_code)
+        response = Response(error_payload(exc.code, exc.message, exc.field, exc.details),
+                            status=exc.status_code)
+        if isinstance(exc.details, dict) and "retry_after_s" in exc.details:
+            response["Retry-After"] = str(exc.details["retry_after_s"])
+        return response
     mapped = request_error(exc)
     if mapped is not None:
         request = getattr(context.get("request"), "_request", None)

@@ -146,3 +146,33 @@ def test_logout_ends_the_session(make_user: Any) -> None:
 
     assert response.status_code == 204
     assert client.get("/api/v1/auth/me/").status_code == 401
+
+
+def test_failed_sign_ins_are_refused_for_a_while_past_the_limit(
+        make_user: Any, settings: Any) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    client = APIClient()
+    settings.SAMPAN_LOGIN_MAX_FAILURES = 3
+    make_user("ana")
+    wrong = {"username": "ana", "password": "nope"}
+    codes = [client.post("/api/v1/auth/login/", wrong, format="json").status_code
+             for _ in range(3)]
+    assert codes == [401, 401, 401]
+    refused = client.post("/api/v1/auth/login/", {"username": "ANA ", "password":
+                                                  "pw"}, format="json")
+    assert refused.status_code == 429  # the right password too, and the name as typed
+    body = _error(refused)
+    assert body["code"] == "too_many_attempts" and body["field"] == "username"
+    assert 1 <= body["details"]["retry_after_s"] <= 900
+    assert refused["Retry-After"] == str(body["details"]["retry_after_s"])
+    # another account is not locked by ana's failures (the address limit is 5x)
+    make_user("bo")
+    ok = client.post("/api/v1/auth/login/", {"username": "bo", "password": "pw"},
+                     format="json")
+    assert ok.status_code == 200
+    cache.clear()  # the window passed
+    assert client.post("/api/v1/auth/login/", {"username": "ana", "password":
+                                                "pw"},
+                       format="json").status_code == 200
