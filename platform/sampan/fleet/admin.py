@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from sampan.fleet.models import Deployment, Device, EnrollmentToken
+from sampan.fleet.models import Deployment, Device, DeviceBenchmark, EnrollmentToken
 
 
 @admin.register(EnrollmentToken)
@@ -23,3 +23,10 @@ class DeploymentAdmin(admin.ModelAdmin):
     list_display = ["id", "device", "model_version", "state", "created_at", "state_changed_at"]
     list_filter = ["state", "project"]
     readonly_fields = ["state", "error", "state_changed_at", "finished_at"]
+
+
+@admin.register(DeviceBenchmark)
+class DeviceBenchmarkAdmin(admin.ModelAdmin):
+    list_display = ["id", "device", "candidate", "status", "created_at", "finished_at"]
+    list_filter = ["status", "project"]
+    readonly_fields = ["status", "result", "error", "delivered_at", "finished_at"]

@@ -22,11 +22,11 @@ from rest_framework.views import APIView
 from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
-from sampan.fleet import selectors, services
+from sampan.fleet import benchmarks, selectors, services
 from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
-from sampan.fleet.models import Device
+from sampan.fleet.models import Device, DeviceBenchmark
 from sampan.registry.models import ModelVersion
 from sampan.registry.signing import trusted_keys_payload
 
@@ -91,6 +91,17 @@ class DeviceTelemetryApi(ProjectApi):
         rows = selectors.device_telemetry(device=device, since=query.validated_data.get("since"),
                                           limit=query.validated_data["limit"])
         return Response(s.TelemetryOutput(rows, many=True).data)
+
+
+class DeviceBenchmarkListApi(ProjectApi):
+    @extend_schema(parameters=[s.BenchmarkListQuery], responses=s.BenchmarkOutput(many=True),
+                   operation_id="devices_benchmarks")
+    def get(self, request: Request, project_id: str, device_id: str) -> Response:
+        device = selectors.device_get(project=self.get_project(request), device_id=device_id)
+        query = s.BenchmarkListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        rows = selectors.device_benchmark_list(device=device, limit=query.validated_data["limit"])
+        return Response(s.BenchmarkOutput(rows, many=True).data)
 
 
 class DeploymentListApi(ProjectApi):
@@ -185,13 +196,16 @@ class DeviceHeartbeatApi(DeviceApi):
             metrics=_plain(values["metrics"] or {}),
             deployment=services.DeploymentReport(
                 deployment_id=report["deployment_id"], state=report["state"],
-                error=report["error"] or "") if report else None)
-        desired = services.device_heartbeat_record(device=self.get_device(request),
-                                                   heartbeat=heartbeat)
+                error=report["error"] or "") if report else None,
+            runtime=_plain(values["runtime"]) if values["runtime"] else None)
+        device = self.get_device(request)
+        desired = services.device_heartbeat_record(device=device, heartbeat=heartbeat)
         # The trusted keys ride every reply, so a device trusts a rotated key before it is
         # handed anything signed with it, and drops a retired one within a heartbeat.
         body = {"heartbeat_interval_s": services.heartbeat_interval_s(),
                 "desired": _desired(request, desired) if desired else None,
+                "benchmarks": [_benchmark_request(request, row)
+                               for row in selectors.device_open_benchmarks(device=device)],
                 "trusted_signing_keys": trusted_keys_payload()}
         return Response(s.HeartbeatOutput(body).data)
 
@@ -200,6 +214,8 @@ def _plain(value: Any) -> Any:
     """Validated serializer data (ordered dicts) as plain JSON values."""
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
     return value
 
 
@@ -268,3 +284,102 @@ class DeviceArtifactApi(DeviceApi):
         return ranged_file_response(path, range_header=request.headers.get("Range", ""),
                                     if_range=request.headers.get("If-Range", ""),
                                     etag=version.model_sha256, filename="model.onnx")
+
+
+# --- device API: benchmarks -------------------------------------------------------------------
+
+
+def _benchmark_request(request: Request, benchmark: DeviceBenchmark) -> dict[str, Any]:
+    kwargs = {"benchmark_id": benchmark.pk}
+    return {
+        "benchmark_id": benchmark.pk,
+        "manifest_url": request.build_absolute_uri(reverse("device:benchmark-manifest",
+                                                           kwargs=kwargs)),
+        "artifact_url": _benchmark_artifact_url(benchmark) or request.build_absolute_uri(
+            reverse("device:benchmark-artifact", kwargs=kwargs)),
+        "sha256": benchmark.model_sha256,
+        "size": benchmark.model_size,
+        "inputs": [request.build_absolute_uri(reverse("device:benchmark-input",
+                                                      kwargs={**kwargs, "index": index}))
+                   for index in range(len(benchmark.inputs))],
+        "warmup": benchmark.warmup,
+        "runs": benchmark.runs,
+    }
+
+
+def _benchmark_artifact_url(benchmark: DeviceBenchmark) -> str | None:
+    """A presigned URL of the benchmark's model.onnx in the bucket; None with local storage."""
+    return storage.download_url(f"{benchmark.package_dir}/model.onnx", filename="model.onnx",
+                                content_type="application/octet-stream")
+
+
+class DeviceBenchmarkManifestApi(DeviceApi):
+    """The signed manifest of one of the device's open benchmarks."""
+
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT},
+                   operation_id="device_benchmark_manifest")
+    def get(self, request: Request, benchmark_id: str) -> HttpResponse:
+        benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
+                                                        benchmark_id=benchmark_id)
+        try:
+            data = storage.read_bytes(f"{benchmark.package_dir}/manifest.json")
+        except FileNotFoundError:
+            raise NotFound("the manifest of this benchmark is missing on the server") from None
+        return HttpResponse(data, content_type="application/json")
+
+
+class DeviceBenchmarkArtifactApi(DeviceApi):
+    """``model.onnx`` of one of the device's open benchmarks (HTTP Range supported)."""
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              (206, "application/octet-stream"): OpenApiTypes.BINARY,
+                              302: OpenApiResponse(description=(
+                                  "with object storage: the presigned URL of model.onnx in the "
+                                  "bucket (Range works there)"))},
+                   parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],
+                   operation_id="device_benchmark_artifact")
+    def get(self, request: Request, benchmark_id: str) -> HttpResponseBase:
+        benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
+                                                        benchmark_id=benchmark_id)
+        url = _benchmark_artifact_url(benchmark)
+        if url is not None:
+            return HttpResponseRedirect(url)
+        path = storage.local_file(f"{benchmark.package_dir}/model.onnx")
+        if not path.is_file():
+            raise NotFound("the model file of this benchmark is missing on the server")
+        return ranged_file_response(path, range_header=request.headers.get("Range", ""),
+                                    if_range=request.headers.get("If-Range", ""),
+                                    etag=benchmark.model_sha256, filename="model.onnx")
+
+
+class DeviceBenchmarkInputApi(DeviceApi):
+    """The ``index``-th input image (encoded bytes, as stored) of an open benchmark."""
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+                   operation_id="device_benchmark_input")
+    def get(self, request: Request, benchmark_id: str, index: int) -> HttpResponse:
+        benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
+                                                        benchmark_id=benchmark_id)
+        if not 0 <= index < len(benchmark.inputs):
+            raise NotFound(f"this benchmark has {len(benchmark.inputs)} inputs")
+        try:
+            data = storage.read_bytes(benchmark.inputs[index])
+        except FileNotFoundError:
+            raise NotFound(f"input {index} of this benchmark is missing on the server") from None
+        return HttpResponse(data, content_type="application/octet-stream")
+
+
+class DeviceBenchmarkResultApi(DeviceApi):
+    """The agent's report on one of its benchmarks: running, then its outcome and figures."""
+
+    @extend_schema(request=s.BenchmarkResultInput, responses=s.BenchmarkResultOutput,
+                   operation_id="device_benchmark_result")
+    def post(self, request: Request, benchmark_id: str) -> Response:
+        data = s.BenchmarkResultInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        stored = benchmarks.device_benchmark_report(
+            device=self.get_device(request), benchmark_id=benchmark_id,
+            status=values["status"], result=_plain(values["result"]) if values["result"] else {},
+            error=values["error"] or "")
+        return Response(s.BenchmarkResultOutput({"status": stored.status}).data)

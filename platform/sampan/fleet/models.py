@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -70,6 +71,9 @@ class Device(BaseModel):
     current_model_version = models.ForeignKey("registry.ModelVersion", null=True, blank=True,
                                               on_delete=models.SET_NULL, related_name="+")
     last_metrics = models.JSONField(default=dict, blank=True)
+    runtime = models.JSONField(
+        default=dict, blank=True,
+        help_text="The last heartbeat's runtime object: onnxruntime version, providers, ...")
 
     class Meta:
         ordering = ["name", "created_at"]
@@ -88,6 +92,15 @@ class Device(BaseModel):
     @property
     def status(self) -> str:
         return self.status_at(timezone.now())
+
+    def known_runtime(self) -> dict[str, Any]:
+        """What the device last said of its runtime: the heartbeat's ``runtime`` when one came
+        (newer than enrollment), else ``{"onnxruntime": info["onnxruntime"]}`` from enrollment,
+        else {} (unknown)."""
+        if isinstance(self.runtime, dict) and self.runtime.get("onnxruntime"):
+            return dict(self.runtime)
+        version = (self.info or {}).get("onnxruntime") if isinstance(self.info, dict) else None
+        return {"onnxruntime": version} if isinstance(version, str) and version else {}
 
 
 class DeploymentState(models.TextChoices):
@@ -172,3 +185,60 @@ class Telemetry(models.Model):
         ordering = ["received_at"]
         indexes = [models.Index(fields=["device", "received_at"],
                                 name="telemetry_device_received")]
+
+
+class BenchmarkStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INCOMPATIBLE = "incompatible"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+#: States a device works on (listed in its heartbeat reply, its files downloadable).
+BENCHMARK_OPEN = frozenset({BenchmarkStatus.PENDING, BenchmarkStatus.RUNNING})
+#: States the agent may report (docs/contracts.md, "Device API").
+BENCHMARK_REPORTABLE = frozenset({BenchmarkStatus.RUNNING, BenchmarkStatus.SUCCEEDED,
+                                  BenchmarkStatus.FAILED, BenchmarkStatus.INCOMPATIBLE})
+
+
+class DeviceBenchmark(BaseModel):
+    """One candidate model measured on one device by its agent (docs/contracts.md).
+
+    ``package_dir`` is a storage folder holding a signed ``manifest.json`` and ``model.onnx``,
+    like a registered version's package; ``inputs`` are storage names of encoded images the
+    agent cycles through. ``status`` moves pending -> running -> succeeded | failed |
+    incompatible as the agent reports, or pending/running -> expired | cancelled by the
+    requester; every change is a compare-and-set on the status. ``compression_job_id`` and
+    ``candidate`` identify the requester's candidate (no foreign key: fleet does not import
+    compression).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmarks")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="benchmarks")
+    package_dir = models.CharField(max_length=500)
+    manifest = models.JSONField(default=dict)
+    model_sha256 = models.CharField(max_length=64)
+    model_size = models.BigIntegerField()
+    inputs = models.JSONField(default=list)
+    warmup = models.PositiveIntegerField(default=5)
+    runs = models.PositiveIntegerField(default=50)
+    status = models.CharField(max_length=16, choices=BenchmarkStatus.choices,
+                              default=BenchmarkStatus.PENDING, db_index=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    compression_job_id = models.UUIDField(null=True, blank=True, db_index=True)
+    candidate = models.CharField(max_length=200, blank=True, default="")
+    delivered_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="When the device reported it running.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["device", "status", "created_at"],
+                                name="benchmark_device_status")]
+
+    def __str__(self) -> str:
+        return f"benchmark {self.pk} ({self.status})"

@@ -13,7 +13,9 @@ from django.utils import timezone
 from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
 from sampan.fleet.models import (
+    BENCHMARK_OPEN,
     Deployment,
+    DeviceBenchmark,
     DeploymentState,
     Device,
     DeviceStatus,
@@ -107,3 +109,33 @@ def device_model_version_get(*, device: Device, version_id: Any) -> ModelVersion
         allowed |= Q(pk=device.current_model_version_id)
     return get_or_not_found(ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
                 "model version", pk=version_id)
+
+
+#: Most open benchmarks one heartbeat reply lists.
+HEARTBEAT_BENCHMARKS = 4
+
+
+def device_open_benchmarks(*, device: Device) -> list[DeviceBenchmark]:
+    """The device's pending and running benchmarks, oldest first, at most
+    ``HEARTBEAT_BENCHMARKS`` (what its heartbeat reply lists)."""
+    return list(DeviceBenchmark.objects.filter(device=device, status__in=BENCHMARK_OPEN)
+                .order_by("created_at", "id")[:HEARTBEAT_BENCHMARKS])
+
+
+def device_benchmark_open_get(*, device: Device, benchmark_id: Any) -> DeviceBenchmark:
+    """One of the device's own open (pending or running) benchmarks; NotFound for any other
+    (another device's, a finished, expired or cancelled one)."""
+    return get_or_not_found(DeviceBenchmark.objects.filter(device=device,
+                                                           status__in=BENCHMARK_OPEN),
+                            "benchmark", pk=benchmark_id)
+
+
+def device_benchmark_list(*, device: Device, limit: int = 50) -> list[DeviceBenchmark]:
+    """The device's benchmarks, newest first, at most ``limit``."""
+    return list(device.benchmarks.order_by("-created_at", "-id")[:max(1, min(limit, 500))])
+
+
+def device_benchmark_get(*, benchmark_id: Any) -> DeviceBenchmark:
+    """A benchmark by id (for its requester, which keeps the id). Raises NotFound."""
+    return get_or_not_found(DeviceBenchmark.objects.select_related("device"), "benchmark",
+                            pk=benchmark_id)

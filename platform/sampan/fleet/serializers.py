@@ -7,7 +7,13 @@ from typing import Any
 from rest_framework import serializers
 
 from sampan.core.validation import NameField, TextField
-from sampan.fleet.models import REPORTABLE, DeploymentState, DeviceStatus
+from sampan.fleet.models import (
+    BENCHMARK_REPORTABLE,
+    REPORTABLE,
+    BenchmarkStatus,
+    DeploymentState,
+    DeviceStatus,
+)
 
 # --- project API ------------------------------------------------------------------------------
 
@@ -65,13 +71,44 @@ class DeviceOutput(serializers.Serializer):
     deployment = serializers.SerializerMethodField(
         help_text="The active (desired) deployment, or null.")
     last_metrics = serializers.JSONField()
+    runtime = serializers.SerializerMethodField(
+        help_text="What the device last reported of its runtime: onnxruntime (version), "
+                  "providers, cpu_features; {} when unknown.")
     created_at = serializers.DateTimeField()
+
+    def get_runtime(self, device: Any) -> dict[str, Any]:
+        return device.known_runtime()  # type: ignore[no-any-return]
 
     def get_deployment(self, device: Any) -> dict[str, Any] | None:
         active = getattr(device, "active_deployments", None)
         if not active:
             return None
         return DeploymentSummaryOutput(active[0]).data  # type: ignore[return-value]
+
+
+class BenchmarkOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    device_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=BenchmarkStatus.choices)
+    candidate = serializers.CharField()
+    compression_job_id = serializers.UUIDField(allow_null=True)
+    model_sha256 = serializers.CharField()
+    model_size = serializers.IntegerField(help_text="bytes of model.onnx")
+    warmup = serializers.IntegerField()
+    runs = serializers.IntegerField()
+    result = serializers.JSONField(help_text=(
+        "The device's figures (p50_ms, p99_ms, mean_ms, throughput_ips, load_s, "
+        "peak_memory_bytes, runs, warmup, serving_p99_ms, serving_requests, onnxruntime, "
+        "providers); {} until it succeeded."))
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class BenchmarkListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, default=50, min_value=1, max_value=500,
+                                     help_text="Newest first, at most this many.")
 
 
 class DeviceListQuery(serializers.Serializer):
@@ -167,6 +204,15 @@ class DeploymentReportInput(serializers.Serializer):
                                   trim_whitespace=False)
 
 
+class RuntimeInput(serializers.Serializer):
+    onnxruntime = serializers.CharField(max_length=64, help_text="onnxruntime.__version__")
+    providers = serializers.ListField(child=serializers.CharField(max_length=100), max_length=64,
+                                      required=False, default=list,
+                                      help_text="onnxruntime.get_available_providers()")
+    cpu_features = serializers.ListField(child=serializers.CharField(max_length=64),
+                                         max_length=256, required=False)
+
+
 class HeartbeatInput(serializers.Serializer):
     device_time = serializers.DateTimeField(allow_null=True, required=False, default=None)
     agent_version = serializers.CharField(max_length=64, allow_blank=True, required=False,
@@ -175,6 +221,7 @@ class HeartbeatInput(serializers.Serializer):
                                                      default=None)
     metrics = MetricsInput(required=False, allow_null=True, default=None)
     deployment = DeploymentReportInput(required=False, allow_null=True, default=None)
+    runtime = RuntimeInput(required=False, allow_null=True, default=None)
 
 
 class DesiredOutput(serializers.Serializer):
@@ -186,8 +233,70 @@ class DesiredOutput(serializers.Serializer):
     size = serializers.IntegerField(help_text="bytes of model.onnx")
 
 
+class BenchmarkRequestOutput(serializers.Serializer):
+    benchmark_id = serializers.UUIDField()
+    manifest_url = serializers.URLField()
+    artifact_url = serializers.URLField()
+    sha256 = serializers.CharField()
+    size = serializers.IntegerField(help_text="bytes of model.onnx")
+    inputs = serializers.ListField(child=serializers.URLField(),
+                                   help_text="URLs of the input images, cycled through")
+    warmup = serializers.IntegerField()
+    runs = serializers.IntegerField()
+
+
 class HeartbeatOutput(serializers.Serializer):
     heartbeat_interval_s = serializers.FloatField()
     desired = DesiredOutput(allow_null=True)
+    benchmarks = BenchmarkRequestOutput(
+        many=True, help_text="the device's pending and running benchmarks, oldest first (<= 4)")
     trusted_signing_keys = TrustedSigningKeyOutput(
         many=True, help_text="every key whose signature the device accepts, the active first")
+
+
+class BenchmarkFiguresInput(serializers.Serializer):
+    p50_ms = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    p99_ms = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    mean_ms = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    throughput_ips = serializers.FloatField(min_value=0, allow_null=True, required=False,
+                                            default=None)
+    load_s = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    peak_memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
+                                                 default=None)
+    runs = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    warmup = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    serving_p99_ms = serializers.FloatField(
+        min_value=0, allow_null=True, required=False, default=None,
+        help_text="p99 of the device's own /v1/predict requests served during the benchmark; "
+                  "null when none were")
+    serving_requests = serializers.IntegerField(min_value=0, allow_null=True, required=False,
+                                                default=None)
+    onnxruntime = serializers.CharField(max_length=64, allow_null=True, required=False,
+                                        default=None)
+    providers = serializers.ListField(child=serializers.CharField(max_length=100),
+                                      max_length=64, allow_null=True, required=False,
+                                      default=None)
+
+    _REQUIRED_FOR_SUCCESS = ("p50_ms", "p99_ms", "mean_ms", "throughput_ips", "runs")
+
+
+class BenchmarkResultInput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=sorted(BENCHMARK_REPORTABLE))
+    error = serializers.CharField(allow_null=True, allow_blank=True, required=False, default="",
+                                  trim_whitespace=False)
+    result = BenchmarkFiguresInput(allow_null=True, required=False, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["status"] == BenchmarkStatus.SUCCEEDED:
+            figures = attrs.get("result") or {}
+            missing = [key for key in BenchmarkFiguresInput._REQUIRED_FOR_SUCCESS
+                       if figures.get(key) is None]
+            if missing:
+                raise serializers.ValidationError(
+                    {"result": f"a succeeded benchmark needs {', '.join(missing)}"})
+        return attrs
+
+
+class BenchmarkResultOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=BenchmarkStatus.choices,
+                                     help_text="the benchmark's stored status")

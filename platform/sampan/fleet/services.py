@@ -19,8 +19,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from sampan.accounts.models import Project
-from sampan.core.errors import AuthenticationFailed, NotFound
+from sampan.core.errors import AuthenticationFailed, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
+from sampan.fleet.compatibility import model_incompatibilities
 from sampan.fleet.models import (
     REPORTABLE,
     TRANSITIONS,
@@ -125,6 +126,8 @@ class Heartbeat:
     current_model_version_id: uuid.UUID | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     deployment: DeploymentReport | None = None
+    #: ``{"onnxruntime", "providers", "cpu_features"?}``; None keeps what was stored before.
+    runtime: dict[str, Any] | None = None
 
 
 def deployment_state_report(*, device: Device, report: DeploymentReport,
@@ -159,7 +162,8 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
     ``last_seen_at`` is the server's clock at receipt; the device clock is stored as reported.
     The device's current model version is the one it reports serving (if it belongs to the
     project), or the model version of a deployment it reports running. One telemetry row is
-    added and the oldest beyond ``telemetry_keep()`` are deleted.
+    added and the oldest beyond ``telemetry_keep()`` are deleted. A ``runtime`` replaces the
+    stored one.
     """
     from sampan.fleet.selectors import device_desired_deployment
 
@@ -179,10 +183,13 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
                                    state=DeploymentState.RUNNING)
                            .values_list("model_version_id", flat=True).first())
                 current_id = running or current_id
+        values: dict[str, Any] = {}
+        if heartbeat.runtime is not None:
+            values["runtime"] = device.runtime = heartbeat.runtime
         Device.objects.filter(pk=device.pk).update(
             last_seen_at=received_at, device_time=heartbeat.device_time,
             agent_version=heartbeat.agent_version, current_model_version_id=current_id,
-            last_metrics=heartbeat.metrics, updated_at=received_at)
+            last_metrics=heartbeat.metrics, updated_at=received_at, **values)
         row = Telemetry.objects.create(
             device=device, received_at=received_at, device_time=heartbeat.device_time,
             metrics=heartbeat.metrics,
@@ -212,9 +219,12 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
     state; deploying the version a device already runs is allowed (a redeploy, e.g. to retry a
     failed one). Returns the new deployments in the order of ``device_ids`` (duplicates dropped).
 
-    Raises NotFound (field ``model_version_id``) for a model version outside the project and
-    NotFound (field ``device_ids``, ``details.missing``) for devices outside it; nothing is
-    written then.
+    Raises NotFound (field ``model_version_id``) for a model version outside the project,
+    NotFound (field ``device_ids``, ``details.missing``) for devices outside it, and
+    ValidationFailed (field ``device_ids``, ``details.incompatible``: device id -> reasons) for
+    devices whose reported runtime cannot load the version
+    (:func:`sampan.fleet.compatibility.model_incompatibilities`); nothing is written then, and
+    every device keeps its current deployment.
     """
     version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
     if version is None:
@@ -229,6 +239,15 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
         if missing:
             raise NotFound(f"device not found in this project: {', '.join(missing)}",
                            field="device_ids", details={"missing": missing})
+        incompatible = {str(pk): reasons for pk in wanted
+                        if (reasons := model_incompatibilities(version.manifest,
+                                                               devices[pk].known_runtime()))}
+        if incompatible:
+            names = "; ".join(f"{devices[uuid.UUID(pk)].name}: {', '.join(reasons)}"
+                              for pk, reasons in incompatible.items())
+            raise ValidationFailed(
+                f"model version {version.version} cannot run on {len(incompatible)} device(s): "
+                f"{names}", field="device_ids", details={"incompatible": incompatible})
         (Deployment.objects
          .filter(device_id__in=wanted, state__in=TRANSITIONS[DeploymentState.SUPERSEDED])
          .update(state=DeploymentState.SUPERSEDED, state_changed_at=now, updated_at=now))

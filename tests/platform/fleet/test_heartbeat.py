@@ -24,7 +24,7 @@ def test_last_seen_is_server_time_even_when_device_clock_is_wrong(enrolled: Any,
     response = heartbeat(client, device_time="1999-01-01T00:00:00Z", agent_version="0.2.0")
     after = timezone.now()
     assert response.status_code == 200, response.content
-    assert response.json() == {"heartbeat_interval_s": 5.0, "desired": None,
+    assert response.json() == {"heartbeat_interval_s": 5.0, "desired": None, "benchmarks": [],
                                "trusted_signing_keys": trusted_keys_payload()}
     device.refresh_from_db()
     assert before <= device.last_seen_at <= after
