@@ -19,6 +19,7 @@ from types import FrameType
 import onnxruntime
 
 from edge_agent.agent import Agent, agent_version
+from edge_agent.benchmark import Benchmarker
 from edge_agent.client import DeviceApiError, DeviceClient, enroll
 from edge_agent.deploy import Converger
 from edge_agent.home import AgentConfig, AgentHome, default_home
@@ -97,7 +98,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
         return 1
     client = DeviceClient(config.server_url, config.credential)
-    converger = Converger(agent, client, state)
+    # benchmarks run on their own thread, with their own HTTP session
+    benchmark_client = DeviceClient(config.server_url, config.credential)
+    benchmarker = Benchmarker(agent, benchmark_client)
+    converger = Converger(agent, client, state, benchmarker)
     stop = threading.Event()
     loop = threading.Thread(target=converger.run, args=(stop,), name="converge", daemon=True)
 
@@ -118,7 +122,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop.set()
         server.server_close()
         loop.join(timeout=5.0)
+        benchmarker.stop()
         client.close()
+        benchmark_client.close()
     return 0
 
 

@@ -148,6 +148,36 @@ class DeviceClient:
         _raise_for_status(response, "heartbeat")
         return _json(response, "heartbeat")
 
+    def report_benchmark(self, benchmark_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST benchmarks/<id>/result`` -> ``{"status"}`` (the stored status).
+
+        Raises DeviceApiError (TerminalError 404: not this device's, or unknown)."""
+        url = api_url(self.server_url, f"benchmarks/{benchmark_id}/result")
+        try:
+            response = self._session.post(
+                url, json=body, headers=self._headers(url), timeout=TIMEOUT_S
+            )
+        except requests.RequestException as error:
+            raise RetryableError(f"benchmark result: {error}") from error
+        _raise_for_status(response, "benchmark result")
+        return _json(response, "benchmark result")
+
+    def get_bytes(self, url: str, what: str, max_bytes: int) -> bytes:
+        """GET a small file whole (a benchmark input image). Raises DeviceApiError
+        (TerminalError when it is larger than ``max_bytes``)."""
+        response = self._get(url, what, {}, stream=True)
+        chunks, total = [], 0
+        with response:
+            try:
+                for chunk in response.iter_content(_CHUNK):
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise TerminalError(f"{what}: larger than {max_bytes} bytes")
+                    chunks.append(chunk)
+            except requests.RequestException as error:
+                raise RetryableError(f"{what}: interrupted: {error}") from error
+        return b"".join(chunks)
+
     def get_json(self, url: str, what: str) -> dict[str, Any]:
         """GET a JSON object (the manifest). Raises DeviceApiError."""
         return _json(self._get(url, what, {}, stream=False), what)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from edge_agent.agent import Agent, agent_version
+from edge_agent.benchmark import Benchmarker, runtime_info
 from edge_agent.client import DeviceApiError, DeviceClient, RetryableError, TerminalError
 from edge_agent.home import AgentState, DeploymentStatus
 from edge_agent.runtime import (
@@ -68,8 +69,15 @@ class Converger:
     does a single heartbeat + convergence attempt and is what tests drive directly.
     """
 
-    def __init__(self, agent: Agent, client: DeviceClient, state: AgentState) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        client: DeviceClient,
+        state: AgentState,
+        benchmarker: Benchmarker | None = None,
+    ) -> None:
         self.agent, self.client, self.state = agent, client, state
+        self.benchmarker = benchmarker
         self.home = agent.home
         self.interval_s = float(agent.config.heartbeat_interval_s)
         self._heartbeat_backoff = Backoff()
@@ -107,6 +115,10 @@ class Converger:
         interval = reply.get("heartbeat_interval_s")
         if isinstance(interval, int | float) and interval > 0:
             self.interval_s = float(interval)
+        if self.benchmarker is not None:
+            # handed over before converging: the benchmarker's own thread runs them, so a
+            # deployment (or its download) never waits for a benchmark, nor the reverse
+            self.benchmarker.offer(reply.get("benchmarks"))
         desired = reply.get("desired")
         if (
             isinstance(desired, dict)
@@ -124,6 +136,7 @@ class Converger:
             "current_model_version_id": self.agent.current_version,
             "metrics": self.agent.telemetry.snapshot(),
             "deployment": deployment.report() if deployment else None,
+            "runtime": runtime_info(),
         }
         try:
             reply = self.client.heartbeat(payload)

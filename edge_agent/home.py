@@ -1,5 +1,6 @@
 """The agent's home directory: ``agent.json`` (enrollment), ``state.json`` (deployment state),
-``models/<version-id>/`` (model.onnx + manifest.json) and ``downloads/`` (partial artifacts).
+``models/<version-id>/`` (model.onnx + manifest.json), ``downloads/`` (partial artifacts) and
+``benchmarks/<id>/`` (a benchmark's package and inputs while it runs; removed afterwards).
 
 Every JSON file is written atomically (temp file, fsync, ``os.replace``), so a crash leaves
 either the old or the new content, never half of one.
@@ -114,6 +115,7 @@ class AgentHome:
         self.state_path = self.root / "state.json"
         self.models_dir = self.root / "models"
         self.downloads_dir = self.root / "downloads"
+        self.benchmarks_dir = self.root / "benchmarks"
 
     def ensure(self) -> None:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

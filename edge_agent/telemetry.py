@@ -74,6 +74,7 @@ class Telemetry:
             self._requests.labels(outcome)
         self._lock = threading.Lock()
         self._window: deque[float] = deque(maxlen=WINDOW)
+        self._served = 0  # successful requests ever appended to the window
         self._count = 0
         self._errors = 0
         self._cpu_mark = (time.monotonic(), sum(os.times()[:2]))
@@ -89,6 +90,19 @@ class Telemetry:
                 self._errors += 1
             else:
                 self._window.append(latency_s * 1000.0)
+                self._served += 1
+
+    def mark(self) -> int:
+        """A point in the stream of successful requests, for :meth:`latencies_since`."""
+        with self._lock:
+            return self._served
+
+    def latencies_since(self, mark: int) -> list[float]:
+        """Latencies (ms) of the successful requests recorded after ``mark``, oldest first; the
+        newest :data:`WINDOW` of them when more came."""
+        with self._lock:
+            count = min(self._served - mark, len(self._window))
+            return list(self._window)[len(self._window) - count:] if count > 0 else []
 
     def record_heartbeat(self, ok: bool) -> None:
         self._heartbeats.labels("ok" if ok else "error").inc()

@@ -15,6 +15,16 @@ from sampan.fleet.models import (
     DeviceStatus,
 )
 
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)  # type: ignore[no-any-return]
+
+
 # --- project API ------------------------------------------------------------------------------
 
 
@@ -205,7 +215,7 @@ class DeploymentReportInput(serializers.Serializer):
 
 
 class RuntimeInput(serializers.Serializer):
-    onnxruntime = serializers.CharField(max_length=64, help_text="onnxruntime.__version__")
+    onnxruntime = StrictCharField(max_length=64, help_text="onnxruntime.__version__")
     providers = serializers.ListField(child=serializers.CharField(max_length=100), max_length=64,
                                       required=False, default=list,
                                       help_text="onnxruntime.get_available_providers()")
@@ -271,7 +281,7 @@ class BenchmarkFiguresInput(serializers.Serializer):
                   "null when none were")
     serving_requests = serializers.IntegerField(min_value=0, allow_null=True, required=False,
                                                 default=None)
-    onnxruntime = serializers.CharField(max_length=64, allow_null=True, required=False,
+    onnxruntime = StrictCharField(max_length=64, allow_null=True, required=False,
                                         default=None)
     providers = serializers.ListField(child=serializers.CharField(max_length=100),
                                       max_length=64, allow_null=True, required=False,
@@ -282,7 +292,7 @@ class BenchmarkFiguresInput(serializers.Serializer):
 
 class BenchmarkResultInput(serializers.Serializer):
     status = serializers.ChoiceField(choices=sorted(BENCHMARK_REPORTABLE))
-    error = serializers.CharField(allow_null=True, allow_blank=True, required=False, default="",
+    error = StrictCharField(allow_null=True, allow_blank=True, required=False, default="",
                                   trim_whitespace=False)
     result = BenchmarkFiguresInput(allow_null=True, required=False, default=None)
 
