@@ -300,7 +300,7 @@ class Benchmarker:
             child.kill()
             child.communicate()
             raise BenchmarkFailed(
-                "failed", f"the benchmark did not finish within {timeout:.0f} s and was stopped"
+                "failed", f"the benchmark did not finish within {timeout:g} s and was stopped"
             ) from None
         finally:
             self._child = None

@@ -4,6 +4,74 @@
  */
 
 export interface paths {
+    "/api/device/v1/benchmarks/{benchmark_id}/inputs/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The ``index``-th input image (encoded bytes, as stored) of an open benchmark. */
+        get: operations["device_benchmark_input"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/v1/benchmarks/{benchmark_id}/manifest.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The signed manifest of one of the device's open benchmarks. */
+        get: operations["device_benchmark_manifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/v1/benchmarks/{benchmark_id}/model.onnx": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description ``model.onnx`` of one of the device's open benchmarks (HTTP Range supported). */
+        get: operations["device_benchmark_artifact"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/v1/benchmarks/{benchmark_id}/result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description The agent's report on one of its benchmarks: running, then its outcome and figures. */
+        post: operations["device_benchmark_result"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/v1/enroll": {
         parameters: {
             query?: never;
@@ -479,6 +547,28 @@ export interface paths {
          *     otherwise. Non-members get 404: another project's objects are invisible.
          */
         delete: operations["devices_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/devices/{device_id}/benchmarks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        get: operations["devices_benchmarks"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -976,6 +1066,107 @@ export interface components {
          * @enum {string}
          */
         AugmentationEnum: "auto" | "none" | "light" | "strong";
+        BenchmarkFiguresInputRequest: {
+            /** Format: double */
+            p50_ms?: number | null;
+            /** Format: double */
+            p99_ms?: number | null;
+            /** Format: double */
+            mean_ms?: number | null;
+            /** Format: double */
+            throughput_ips?: number | null;
+            /** Format: double */
+            load_s?: number | null;
+            peak_memory_bytes?: number | null;
+            runs?: number | null;
+            warmup?: number | null;
+            /**
+             * Format: double
+             * @description p99 of the device's own /v1/predict requests served during the benchmark; null when none were
+             */
+            serving_p99_ms?: number | null;
+            serving_requests?: number | null;
+            onnxruntime?: string | null;
+            providers?: string[] | null;
+        };
+        BenchmarkOutput: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            device_id: string;
+            status: components["schemas"]["BenchmarkStatusEnum"];
+            candidate: string;
+            /** Format: uuid */
+            compression_job_id: string | null;
+            model_sha256: string;
+            /** @description bytes of model.onnx */
+            model_size: number;
+            warmup: number;
+            runs: number;
+            /** @description The device's figures (p50_ms, p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, runs, warmup, serving_p99_ms, serving_requests, onnxruntime, providers); {} until it succeeded. */
+            result: unknown;
+            error: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        BenchmarkRequestOutput: {
+            /** Format: uuid */
+            benchmark_id: string;
+            /** Format: uri */
+            manifest_url: string;
+            /** Format: uri */
+            artifact_url: string;
+            sha256: string;
+            /** @description bytes of model.onnx */
+            size: number;
+            /** @description URLs of the input images, cycled through */
+            inputs: string[];
+            warmup: number;
+            runs: number;
+        };
+        BenchmarkResultInputRequest: {
+            status: components["schemas"]["BenchmarkResultInputStatusEnum"];
+            /** @default  */
+            error?: string | null;
+            result?: components["schemas"]["BenchmarkFiguresInputRequest"] | null;
+        };
+        /**
+         * @description * `failed` - failed
+         *     * `incompatible` - incompatible
+         *     * `running` - running
+         *     * `succeeded` - succeeded
+         * @enum {string}
+         */
+        BenchmarkResultInputStatusEnum: "failed" | "incompatible" | "running" | "succeeded";
+        BenchmarkResultOutput: {
+            /**
+             * @description the benchmark's stored status
+             *
+             *     * `pending` - Pending
+             *     * `running` - Running
+             *     * `succeeded` - Succeeded
+             *     * `failed` - Failed
+             *     * `incompatible` - Incompatible
+             *     * `expired` - Expired
+             *     * `cancelled` - Cancelled
+             */
+            status: components["schemas"]["BenchmarkStatusEnum"];
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `running` - Running
+         *     * `succeeded` - Succeeded
+         *     * `failed` - Failed
+         *     * `incompatible` - Incompatible
+         *     * `expired` - Expired
+         *     * `cancelled` - Cancelled
+         * @enum {string}
+         */
+        BenchmarkStatusEnum: "pending" | "running" | "succeeded" | "failed" | "incompatible" | "expired" | "cancelled";
         BoxInputRequest: {
             /** Format: double */
             x1: number;
@@ -1173,6 +1364,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             last_metrics: unknown;
+            /** @description What the device last reported of its runtime: onnxruntime (version), providers, cpu_features; {} when unknown. */
+            readonly runtime: {
+                [key: string]: unknown;
+            };
             /** Format: date-time */
             created_at: string;
         };
@@ -1242,11 +1437,14 @@ export interface components {
             current_model_version_id?: string | null;
             metrics?: components["schemas"]["MetricsInputRequest"] | null;
             deployment?: components["schemas"]["DeploymentReportInputRequest"] | null;
+            runtime?: components["schemas"]["RuntimeInputRequest"] | null;
         };
         HeartbeatOutput: {
             /** Format: double */
             heartbeat_interval_s: number;
             desired: components["schemas"]["DesiredOutput"] | null;
+            /** @description the device's pending and running benchmarks, oldest first (<= 4) */
+            benchmarks: components["schemas"]["BenchmarkRequestOutput"][];
             /** @description every key whose signature the device accepts, the active first */
             trusted_signing_keys: components["schemas"]["TrustedSigningKeyOutput"][];
         };
@@ -1477,6 +1675,13 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "viewer" | "editor" | "owner";
+        RuntimeInputRequest: {
+            /** @description onnxruntime.__version__ */
+            onnxruntime: string;
+            /** @description onnxruntime.get_available_providers() */
+            providers?: string[];
+            cpu_features?: string[];
+        };
         SampleOutput: {
             /** Format: uuid */
             id: string;
@@ -1631,6 +1836,114 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    device_benchmark_input: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                benchmark_id: string;
+                index: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+        };
+    };
+    device_benchmark_manifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                benchmark_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    device_benchmark_artifact: {
+        parameters: {
+            query?: never;
+            header?: {
+                Range?: string;
+            };
+            path: {
+                benchmark_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description with object storage: the presigned URL of model.onnx in the bucket (Range works there) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    device_benchmark_result: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                benchmark_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BenchmarkResultInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BenchmarkResultOutput"];
+                };
+            };
+        };
+    };
     device_enroll: {
         parameters: {
             query?: never;
@@ -2324,6 +2637,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    devices_benchmarks: {
+        parameters: {
+            query?: {
+                /** @description Newest first, at most this many. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                device_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BenchmarkOutput"][];
+                };
             };
         };
     };
