@@ -199,6 +199,10 @@ class Benchmarker:
                 body = {"status": "failed", "error": f"on the device: {error}", "result": None}
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+        if self._stop.is_set():
+            # not reported: the platform still lists it, and the agent runs it after a restart
+            log.info("benchmark %s interrupted: the agent is stopping", benchmark_id)
+            return None
         log.info("benchmark %s %s%s", benchmark_id, body["status"],
                  f": {body['error']}" if body["error"] else "")
         self._report(benchmark_id, body)

@@ -23,6 +23,7 @@ from edge_agent.client import DeviceClient, RetryableError, TerminalError
 from edge_agent.deploy import Converger
 from edge_agent.home import AgentConfig, AgentHome, AgentState
 from edge_agent.telemetry import WINDOW, Telemetry
+from sampan.devstack.stack import wait_until
 
 
 class FakeClient:
@@ -159,6 +160,20 @@ def test_a_child_past_its_timeout_is_killed_and_failed(make: Any, tmp_path: Path
     assert time.monotonic() - started < 30
     assert body == {"status": "failed", "result": None,
                     "error": "the benchmark did not finish within 1 s and was stopped"}
+
+
+def test_stopping_the_agent_kills_the_child_and_leaves_the_benchmark_open(
+        make: Any, tmp_path: Path) -> None:
+    benchmarker, client = make(python=fake_python(tmp_path, "exec sleep 60"))
+    benchmarker.offer([spec(client.package)])
+    child = wait_until(lambda: benchmarker._child, timeout_s=30, what="the measuring child",
+                       interval_s=0.01)
+    started = time.monotonic()
+    benchmarker.stop()
+    assert time.monotonic() - started < 10
+    assert child is not None and child.poll() is not None
+    # not reported as failed: the platform keeps it open and the next start runs it again
+    assert [body["status"] for _, body in client.reports] == ["running"]
 
 
 def test_a_child_that_crashes_is_failed_with_its_stderr(make: Any, tmp_path: Path) -> None:

@@ -113,7 +113,7 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
     status ``incompatible`` with the reasons in ``error``, never delivered.
 
     Raises ValidationFailed naming the field (``runs``, ``warmup``, ``inputs``,
-    ``model_sha256``, ``model_size``, ``manifest``, ``package_dir``).
+    ``model_sha256``, ``model_size``, ``manifest``, ``package_dir``, ``compression_job_id``).
     """
     runs = _check_int(runs, "runs", 1, MAX_RUNS)
     warmup = _check_int(warmup, "warmup", 0, MAX_WARMUP)
@@ -133,13 +133,18 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
     if entry.get("sha256") != model_sha256 or entry.get("size") != model_size:
         raise ValidationFailed("model_sha256 and model_size must be those the manifest lists "
                                "for model.onnx", field="model_sha256")
+    try:
+        job_id = uuid.UUID(str(compression_job_id)) if compression_job_id else None
+    except ValueError:
+        raise ValidationFailed("compression_job_id must be a UUID",
+                               field="compression_job_id") from None
     reasons = model_incompatibilities(manifest, device.known_runtime())
     now = timezone.now()
     return DeviceBenchmark.objects.create(
         project_id=device.project_id, device=device, package_dir=package_dir.rstrip("/"),
         manifest=manifest, model_sha256=model_sha256, model_size=model_size,
         inputs=list(inputs), warmup=warmup, runs=runs,
-        compression_job_id=uuid.UUID(str(compression_job_id)) if compression_job_id else None,
+        compression_job_id=job_id,
         candidate=str(candidate)[:200],
         status=BenchmarkStatus.INCOMPATIBLE if reasons else BenchmarkStatus.PENDING,
         error="; ".join(reasons)[:MAX_ERROR_CHARS], finished_at=now if reasons else None)

@@ -231,7 +231,8 @@ def test_create_validates_and_names_the_field(enrolled: Any, request_benchmark: 
              ({"model_sha256": "0" * 64}, "model_sha256"),
              ({"model_sha256": "not hex"}, "model_sha256"),
              ({"manifest": {"files": {}}}, "manifest"),
-             ({"package_dir": ""}, "package_dir")]
+             ({"package_dir": ""}, "package_dir"),
+             ({"compression_job_id": "job-7"}, "compression_job_id")]
     for kwargs, field in cases:
         with pytest.raises(ValidationFailed) as raised:
             request_benchmark(device, pkg, **kwargs)

@@ -129,3 +129,36 @@ def test_the_package_zip_downloads_from_the_bucket_under_the_models_name(
                          "/files/manifest.json")
     assert requests.get(onnx["Location"], timeout=10).headers["Content-Disposition"] == (
         'attachment; filename="manifest.json"')
+
+
+def test_a_benchmark_package_in_the_bucket_is_fetched_from_presigned_urls(
+        s3: Any, project: Any, enrolled: Any, heartbeat: Any, tmp_path: Path) -> None:
+    from sampan.core import storage
+    from sampan.fleet import benchmarks
+
+    onnx_path = tmp_path / "candidate.onnx"
+    onnx_path.write_bytes(CONTENT)
+    package = benchmarks.benchmark_package_store(project=project, onnx_path=onnx_path,
+                                                 manifest={"labels": ["cat", "dog"]})
+    assert s3.keys("benchmarks/") == [f"{package.package_dir}/manifest.json",
+                                      f"{package.package_dir}/model.onnx"]
+    image = storage.save_bytes("benchmark-inputs/cat.png", b"\x89PNG cat")
+    device, client = enrolled("cam")
+    benchmark = benchmarks.device_benchmark_create(
+        device=device, package_dir=package.package_dir, manifest=package.manifest,
+        model_sha256=package.model_sha256, model_size=package.model_size, inputs=[image])
+    (listed,) = heartbeat(client).json()["benchmarks"]
+    artifact_url = listed["artifact_url"]
+    assert urlsplit(artifact_url)[:2] == urlsplit(s3.endpoint_url)[:2]  # the bucket, not web
+    assert "X-Amz-Signature=" in artifact_url
+    redirect = client.get(f"/api/device/v1/benchmarks/{benchmark.pk}/model.onnx")
+    assert redirect.status_code == 302
+    assert urlsplit(redirect["Location"])[:2] == urlsplit(s3.endpoint_url)[:2]
+    agent = DeviceClient("http://testserver", "unused")
+    part = tmp_path / "model.onnx"
+    part.write_bytes(CONTENT[:1000])  # resumed with HTTP Range from the bucket
+    agent.download(artifact_url, part, len(CONTENT))
+    assert part.read_bytes() == CONTENT
+    manifest = client.get(urlsplit(listed["manifest_url"]).path)
+    assert manifest.status_code == 200 and manifest.json() == package.manifest
+    assert client.get(urlsplit(listed["inputs"][0]).path).content == b"\x89PNG cat"
