@@ -15,6 +15,7 @@ django.setup()
 
 from sampan.celery import app  # noqa: E402
 
+import workers.tasks.compression  # noqa: E402,F401  (registers "compression.run")
 import workers.tasks.training  # noqa: E402,F401  (registers "training.run")
 
 __all__ = ["app"]

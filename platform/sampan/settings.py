@@ -140,6 +140,7 @@ INSTALLED_APPS = [
     "sampan.accounts",
     "sampan.datasets",
     "sampan.training",
+    "sampan.compression",
     "sampan.registry",
     "sampan.fleet",
     "sampan.uploads",

@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/v1/", include("sampan.datasets.urls")),
     path("api/v1/", include("sampan.training.urls")),
     path("api/v1/", include("sampan.registry.urls")),
+    path("api/v1/", include("sampan.compression.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from celery import shared_task
 
 from sampan.training import services
+from workers.tasks.heartbeat import heartbeating
 from workers.ml.classification import (SampleRef, TrainingCancelled, TrainRequest,
                                        train_image_classifier)
 
@@ -22,33 +20,6 @@ log = logging.getLogger(__name__)
 # ~0.1 s; 3 s left every job at 70-86 % of its budget, issue 7). Time spent before the engine
 # starts (loading inputs) is subtracted as well.
 OVERHEAD_S = 0.5
-HEARTBEAT_INTERVAL_S = 5.0
-
-
-@contextmanager
-def heartbeating(job_id: str, alive: dict[str, bool]) -> Iterator[None]:
-    """Refresh the job's heartbeat every few seconds from a thread while the engine works, so a
-    long step (decoding, an epoch) is never mistaken for a lost worker; a SIGKILL stops it too.
-    Sets ``alive["value"] = False`` when the job is no longer RUNNING (cancelled or reaped)."""
-    from django.db import connection
-
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(HEARTBEAT_INTERVAL_S):
-                if not services.training_job_heartbeat(job_id=job_id):
-                    alive["value"] = False
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=beat, name=f"heartbeat-{job_id}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=HEARTBEAT_INTERVAL_S * 2)
 
 
 @shared_task(name="training.run", acks_late=True)
@@ -76,7 +47,7 @@ def run_training(training_job_id: str) -> None:
             seed=inputs.seed, augmentation=inputs.augmentation,
             model_preference=inputs.model_preference, allow_flips=inputs.allow_flips)
         try:
-            with heartbeating(training_job_id, alive):
+            with heartbeating(training_job_id, alive, services.training_job_heartbeat):
                 result = train_image_classifier(request, on_progress=on_progress,
                                                 should_stop=lambda: not alive["value"])
         except TrainingCancelled:

@@ -266,6 +266,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/compression-jobs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        get: operations["compression_jobs_list"];
+        put?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        post: operations["compression_jobs_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/compression-jobs/{job_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        get: operations["compression_jobs_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/compression-jobs/{job_id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        post: operations["compression_jobs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/dataset-versions/{version_id}/": {
         parameters: {
             query?: never;
@@ -1204,6 +1276,68 @@ export interface components {
             /** @description Index order of the class in trained models. */
             position: number;
         };
+        CompressionJobInputRequest: {
+            /**
+             * Format: uuid
+             * @description The float model to compress.
+             */
+            source_model_version_id: string;
+            /**
+             * Format: uuid
+             * @description The device to measure the candidates on (its agent runs them); null: the compression worker measures them itself.
+             */
+            device_id?: string | null;
+            /**
+             * Format: double
+             * @description Largest accuracy drop allowed, in percentage points, on held-out images.
+             * @default 1
+             */
+            accuracy_budget_pt?: number;
+            /**
+             * Format: double
+             * @description Wall-clock budget of the whole job, seconds.
+             * @default 600
+             */
+            budget_s?: number;
+            /** @description Candidate families to try (default: all). */
+            methods?: components["schemas"]["MethodsEnum"][];
+            /** @default 0 */
+            seed?: number;
+        };
+        CompressionJobOutput: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            source_id: string;
+            source: components["schemas"]["ModelVersionRefOutput"];
+            /** Format: uuid */
+            device_id: string | null;
+            /** @description Empty: measured on the compression worker. */
+            device_name: string;
+            /** Format: double */
+            accuracy_budget_pt: number;
+            /** Format: double */
+            budget_s: number;
+            methods: string[];
+            status: string;
+            progress: unknown;
+            /** @description One object per candidate: key, method, params, parent, status, reason, accuracy, evaluated_on, val_accuracy, accuracy_drop_pt, within_budget, size_bytes, macs, onnx, benchmark {id, status, error}, latency {p50_ms, p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, serving_p99_ms, ...} or null, compatible, incompatibilities. */
+            candidates: unknown;
+            warnings: string[];
+            /** @description Key of the registered candidate; empty: none. */
+            picked: string;
+            pick_reason: string;
+            /** Format: uuid */
+            model_version_id: string | null;
+            model_version: components["schemas"]["ModelVersionRefOutput"] | null;
+            error: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
         CsrfOutput: {
             /** @description Also set as the csrftoken cookie. */
             csrf_token: string;
@@ -1534,6 +1668,14 @@ export interface components {
             username: string;
             role: components["schemas"]["RoleEnum"];
         };
+        /**
+         * @description * `int8` - int8
+         *     * `resolution` - resolution
+         *     * `pruning` - pruning
+         *     * `fp16` - fp16
+         * @enum {string}
+         */
+        MethodsEnum: "int8" | "resolution" | "pruning" | "fp16";
         MetricsInputRequest: {
             requests?: number | null;
             errors?: number | null;
@@ -1594,6 +1736,21 @@ export interface components {
             model_id: string;
             model_name: string;
             version: number;
+        };
+        PaginatedCompressionJobOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["CompressionJobOutput"][];
         };
         PaginatedSampleOutputList: {
             /** @example 123 */
@@ -2218,6 +2375,105 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+        };
+    };
+    compression_jobs_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /** @description Only jobs compressing this model version. */
+                source?: string;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCompressionJobOutputList"];
+                };
+            };
+        };
+    };
+    compression_jobs_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompressionJobInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["CompressionJobInputRequest"];
+                "multipart/form-data": components["schemas"]["CompressionJobInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressionJobOutput"];
+                };
+            };
+        };
+    };
+    compression_jobs_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressionJobOutput"];
+                };
+            };
+        };
+    };
+    compression_jobs_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressionJobOutput"];
                 };
             };
         };

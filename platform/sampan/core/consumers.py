@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/jobs/<kind>/<uuid>/``: sends the current state on connect, then every event.
 
-    ``kind`` is ``training`` or ``import``. Only members of the job's project may connect.
+    ``kind`` is ``training``, ``import`` or ``compression``. Only members of the job's project may connect.
     """
 
     async def connect(self) -> None:
@@ -39,12 +39,14 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     def _snapshot(self, user: Any, kind: str, job_id: str) -> dict[str, Any] | None:
         from sampan.accounts.selectors import project_ids_for_user
         from sampan.core.services import job_group_name
+        from sampan.compression.models import CompressionJob
         from sampan.datasets.models import ImportJob
         from sampan.training.models import TrainingJob
 
         if user is None or not user.is_authenticated:
             return None
-        model = {"training": TrainingJob, "import": ImportJob}.get(kind)
+        model = {"training": TrainingJob, "import": ImportJob,
+                 "compression": CompressionJob}.get(kind)
         if model is None:
             return None
         job = model.objects.filter(pk=job_id, project_id__in=project_ids_for_user(user)).first()

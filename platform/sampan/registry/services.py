@@ -39,6 +39,29 @@ def model_get_or_create(*, project: Project, name: str, task_type: str) -> Regis
     return model
 
 
+def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str],
+                     preprocessing: dict[str, Any], input_shape: list[Any],
+                     metrics: dict[str, Any], lineage: dict[str, Any], sha256: str, size: int,
+                     onnx_info: dict[str, Any]) -> dict[str, Any]:
+    """The unsigned manifest of a model package (format in docs/contracts.md); ``model`` is its
+    ``{"id", "name", "version", "version_id"}``."""
+    return {
+        "schema": PACKAGE_SCHEMA,
+        "model": model,
+        "task": task_type,
+        "labels": list(labels),
+        "preprocessing": preprocessing,
+        "inputs": [{"name": "input", "shape": input_shape, "dtype": "float32"}],
+        "outputs": [{"name": "probabilities", "shape": ["N", len(labels)], "dtype": "float32"}],
+        "metrics": metrics,
+        "lineage": lineage,
+        "files": {"model.onnx": {"sha256": sha256, "size": size}},
+        "onnx": onnx_info,
+        "min_onnxruntime": MIN_ONNXRUNTIME,
+        "created_at": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
 def model_version_register(*, project: Project, model_name: str, task_type: str,
                            labels: list[str], preprocessing: dict[str, Any], onnx_path: Path,
                            input_shape: list[Any], metrics: dict[str, Any],
@@ -73,23 +96,12 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                 with transaction.atomic():
                     number = (model.versions.order_by("-version")
                               .values_list("version", flat=True).first() or 0) + 1
-                    manifest = sign_manifest({
-                        "schema": PACKAGE_SCHEMA,
-                        "model": {"id": str(model.pk), "name": model.name, "version": number,
-                                  "version_id": str(version_id)},
-                        "task": task_type,
-                        "labels": list(labels),
-                        "preprocessing": preprocessing,
-                        "inputs": [{"name": "input", "shape": input_shape, "dtype": "float32"}],
-                        "outputs": [{"name": "probabilities", "shape": ["N", len(labels)],
-                                     "dtype": "float32"}],
-                        "metrics": metrics,
-                        "lineage": lineage,
-                        "files": {"model.onnx": {"sha256": sha256, "size": size}},
-                        "onnx": onnx_info,
-                        "min_onnxruntime": MIN_ONNXRUNTIME,
-                        "created_at": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    })
+                    manifest = sign_manifest(package_manifest(
+                        model={"id": str(model.pk), "name": model.name, "version": number,
+                               "version_id": str(version_id)},
+                        task_type=task_type, labels=labels, preprocessing=preprocessing,
+                        input_shape=input_shape, metrics=metrics, lineage=lineage,
+                        sha256=sha256, size=size, onnx_info=onnx_info))
                     (staging / "manifest.json").write_text(
                         json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
                     storage.save_file(f"{final}/manifest.json", staging / "manifest.json")

@@ -138,23 +138,14 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
                             seed=job.seed, augmentation=str(job.augmentation),
                             model_preference=str(job.model_preference),
                             allow_flips=bool(job.allow_flips))
-    items = list(job.dataset_version.items.select_related("sample")
-                 .order_by("sample__content_sha256"))
     try:
-        local = _local_samples([item.sample.file for item in items])
+        rows = dataset_version_local_rows(job.dataset_version)
     except (shared_storage.StorageUnavailable, FileNotFoundError) as exc:
         missing = f"sample file {exc} is missing from storage" \
             if isinstance(exc, FileNotFoundError) else str(exc)
         training_job_fail(job_id=job.pk, message=f"reading the samples failed: {missing}")
         return None
-    for item in items:
-        row = (str(local[item.sample.file]), item.class_index, str(item.sample_id))
-        if item.split == Split.TRAIN:
-            inputs.train.append(row)
-        elif item.split == Split.VAL:
-            inputs.val.append(row)
-        elif item.split == Split.TEST:
-            inputs.test.append(row)
+    inputs.train, inputs.val, inputs.test = rows[Split.TRAIN], rows[Split.VAL], rows[Split.TEST]
     # artifacts of each attempt live apart, so a retry never reads a half-written file. The
     # engine writes to this worker's own disk; training_job_complete puts them into the shared
     # storage (the bucket). With local storage they stay in this folder, as on one host.
@@ -166,6 +157,20 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
     inputs.out_dir.mkdir(parents=True, exist_ok=True)
     job_publish(TrainingJob, job.pk, {"status": JobStatus.RUNNING}, force=True)
     return inputs
+
+
+def dataset_version_local_rows(version: DatasetVersion) -> dict[str, list[tuple[str, int, str]]]:
+    """A version's images as ``{split: [(path on this host, class index, sample id), ...]}`` for
+    the train, val and test splits (ordered by content hash: the same order on every host).
+    Raises StorageUnavailable, FileNotFoundError (a sample file missing from storage)."""
+    items = list(version.items.select_related("sample").order_by("sample__content_sha256"))
+    local = _local_samples([item.sample.file for item in items])
+    rows: dict[str, list[tuple[str, int, str]]] = {Split.TRAIN: [], Split.VAL: [], Split.TEST: []}
+    for item in items:
+        if item.split in rows:
+            rows[item.split].append((str(local[item.sample.file]), item.class_index,
+                                     str(item.sample_id)))
+    return rows
 
 
 def _local_samples(names: list[str]) -> dict[str, Path]:

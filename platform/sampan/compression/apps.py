@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CompressionConfig(AppConfig):
+    name = "sampan.compression"
+    label = "compression"

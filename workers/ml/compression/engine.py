@@ -1,0 +1,401 @@
+"""The compression search: make candidates one after another within a time budget, measure each
+one's accuracy with onnxruntime on held-out images, and hand each to the caller as soon as it is
+ready (so the caller can benchmark it on the device while the next one is made).
+
+Order (most likely to help first on CPUs without INT8 dot-product instructions, where speed has
+to come from fewer multiply-accumulates, docs/decisions/compression.md):
+
+1. ``fp32``: the teacher after onnxruntime's offline graph optimisation: the reference.
+2. ``int8``: the teacher quantized (static QDQ, per-channel, MinMax calibration on training
+   images); ``int8-percentile`` when time allows.
+3. ``pruned50``: half of every layer's channels removed, distilled from the teacher.
+4. ``res<r>``: the teacher at ~70 % of its input side (half the FLOPs), distilled.
+5. ``pruned30-res<r>``: both, for the largest speed-up.
+6. ``<student>-int8`` for each student made: the smallest files.
+7. ``fp16`` when the target has a GPU execution provider.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from edge_agent.imaging import Preprocessing
+
+from ..augmentation import AugmentationChoice, build_transform
+from ..data import ImageTensors, normalise, to_tensors
+from ..evaluation import classification_report
+from ..export import compare_with_onnx, export_onnx, onnx_probabilities
+from ..specs import SampleRef, TrainingCancelled
+from .graph import (GPU_PROVIDERS, MIN_CALIBRATION_IMAGES, convert_fp16, onnx_info,
+                    optimise_fp32, quantize_int8)
+from .specs import Candidate, CompressionCancelled, CompressRequest, CompressResult
+from .students import (DistillConfig, count_macs, distill, load_teacher_module, prune,
+                       student_resolution)
+
+__all__ = ["compress_classifier"]
+
+log = logging.getLogger(__name__)
+
+#: Most training images used to calibrate INT8 (onnxruntime's examples use 100-500).
+CALIBRATION_IMAGES = 200
+#: Seconds kept back at the end of the budget for evaluating and quantizing the last student.
+TAIL_S = 15.0
+
+
+def _no_progress(_: dict[str, Any]) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False
+
+
+def _ignore(_: Candidate) -> None:
+    return None
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class _Clock:
+    def __init__(self, budget_s: float, should_stop: Callable[[], bool],
+                 on_progress: Callable[[dict[str, Any]], None]) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + budget_s
+        self.budget_s = budget_s
+        self._should_stop = should_stop
+        self._on_progress = on_progress
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def check(self) -> None:
+        if self._should_stop():
+            raise CompressionCancelled()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.check()
+        self._on_progress({**event, "elapsed_s": round(self.elapsed(), 1),
+                           "fraction": round(min(1.0, self.elapsed() / self.budget_s), 3)})
+
+
+def _batches(data: ImageTensors, preprocessing: Preprocessing):
+    for start in range(0, len(data), 64):
+        yield normalise(data.images[start:start + 64], preprocessing).contiguous().numpy()
+
+
+class _Splits:
+    """The request's images decoded once per resolution (uint8 tensors)."""
+
+    def __init__(self, request: CompressRequest, base: Preprocessing, clock: _Clock) -> None:
+        self.request, self.base, self.clock = request, base, clock
+        self._cache: dict[int, dict[str, ImageTensors]] = {}
+
+    def preprocessing(self, resolution: int) -> Preprocessing:
+        return Preprocessing.from_dict({**self.base.to_dict(), "size": [resolution, resolution]})
+
+    def at(self, resolution: int) -> dict[str, ImageTensors]:
+        if resolution not in self._cache:
+            p = self.preprocessing(resolution)
+
+            def tick() -> bool:
+                self.clock.check()
+                return False
+
+            self._cache[resolution] = {name: to_tensors(refs, p, tick) for name, refs in
+                                       (("train", self.request.train), ("val", self.request.val),
+                                        ("test", self.request.test))}
+        return self._cache[resolution]
+
+
+def _evaluate(candidate: Candidate, splits: _Splits, labels: list[str],
+              reference: Candidate | None, budget_pt: float) -> None:
+    """Accuracy of ``candidate.onnx_path`` with onnxruntime on test (else val) and val."""
+    size = int(candidate.preprocessing["size"][0])
+    data = splits.at(size)
+    p = splits.preprocessing(size)
+    val = onnx_probabilities(candidate.onnx_path, _batches(data["val"], p))
+    candidate.val_accuracy = _accuracy(val, data["val"])
+    held_out = data["test"] if len(data["test"]) else data["val"]
+    candidate.evaluated_on = "test" if len(data["test"]) else "val"
+    probabilities = val if held_out is data["val"] else \
+        onnx_probabilities(candidate.onnx_path, _batches(held_out, p))
+    report = classification_report(held_out.labels.tolist(),
+                                   probabilities.argmax(1).tolist() if len(held_out) else [],
+                                   labels, held_out.sample_ids)
+    candidate.accuracy = float(report["accuracy"])
+    candidate.macro_f1 = float(report["macro_f1"])
+    candidate.n_evaluated = len(held_out)
+    candidate.size_bytes = candidate.onnx_path.stat().st_size
+    if reference is not None and reference.accuracy is not None:
+        candidate.accuracy_drop_pt = round(100 * (reference.accuracy - candidate.accuracy), 3)
+        candidate.within_budget = candidate.accuracy_drop_pt <= budget_pt + 1e-9
+    else:  # the reference itself
+        candidate.accuracy_drop_pt = 0.0
+        candidate.within_budget = True
+
+
+def _accuracy(probabilities: np.ndarray, data: ImageTensors) -> float:
+    if not len(data):
+        return 0.0
+    return float((probabilities.argmax(1) == data.labels.numpy()).mean())
+
+
+def _calibration_images(data: ImageTensors, p: Preprocessing, seed: int) -> np.ndarray:
+    """Up to :data:`CALIBRATION_IMAGES` training images, every class represented in proportion
+    (a fixed random draw of the seed)."""
+    n = len(data)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:CALIBRATION_IMAGES]
+    order = order.sort().values
+    return normalise(data.images[order], p).contiguous().numpy()
+
+
+def compress_classifier(request: CompressRequest, *,
+                        on_candidate: Callable[[Candidate], None] = _ignore,
+                        on_progress: Callable[[dict[str, Any]], None] = _no_progress,
+                        should_stop: Callable[[], bool] = _never) -> CompressResult:
+    """Make and evaluate compression candidates of ``request.teacher`` within
+    ``request.budget_s`` seconds; each ready or failed candidate is passed to ``on_candidate``
+    at once (the fp32 reference first). Files go to ``request.out_dir/<key>/model.onnx``.
+
+    ``on_progress`` receives ``{"phase": "decode"|"reference"|"int8"|"student"|"done",
+    "candidate", "epoch", "val_accuracy", "elapsed_s", "fraction"}``.
+
+    Raises:
+        CompressionCancelled: ``should_stop()`` returned True.
+        ValueError: no labels, an empty validation split, or a teacher file that onnxruntime
+            cannot load.
+    """
+    if len(request.teacher.labels) < 2:
+        raise ValueError("teacher.labels: a classifier has at least 2 classes")
+    if not request.val:
+        raise ValueError("val: at least one validation image is needed")
+    clock = _Clock(float(request.budget_s), should_stop, on_progress)
+    out = Path(request.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(_threads())
+    torch.set_flush_denormal(True)
+    try:
+        return _compress(request, clock, out, on_candidate)
+    except TrainingCancelled:
+        raise CompressionCancelled() from None
+    finally:
+        torch.set_num_threads(previous_threads)
+        torch.set_flush_denormal(False)
+
+
+def _compress(request: CompressRequest, clock: _Clock, out: Path,
+              on_candidate: Callable[[Candidate], None]) -> CompressResult:
+    labels = list(request.teacher.labels)
+    base = Preprocessing.from_dict(request.teacher.preprocessing)
+    teacher_size = int(base.size[0])
+    splits = _Splits(request, base, clock)
+    result = CompressResult(candidates=[])
+    budget_pt = float(request.accuracy_budget_pt)
+
+    def add(candidate: Candidate, started: float) -> Candidate:
+        candidate.elapsed_s = round(time.monotonic() - started, 2)
+        result.candidates.append(candidate)
+        on_candidate(candidate)
+        return candidate
+
+    clock.emit({"phase": "decode"})
+    data = splits.at(teacher_size)
+    if not len(data["test"]):
+        result.warnings.append("this dataset version has no test split: accuracy is measured on "
+                               "the validation split, which also chose the teacher's best epoch "
+                               "(it flatters every candidate alike)")
+    # 1. the reference
+    started = time.monotonic()
+    clock.emit({"phase": "reference", "candidate": "fp32"})
+    reference = Candidate(key="fp32", method="fp32", params={"graph_optimization": "basic"},
+                          preprocessing=base.to_dict(), onnx_path=out / "fp32" / "model.onnx")
+    reference.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        optimise_fp32(request.teacher.onnx_path, reference.onnx_path)
+    except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
+        raise ValueError(f"teacher: onnxruntime cannot load the model: {error}") from error
+    reference.onnx = onnx_info(reference.onnx_path)
+    _evaluate(reference, splits, labels, None, budget_pt)
+    add(reference, started)
+
+    teacher_module = None
+    if request.teacher.checkpoint_path and Path(request.teacher.checkpoint_path).is_file():
+        try:
+            teacher_module = load_teacher_module(Path(request.teacher.checkpoint_path), len(labels))
+            reference.macs = count_macs(teacher_module, teacher_size)
+        except (ValueError, OSError, RuntimeError) as error:
+            result.warnings.append(f"the training checkpoint cannot be read ({error}): no "
+                                   "distilled students, only graph-level candidates")
+    elif {"resolution", "pruning"} & set(request.methods):
+        result.warnings.append("this model has no training checkpoint: no distilled students, "
+                               "only graph-level candidates")
+
+    calibration: np.ndarray | None = None
+    n_classes_train = int(torch.unique(data["train"].labels).numel()) if len(data["train"]) else 0
+    if "int8" in request.methods:
+        if len(data["train"]) < MIN_CALIBRATION_IMAGES:
+            result.warnings.append(
+                f"INT8 not attempted: {len(data['train'])} training images to calibrate on, at "
+                f"least {MIN_CALIBRATION_IMAGES} are needed")
+        else:
+            if n_classes_train < 2:
+                result.warnings.append("the calibration images are all of one class: INT8 "
+                                       "ranges may not fit the others (measured below)")
+            calibration = _calibration_images(data["train"], base, request.seed)
+
+    def int8_of(parent: Candidate, method: str = "minmax") -> None:
+        if calibration is None or parent.status != "ready" or clock.left() < 5:
+            return
+        key = f"{parent.key}-int8" if parent.key != "fp32" else "int8"
+        if method != "minmax":
+            key = f"{key}-{method}"
+        started = time.monotonic()
+        clock.emit({"phase": "int8", "candidate": key})
+        size = int(parent.preprocessing["size"][0])
+        images = calibration if size == teacher_size else _calibration_images(
+            splits.at(size)["train"], splits.preprocessing(size), request.seed)
+        candidate = Candidate(key=key, method="int8", parent=parent.key,
+                              preprocessing=dict(parent.preprocessing),
+                              onnx_path=out / key / "model.onnx", macs=parent.macs)
+        candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            candidate.params = {**parent.params, **quantize_int8(parent.onnx_path,
+                                                                 candidate.onnx_path, images,
+                                                                 method=method)}
+            candidate.onnx = onnx_info(candidate.onnx_path)
+            _evaluate(candidate, splits, labels, reference, budget_pt)
+        except (CompressionCancelled, TrainingCancelled):
+            raise
+        except Exception as error:  # noqa: BLE001 - a failed candidate never ends the job
+            log.exception("INT8 of %s failed", parent.key)
+            candidate.status, candidate.reason = "failed", f"quantization failed: {error}"
+        add(candidate, started)
+
+    int8_of(reference)
+
+    students: list[tuple[str, float, int]] = []  # (key, pruning ratio, resolution)
+    if teacher_module is not None:
+        small = student_resolution(teacher_size, 0.7)
+        if "pruning" in request.methods:
+            students.append(("pruned50", 0.5, teacher_size))
+        if "resolution" in request.methods and small < teacher_size:
+            students.append((f"res{small}", 0.0, small))
+        if {"pruning", "resolution"} <= set(request.methods) and small < teacher_size:
+            students.append((f"pruned30-res{small}", 0.3, small))
+    transform = _teacher_augmentation(request) if students else None
+    made: list[Candidate] = []
+    for index, (key, ratio, size) in enumerate(students):
+        left = clock.left() - TAIL_S
+        share = left / (len(students) - index)
+        if share < 20:
+            result.candidates.append(Candidate(key=key, method="distilled", status="skipped",
+                                               reason="not enough time left in the budget"))
+            on_candidate(result.candidates[-1])
+            continue
+        started = time.monotonic()
+        clock.emit({"phase": "student", "candidate": key})
+        candidate = _student(key, ratio, size, teacher_module, transform, splits, request,
+                             clock, out, deadline=time.monotonic() + share)
+        if candidate.status == "ready":
+            _evaluate(candidate, splits, labels, reference, budget_pt)
+            made.append(candidate)
+        add(candidate, started)
+    for student in made:
+        int8_of(student)
+    if "int8" in request.methods and clock.left() > 30:
+        int8_of(reference, "percentile")
+    if "fp16" in request.methods and GPU_PROVIDERS & set(request.providers):
+        started = time.monotonic()
+        candidate = Candidate(key="fp16", method="fp16", parent="fp32",
+                              preprocessing=base.to_dict(), onnx_path=out / "fp16" / "model.onnx")
+        candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            candidate.params = convert_fp16(reference.onnx_path, candidate.onnx_path)
+            candidate.onnx = onnx_info(candidate.onnx_path, request.providers)
+            _evaluate(candidate, splits, labels, reference, budget_pt)
+        except Exception as error:  # noqa: BLE001
+            candidate.status, candidate.reason = "failed", f"FP16 conversion failed: {error}"
+        add(candidate, started)
+    result.elapsed_s = round(clock.elapsed(), 2)
+    clock.emit({"phase": "done"})
+    return result
+
+
+def _teacher_augmentation(request: CompressRequest) -> Any:
+    """The teacher's own training augmentation (its checkpoint's recipe), flips only where the
+    teacher was flipped and the request allows; ``light`` without flips when not recorded."""
+    recipe: dict[str, Any] = {}
+    try:
+        checkpoint = torch.load(str(request.teacher.checkpoint_path), map_location="cpu",
+                                weights_only=True)
+        recipe = dict(checkpoint.get("recipe") or {})
+    except (OSError, RuntimeError, ValueError):
+        pass
+    preset = str(recipe.get("augmentation") or "light")
+    flip = bool(recipe.get("augmentation_flip")) and request.allow_flips
+    return build_transform(AugmentationChoice(preset, flip, "the teacher's augmentation"))
+
+
+def _student(key: str, ratio: float, size: int, teacher: torch.nn.Module, transform: Any,
+             splits: _Splits, request: CompressRequest, clock: _Clock, out: Path,
+             deadline: float) -> Candidate:
+    import copy
+
+    p = splits.preprocessing(size)
+    candidate = Candidate(key=key, method="distilled", parent="fp32", preprocessing=p.to_dict(),
+                          onnx_path=out / key / "model.onnx")
+    candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    student = copy.deepcopy(teacher)
+    if ratio:
+        prune(student, ratio, size)
+    candidate.macs = count_macs(student, size)
+    data = splits.at(size)
+    config = DistillConfig(seed=request.seed, lr=2e-3 if ratio else 5e-4)
+    candidate.params = {"resolution": size, "pruning_ratio": ratio,
+                        "pruning": "L1 magnitude, channels rounded to 8" if ratio else None,
+                        "distillation": {"temperature": config.temperature,
+                                         "alpha": config.alpha, "lr": config.lr,
+                                         "teacher": "fp32"}}
+
+    def on_epoch(event: dict[str, Any]) -> None:
+        clock.emit({"phase": "student", "candidate": key, **event})
+
+    try:
+        teacher_size = int(splits.base.size[0])
+        candidate.history = distill(student, teacher, splits.at(teacher_size)["train"],
+                                    data["val"], splits.base, p, transform=transform,
+                                    deadline=deadline, config=config,
+                                    should_stop=lambda: clock._should_stop(), on_epoch=on_epoch)
+        candidate.params["epochs"] = len(candidate.history) - 1
+        student = student.to(memory_format=torch.contiguous_format).eval()
+        export_onnx(student, candidate.onnx_path, (size, size), "torchscript")
+        pixels = np.concatenate(list(_batches(data["val"], p)))
+        parity, _ = compare_with_onnx(student, candidate.onnx_path, pixels, data["val"].sample_ids)
+        if not parity["passed"]:
+            candidate.status = "failed"
+            candidate.reason = (f"export gate failed: torch and onnxruntime disagree "
+                                f"(max |Δprob| {parity['max_abs_diff']:.2g})")
+        candidate.onnx = onnx_info(candidate.onnx_path)
+    except (CompressionCancelled, TrainingCancelled):
+        raise
+    except Exception as error:  # noqa: BLE001 - a failed candidate never ends the job
+        log.exception("student %s failed", key)
+        candidate.status, candidate.reason = "failed", f"{type(error).__name__}: {error}"
+    return candidate

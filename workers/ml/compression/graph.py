@@ -1,0 +1,146 @@
+"""Graph-level candidates, made with onnxruntime's own tools: the fp32 reference (offline graph
+optimisation), INT8 post-training static quantization in QDQ form, and FP16.
+
+No training here: these take an ONNX classifier (input ``input`` (N, 3, H, W) float32, output
+``probabilities`` (N, C)) and write another one with the same signature.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
+                                      QuantType, quant_pre_process, quantize_static)
+
+__all__ = ["CALIBRATION_METHODS", "GPU_PROVIDERS", "MIN_CALIBRATION_IMAGES", "convert_fp16",
+           "onnx_info", "optimise_fp32", "quantize_int8"]
+
+log = logging.getLogger(__name__)
+
+#: Fewer calibration images than this give activation ranges from too few samples: INT8 is then
+#: not attempted (the job says so). 10 is the floor the issue sets; onnxruntime's examples
+#: calibrate on 100-500 images.
+MIN_CALIBRATION_IMAGES = 10
+#: onnxruntime's calibration methods tried, by name (``CalibrationMethod``). MinMax is the
+#: default of ``quantize_static``; Percentile (99.999th) clips rare outliers that stretch a
+#: MinMax range.
+CALIBRATION_METHODS = {"minmax": CalibrationMethod.MinMax,
+                       "percentile": CalibrationMethod.Percentile,
+                       "entropy": CalibrationMethod.Entropy}
+#: Execution providers that run FP16 kernels natively (a CPU provider emulates FP16 with casts).
+GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider",
+                           "DmlExecutionProvider", "ROCMExecutionProvider",
+                           "CoreMLExecutionProvider"})
+
+
+def onnx_info(path: Path, providers: Sequence[str] = ("CPUExecutionProvider",)) -> dict[str, Any]:
+    """What a runtime needs to load ``path``: ``{"opset": int (ai.onnx), "opsets": {domain:
+    version}, "ir_version", "operators": sorted "domain:OpType" (ai.onnx for the default
+    domain), "execution_providers": list}`` (the manifest's ``onnx`` object, docs/contracts.md)."""
+    proto = onnx.load(str(path), load_external_data=False)
+    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
+    operators = sorted({f"{node.domain or 'ai.onnx'}:{node.op_type}" for node in proto.graph.node})
+    return {"opset": opsets.get("ai.onnx"), "opsets": opsets, "ir_version": int(proto.ir_version),
+            "operators": operators, "execution_providers": list(providers)}
+
+
+def optimise_fp32(source: Path, target: Path) -> Path:
+    """onnxruntime's offline graph optimisation at the BASIC level (constant folding, redundant
+    node elimination, Conv+BatchNorm style fusions that stay standard ONNX), saved to ``target``.
+
+    BASIC, not EXTENDED/ALL: those write onnxruntime-internal fused operators (com.microsoft
+    FusedConv, NCHWc layouts) that only the same build and provider can load (onnxruntime docs,
+    "Graph optimizations: online/offline mode"); a device with another onnxruntime must load this
+    file too."""
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(target)
+    onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    return target
+
+
+_BATCH = 16
+
+
+class _Batches(CalibrationDataReader):
+    """Feeds preprocessed (n, 3, H, W) float32 batches to the calibrator, one image at a time
+    (the quantizer's augmented graph is run once per item); a remainder smaller than a batch is left
+    out."""
+
+    def __init__(self, images: np.ndarray) -> None:
+        self._images = images
+        self._iterator: Iterator[dict[str, np.ndarray]] = self._items()
+
+    def _items(self) -> Iterator[dict[str, np.ndarray]]:
+        # equal batches only: the histogram calibrators stack every batch's outputs into one
+        # array (a shorter last batch made Percentile fail with "inhomogeneous shape")
+        size = _BATCH if len(self._images) >= _BATCH else len(self._images)
+        for start in range(0, len(self._images) - size + 1, size):
+            yield {"input": np.ascontiguousarray(self._images[start:start + size])}
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._iterator, None)
+
+    def rewind(self) -> None:
+        self._iterator = self._items()
+
+
+def quantize_int8(source: Path, target: Path, calibration: np.ndarray, *,
+                  method: str = "minmax", per_channel: bool = True) -> dict[str, Any]:
+    """INT8 post-training static quantization of ``source`` in QDQ form (QuantizeLinear /
+    DequantizeLinear pairs around standard operators: any onnxruntime >= 1.11 loads it; no
+    ConvInteger, which many builds cannot run), weights QInt8 (per output channel unless
+    ``per_channel=False``) and activations QUInt8, calibrated on ``calibration`` (n, 3, H, W)
+    float32 preprocessed training images with ``method`` (a key of
+    :data:`CALIBRATION_METHODS`). The model is first shape-inferred and optimised with
+    ``quant_pre_process`` as onnxruntime's quantization guide recommends.
+
+    Per-channel matters for depthwise convolutions: one scale for a tensor whose channels'
+    ranges differ 100x rounds the small channels to zero (Krishnamoorthi 2018, "Quantizing deep
+    convolutional networks for efficient inference", section 2.2).
+
+    Returns ``{"calibration_method", "calibration_images", "per_channel", "weight_type",
+    "activation_type", "format": "QDQ"}``. Raises ValueError for an unknown method or fewer than
+    :data:`MIN_CALIBRATION_IMAGES` images.
+    """
+    if method not in CALIBRATION_METHODS:
+        raise ValueError(f"method must be one of {', '.join(CALIBRATION_METHODS)}")
+    if len(calibration) < MIN_CALIBRATION_IMAGES:
+        raise ValueError(f"calibration: {len(calibration)} images; at least "
+                         f"{MIN_CALIBRATION_IMAGES} are needed")
+    with tempfile.TemporaryDirectory(prefix="quant-", dir=target.parent) as scratch:
+        prepared = Path(scratch) / "prepared.onnx"
+        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        extra = {"CalibMovingAverage": False}
+        # the output softmax stays float: quantized to 8 bits its probabilities no longer sum
+        # to 1 (0.992 measured) and the agent's self-test refuses the model
+        softmax = [node.name for node in onnx.load(str(prepared)).graph.node
+                   if node.op_type == "Softmax"]
+        if method == "percentile":
+            extra["CalibPercentile"] = 99.999
+        quantize_static(str(prepared), str(target), _Batches(calibration),
+                        quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                        weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
+                        calibrate_method=CALIBRATION_METHODS[method],
+                        nodes_to_exclude=softmax, extra_options=extra)
+    return {"calibration_method": method, "calibration_images": int(len(calibration)),
+            "per_channel": per_channel, "weight_type": "int8", "activation_type": "uint8",
+            "format": "QDQ"}
+
+
+def convert_fp16(source: Path, target: Path) -> dict[str, Any]:
+    """Weights and activations in float16 with float32 input and output kept
+    (``onnxruntime.transformers.float16.convert_float_to_float16(keep_io_types=True)``), for a
+    target whose execution provider computes in FP16 (:data:`GPU_PROVIDERS`)."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = onnx.load(str(source))
+    onnx.save(convert_float_to_float16(model, keep_io_types=True), str(target))
+    return {"precision": "fp16", "keep_io_types": True}
