@@ -211,9 +211,13 @@ def compression_candidate_record(*, job_id: Any, candidate: dict[str, Any]) -> b
         job = CompressionJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or job.status != JobStatus.RUNNING:
             return False
-        rows = [c for c in job.candidates if c.get("key") != candidate.get("key")]
-        previous = next((c for c in job.candidates if c.get("key") == candidate.get("key")), {})
-        rows.append({**previous, **candidate})
+        rows = list(job.candidates)  # in the order made; a known key is updated in place
+        index = next((i for i, c in enumerate(rows) if c.get("key") == candidate.get("key")),
+                     None)
+        if index is None:
+            rows.append(dict(candidate))
+        else:
+            rows[index] = {**rows[index], **candidate}
         CompressionJob.objects.filter(pk=job_id).update(candidates=rows)
     job_publish(CompressionJob, job_id, {"status": JobStatus.RUNNING, "candidate": candidate},
                 force=True)

@@ -38,6 +38,10 @@ def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32"
     ref_p50 = ((reference or {}).get("latency") or {}).get("p50_ms")
     speed = (f", {float(ref_p50) / float(best['latency']['p50_ms']):.1f}x faster than the float "
              "model" if ref_p50 else "")
+    drop = float(best.get("accuracy_drop_pt") or 0.0)
+    accuracy = (f"{drop:.1f} points less accurate" if drop > 0 else
+                f"{-drop:.1f} points more accurate" if drop < 0 else "as accurate")
     return str(best["key"]), (f"{best['key']} is the fastest candidate within the accuracy "
-                              f"budget ({float(best['latency']['p50_ms']):.2f} ms p50{speed}, "
-                              f"{float(best.get('accuracy_drop_pt') or 0):+.1f} points)")
+                              f"budget: {float(best['latency']['p50_ms']):.2f} ms p50 on the "
+                              f"device{speed}, {accuracy} than the float model on held-out "
+                              "images")

@@ -1,0 +1,80 @@
+"""Compression end to end on real processes: a digits model trained by the platform, compressed
+for the local agent with a 1.0 point budget, every candidate benchmarked by the real agent
+process, the pick registered, deployed, and the agent's held-out accuracy within the budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sampan.devstack.client import Client
+from sampan.devstack.compressjob import agent_accuracy, compress_for_device, held_out_samples
+from sampan.devstack.mainjob import deploy_and_wait, run_main_job
+from sampan.devstack.stack import Stack
+
+BUDGET_PT = 1.0
+
+
+def test_compress_for_the_local_agent_pick_deploy_and_serve(stack: Stack, client: Client) -> None:
+    result = run_main_job(stack, client, recipe={
+        "project": "Compression", "dataset": "digits", "train_dir": "mnist/train",
+        "heldout_dir": "mnist/heldout", "budget_s": 40, "seed": 0}, say=lambda _: None)
+    source = client.get(f"/api/v1/projects/{_project(client)}/model-versions/"
+                        f"{result['model_version_id']}/")
+    p = f"/api/v1/projects/{_project(client)}"
+    devices = client.get(f"{p}/devices/")
+    device = (devices["results"] if isinstance(devices, dict) else devices)[0]
+    version = client.get(f"{p}/dataset-versions/{source['dataset_version_id']}/")
+    samples = held_out_samples(client, p, version)
+    float_accuracy = agent_accuracy(stack, client, samples)
+    assert float_accuracy["model_version_id"] == source["id"]
+
+    job = compress_for_device(client, p, source["id"], device["id"], budget_s=170,
+                              accuracy_budget_pt=BUDGET_PT, methods=["int8", "resolution"],
+                              say=lambda _: None)
+    assert job["status"] == "SUCCEEDED", (job["error"], job["candidates"])
+    assert job["finished_at"] and job["device_name"] == "local-agent"
+    by_key = {c["key"]: c for c in job["candidates"]}
+    assert {"fp32", "int8", "res64", "res64-int8"} <= set(by_key), list(by_key)
+    for candidate in by_key.values():
+        # measured by the agent itself: its benchmark succeeded with its own figures
+        assert candidate["benchmark"]["status"] == "succeeded", candidate
+        latency = candidate["latency"]
+        assert latency["p50_ms"] > 0 and latency["p99_ms"] >= latency["p50_ms"]
+        assert latency["runs"] == 200 and latency["onnxruntime"]
+    reference = by_key["fp32"]
+    # the pick: the fastest on the device within the budget (or none, and it says so)
+    eligible = [c for c in by_key.values() if c["within_budget"] and c["compatible"]]
+    fastest = min(eligible, key=lambda c: c["latency"]["p50_ms"])
+    if fastest["key"] == "fp32":
+        assert job["picked"] == "" and "keep the float model" in job["pick_reason"]
+        return
+    assert job["picked"] == fastest["key"], job["pick_reason"]
+    picked = client.get(f"{p}/model-versions/{job['model_version_id']}/")
+    assert picked["parent_id"] == source["id"] and picked["version"] == source["version"] + 1
+    lineage = picked["manifest"]["lineage"]
+    assert lineage["compression_job_id"] == job["id"]
+    assert lineage["compressed_from"] == {"model_version_id": source["id"],
+                                          "version": source["version"]}
+    assert lineage["method"] == fastest["method"] and lineage["candidate"] == fastest["key"]
+    assert picked["metrics"]["device_latency"]["p50_ms"] == fastest["latency"]["p50_ms"]
+    assert picked["manifest"]["preprocessing"]["size"] == fastest["preprocessing"]["size"]
+
+    # one click deploys it; the agent serves it, within the budget of the float model's
+    deployment = deploy_and_wait(client, p, picked["id"], device["id"])
+    assert deployment["state"] == "running", deployment
+    served = agent_accuracy(stack, client, samples)
+    assert served["model_version_id"] == picked["id"]
+    drop_pt = 100 * (float_accuracy["accuracy"] - served["accuracy"])
+    assert drop_pt <= BUDGET_PT + 1e-9, (float_accuracy, served)
+    # the agent's figures are the ones the job measured with onnxruntime on the same images
+    assert abs(100 * served["accuracy"] - 100 * by_key[job["picked"]]["accuracy"]) < 1e-6
+    assert abs(100 * float_accuracy["accuracy"] - 100 * reference["accuracy"]) < 1e-6
+    # the job's candidate packages were cleaned up; the pick lives in its version's package
+    assert not list((stack.data_dir / "media" / "benchmarks").rglob("model.onnx"))
+
+
+def _project(client: Client) -> str:
+    projects = client.get("/api/v1/projects/")
+    rows: list[dict[str, Any]] = projects["results"] if isinstance(projects, dict) else projects
+    return next(r["id"] for r in rows if r["name"] == "Compression")
