@@ -66,7 +66,7 @@ test-frontend: frontend
 demo: install
 	$(PY) -m sampan.devstack.demo
 
-# make bench: every benchmark; make bench BENCH=training (or serving, upload): one
+# make bench: every benchmark; make bench BENCH=training (or serving, upload, compression): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 

@@ -9,6 +9,8 @@ with a ``"bench"`` key, and nothing is asserted):
   ``seeds/mnist/heldout`` by the real agent process (``edge_agent.cli run``, 1 intra-op thread)
   over HTTP keep-alive vs an in-process decode + preprocess + onnxruntime loop (1 thread), and the
   bare ``session.run`` on pre-decoded tensors.
+- ``compression``: :mod:`workers.bench_compression`, auto-compression measured on the real local
+  agent against the float model on the same agent (digits at 96 px, photos at 224 px).
 - ``upload``: :mod:`workers.bench_upload`, a 2 GiB resumable (tus) upload into the real web
   server, cut once and resumed, vs one multipart POST of 256 MiB: the web process's peak
   resident memory and MB/s of each.
@@ -251,7 +253,7 @@ def bench_serving_main(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("training", "serving", "upload"),
+    parser.add_argument("--only", choices=("training", "serving", "upload", "compression"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -271,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_upload
 
         bench_upload.main([])
+    if args.only in (None, "compression"):
+        from workers import bench_compression
+
+        bench_compression.main([])
     return 0
 
 

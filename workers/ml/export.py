@@ -20,7 +20,7 @@ from torch import nn
 from .models import SoftmaxClassifier
 
 __all__ = ["PARITY_MAX_ABS_DIFF", "check_parity", "compare_with_onnx", "export_onnx",
-           "onnx_probabilities"]
+           "onnx_info", "onnx_probabilities"]
 
 #: Largest allowed |torch probability - onnxruntime probability|. fp32 kernels of two runtimes
 #: differ by ~1e-7..1e-6 on softmax outputs; 1e-4 leaves room for that and still catches a wrong
@@ -207,3 +207,15 @@ def onnx_probabilities(onnx_path: Path, batches: Iterable[np.ndarray]) -> np.nda
                                            providers=["CPUExecutionProvider"])
     out = [session.run(["probabilities"], {"input": _as_numpy(batch)})[0] for batch in batches]
     return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+
+def onnx_info(path: Path, providers: Sequence[str] = ("CPUExecutionProvider",)
+              ) -> dict[str, Any]:
+    """What a runtime needs to load ``path``: ``{"opset": int (ai.onnx), "opsets": {domain:
+    version}, "ir_version", "operators": sorted "domain:OpType" (ai.onnx for the default
+    domain), "execution_providers": list}`` (the manifest's ``onnx`` object, docs/contracts.md)."""
+    proto = onnx.load(str(path), load_external_data=False)
+    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
+    operators = sorted({f"{node.domain or 'ai.onnx'}:{node.op_type}" for node in proto.graph.node})
+    return {"opset": opsets.get("ai.onnx"), "opsets": opsets, "ir_version": int(proto.ir_version),
+            "operators": operators, "execution_providers": list(providers)}

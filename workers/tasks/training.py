@@ -10,6 +10,7 @@ from typing import Any
 from celery import shared_task
 
 from sampan.training import services
+from workers.ml.export import onnx_info
 from workers.tasks.heartbeat import heartbeating
 from workers.ml.classification import (SampleRef, TrainingCancelled, TrainRequest,
                                        train_image_classifier)
@@ -64,8 +65,7 @@ def run_training(training_job_id: str) -> None:
                 "pretrained": result.pretrained, "weights_note": result.weights_note,
                 "metrics": result.metrics, "history": result.history, "report": result.report,
                 "parity": result.parity, "recipe": result.recipe,
-                "onnx": {"opset": result.recipe.get("opset"),
-                         "ir_version": result.recipe.get("ir_version")}})
+                "onnx": onnx_info(result.onnx_path)})
         except Exception as exc:  # storing artifacts or registering (the bucket, the database)
             log.exception("training job %s could not be stored or registered", training_job_id)
             services.training_job_fail(job_id=training_job_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,11 @@ import onnxruntime
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
                                       QuantType, quant_pre_process, quantize_static)
 
+from ..export import onnx_info
+
 __all__ = ["CALIBRATION_METHODS", "GPU_PROVIDERS", "MIN_CALIBRATION_IMAGES", "convert_fp16",
            "onnx_info", "optimise_fp32", "quantize_int8"]
+
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +41,6 @@ CALIBRATION_METHODS = {"minmax": CalibrationMethod.MinMax,
 GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider",
                            "DmlExecutionProvider", "ROCMExecutionProvider",
                            "CoreMLExecutionProvider"})
-
-
-def onnx_info(path: Path, providers: Sequence[str] = ("CPUExecutionProvider",)) -> dict[str, Any]:
-    """What a runtime needs to load ``path``: ``{"opset": int (ai.onnx), "opsets": {domain:
-    version}, "ir_version", "operators": sorted "domain:OpType" (ai.onnx for the default
-    domain), "execution_providers": list}`` (the manifest's ``onnx`` object, docs/contracts.md)."""
-    proto = onnx.load(str(path), load_external_data=False)
-    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
-    operators = sorted({f"{node.domain or 'ai.onnx'}:{node.op_type}" for node in proto.graph.node})
-    return {"opset": opsets.get("ai.onnx"), "opsets": opsets, "ir_version": int(proto.ir_version),
-            "operators": operators, "execution_providers": list(providers)}
 
 
 def optimise_fp32(source: Path, target: Path) -> Path:
