@@ -46,6 +46,10 @@ export const routes: RouteObject[] = [
           { path: "training/:jobId/report", lazy: page(() => import("./pages/reports/ReportPage"), "ReportPage") },
           { path: "models", lazy: page(() => import("./pages/models/ModelsPage"), "ModelsPage") },
           { path: "models/versions/:versionId", lazy: page(() => import("./pages/models/ModelVersionPage"), "ModelVersionPage") },
+          {
+            path: "compression-jobs/:jobId",
+            lazy: page(() => import("./pages/compression/CompressionJobPage"), "CompressionJobPage"),
+          },
           { path: "devices", lazy: page(() => import("./pages/devices/DevicesPage"), "DevicesPage") },
           { path: "devices/:deviceId", lazy: page(() => import("./pages/devices/DevicePage"), "DevicePage") },
         ],

@@ -1,6 +1,6 @@
 // ECharts with only the pieces the console uses (tree-shaken); loaded lazily by Chart.tsx so the
 // ~400 kB of ECharts is a separate chunk fetched by the pages that draw charts.
-import { BarChart, HeatmapChart, LineChart } from "echarts/charts";
+import { BarChart, HeatmapChart, LineChart, ScatterChart } from "echarts/charts";
 import {
   DatasetComponent,
   GridComponent,
@@ -18,12 +18,14 @@ import EChartsReactCore from "echarts-for-react/esm/core";
 
 import type { ChartProps } from "./Chart";
 
-// MarkArea/MarkLine: the training curves' phase bands and kept-epoch line (ECharts drops them
-// silently when they are not registered)
+// MarkArea/MarkLine: the training curves' phase bands and kept-epoch line, the compression
+// Pareto chart's budget floor (ECharts drops them silently when they are not registered);
+// Scatter: the Pareto chart
 echarts.use([
   BarChart,
   LineChart,
   HeatmapChart,
+  ScatterChart,
   DatasetComponent,
   GridComponent,
   LegendComponent,

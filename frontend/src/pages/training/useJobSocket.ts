@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from "react";
 
 import type { JobMessage } from "./jobState";
 
-export function jobSocketUrl(kind: "training" | "import", jobId: string, location: Location = window.location): string {
+export function jobSocketUrl(kind: "training" | "import" | "compression", jobId: string, location: Location = window.location): string {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   return `${scheme}://${location.host}/ws/jobs/${kind}/${jobId}/`;
 }
