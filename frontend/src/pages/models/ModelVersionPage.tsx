@@ -1,5 +1,6 @@
 // One model version: metrics, lineage (dataset version, training job), files and the package.
-// Also "Try it" (one image through the version) and deploying it to devices with their live state.
+// Also "Try it" (one image through the version), deploying it to devices with their live state,
+// and compressing it for a device (or, for a compressed version, where it came from).
 import { DownloadOutlined } from "@ant-design/icons";
 import { Breadcrumb, Button, Descriptions, Skeleton, Space, Statistic, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
@@ -10,6 +11,7 @@ import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { formatBytes, formatDate } from "../../format";
+import { CompressCard, CompressedFrom } from "./CompressPanel";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
 import { TryItCard } from "./TryItCard";
 
@@ -64,8 +66,10 @@ export function ModelVersionPage() {
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
+      <CompressedFrom projectId={projectId} version={v} />
       <TryItCard projectId={projectId} versionId={v.id} />
       <DeploymentsCard projectId={projectId} versionId={v.id} />
+      <CompressCard projectId={projectId} version={v} />
       <Descriptions
         size="small"
         bordered
