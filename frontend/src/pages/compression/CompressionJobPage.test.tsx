@@ -117,6 +117,7 @@ describe("CompressionJobPage", () => {
     // incompatible: the device's reasons in the tooltip, no latency
     const res64 = row("res64");
     expect(res64).toHaveTextContent("Distilled student at 64 px");
+    expect(res64).not.toHaveTextContent("smaller"); // the same weights at a lower resolution
     await userEvent.hover(within(res64).getByTestId("incompatible-tag"));
     const reasons = await screen.findByTestId("incompatible-reasons");
     expect(reasons).toHaveTextContent("The device cannot run it:");
@@ -129,6 +130,7 @@ describe("CompressionJobPage", () => {
     expect(row("pruned50")).toHaveTextContent("skipped");
     expect(within(row("pruned50")).getByTestId("candidate-reason")).toHaveTextContent("not enough time left in the budget");
 
+    expect(screen.getByText("1 point")).toBeInTheDocument(); // the accuracy budget
     // measured candidates only in the chart
     expect(screen.getByRole("img", { name: "Accuracy vs latency on the device" })).toBeInTheDocument();
     expect(screen.getByText(/Measured candidates only/)).toBeInTheDocument();

@@ -127,7 +127,7 @@ export function CompressionJobPage() {
             label: t("compression.details.device"),
             children: j.device_id ? <Link to={`/projects/${projectId}/devices/${j.device_id}`}>{j.device_name || j.device_id.slice(0, 8)}</Link> : t("compression.workerName"),
           },
-          { key: "accuracy", label: t("compression.details.accuracyBudget"), children: t("compression.points", { value: j.accuracy_budget_pt }) },
+          { key: "accuracy", label: t("compression.details.accuracyBudget"), children: t("compression.points", { count: j.accuracy_budget_pt }) },
           { key: "time", label: t("compression.details.timeBudget"), children: formatDuration(j.budget_s) },
           { key: "methods", label: t("compression.details.methods"), children: j.methods.length ? j.methods.join(", ") : t("compression.details.allMethods") },
           { key: "created", label: t("common.createdAt"), children: formatDate(j.created_at) },
@@ -326,11 +326,12 @@ export function CandidatesTable({ job, candidates }: { job: CompressionJob; cand
             key: "size",
             render: (_, c) => {
               if (typeof c.size_bytes !== "number") return "—";
+              // a student at a lower resolution keeps its weights: no "1.0× smaller"
               const ratio = c.key === REFERENCE_KEY ? null : sizeRatio(c, reference);
               return (
-                <Space orientation="vertical" size={0}>
+                <Space orientation="vertical" size={0} style={{ whiteSpace: "nowrap" }}>
                   <span>{formatMB(c.size_bytes)}</span>
-                  {ratio !== null && (
+                  {ratio !== null && ratio >= 1.05 && (
                     <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                       {t("compression.smaller", { ratio: formatRatio(ratio) })}
                     </Typography.Text>
@@ -346,7 +347,11 @@ export function CandidatesTable({ job, candidates }: { job: CompressionJob; cand
               const p50 = p50Of(c);
               if (p50 === null) return "—";
               const p99 = c.latency?.p99_ms;
-              return t("compression.latencyMs", { p50: formatMs(p50), p99: typeof p99 === "number" ? formatMs(p99) : "—" });
+              return (
+                <span style={{ whiteSpace: "nowrap" }}>
+                  {t("compression.latencyMs", { p50: formatMs(p50), p99: typeof p99 === "number" ? formatMs(p99) : "—" })}
+                </span>
+              );
             },
           },
           {

@@ -153,6 +153,7 @@ describe("the Pareto chart", () => {
       series: { name: string; data: { name: string; label: { formatter: string } }[]; markLine?: { data: { yAxis: number }[] } }[];
       tooltip: { formatter: (params: unknown) => string };
       yAxis: { min: number; max: number };
+      xAxis: { min: number; max: number };
     };
     expect(option.series.map((s) => [s.name, s.data.map((d) => d.name)])).toEqual([
       ["Float reference", ["fp32"]],
@@ -164,5 +165,7 @@ describe("the Pareto chart", () => {
     expect(option.tooltip.formatter({ data: { tooltipLines: ["a<b", "c"] } })).toBe("a&lt;b<br/>c");
     expect(option.yAxis.min).toBeLessThanOrEqual(95);
     expect(option.yAxis.max).toBeGreaterThanOrEqual(98);
+    // p50 from 4 to 10 ms: no point on an axis
+    expect(option.xAxis).toMatchObject({ min: 3.4, max: 11 });
   });
 });

@@ -254,6 +254,14 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch] as string);
 }
 
+/** An axis bound rounded to two significant digits, away from the points (1.83 -> 1.8 down, 11.05 -> 12 up). */
+function roundAxis(value: number, direction: "up" | "down"): number {
+  if (value <= 0) return 0;
+  const step = 10 ** Math.floor(Math.log10(value)) / 10;
+  const rounded = (direction === "up" ? Math.ceil(value / step) : Math.floor(value / step)) * step;
+  return Math.round(rounded * 1e6) / 1e6;
+}
+
 /** The ECharts option: one scatter series per category, the pick outlined and labelled, the budget floor as a dashed line. */
 export function paretoOption(points: readonly ParetoPoint[], floor: number | null, texts: ParetoTexts): Record<string, unknown> {
   const categories: PointCategory[] = ["reference", "within", "beyond"];
@@ -261,6 +269,12 @@ export function paretoOption(points: readonly ParetoPoint[], floor: number | nul
   const low = ys.length ? Math.min(...ys) : 0;
   const high = ys.length ? Math.max(...ys) : 100;
   const pad = Math.max(0.5, (high - low) * 0.15);
+  const xs = points.map((p) => p.x);
+  const xMin = xs.length ? Math.min(...xs) : 0;
+  const xMax = xs.length ? Math.max(...xs) : 1;
+  const xPad = Math.max((xMax - xMin) * 0.1, xMax * 0.05);
+  const xLow = roundAxis(Math.max(0, xMin - xPad), "down");
+  const xHigh = roundAxis(xMax + xPad, "up");
   const series = categories.map((category, index) => ({
     name: texts.series[category],
     type: "scatter",
@@ -297,7 +311,8 @@ export function paretoOption(points: readonly ParetoPoint[], floor: number | nul
       trigger: "item",
       formatter: (params: { data?: { tooltipLines?: string[] } }) => (params.data?.tooltipLines ?? []).map(escapeHtml).join("<br/>"),
     },
-    xAxis: { type: "value", name: texts.x, nameLocation: "middle", nameGap: 28, scale: true },
+    // padded so that no point sits on an axis (the fastest one is often at the left edge)
+    xAxis: { type: "value", name: texts.x, nameLocation: "middle", nameGap: 28, min: xLow, max: xHigh },
     yAxis: {
       type: "value",
       name: texts.y,
