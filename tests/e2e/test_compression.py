@@ -4,13 +4,12 @@ process, the pick registered, deployed, and the agent's held-out accuracy within
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sampan.devstack.client import Client
 from sampan.devstack.compressjob import agent_accuracy, compress_for_device, held_out_samples
 from sampan.devstack.mainjob import deploy_and_wait, run_main_job
-from sampan.devstack.stack import Stack
+from sampan.devstack.stack import Stack, wait_until
 
 BUDGET_PT = 1.0
 
@@ -78,3 +77,62 @@ def _project(client: Client) -> str:
     projects = client.get("/api/v1/projects/")
     rows: list[dict[str, Any]] = projects["results"] if isinstance(projects, dict) else projects
     return next(r["id"] for r in rows if r["name"] == "Compression")
+
+
+def test_without_a_device_the_worker_measures_with_the_agents_code(stack: Stack,
+                                                                   client: Client) -> None:
+    p = f"/api/v1/projects/{_project(client)}"
+    source = _float_version(client, p)
+    job = compress_for_device(client, p, source["id"], None, budget_s=120, methods=["int8"],
+                              say=lambda _: None)
+    assert job["status"] == "SUCCEEDED", job["error"]
+    assert job["device_name"] == ""
+    for candidate in job["candidates"]:
+        assert candidate["benchmark"]["status"] == "succeeded", candidate
+        assert candidate["latency"]["p50_ms"] > 0 and candidate["latency"]["runs"] == 200
+    assert not any(_leftover_packages(stack, job["id"]))
+
+
+def test_cancel_in_the_middle_registers_nothing_and_cleans_up(stack: Stack,
+                                                              client: Client) -> None:
+    p = f"/api/v1/projects/{_project(client)}"
+    source = _float_version(client, p)
+    versions_before = len(_versions(client, p))
+    job = client.post(f"{p}/compression-jobs/", {"source_model_version_id": source["id"],
+                                                 "device_id": None, "budget_s": 300,
+                                                 "methods": ["int8", "resolution", "pruning"]})
+
+    def some_candidates() -> bool:
+        current = client.get(f"{p}/compression-jobs/{job['id']}/")
+        return current["status"] == "RUNNING" and len(current["candidates"]) >= 2
+
+    wait_until(some_candidates, timeout_s=120, what="the job's first candidates")
+    cancelled = client.post(f"{p}/compression-jobs/{job['id']}/cancel/")
+    assert cancelled["status"] == "CANCELLED"
+    work = stack.data_dir / "jobs" / "compression" / job["id"]
+
+    def cleaned() -> bool:
+        return not any(path.is_file() for path in work.rglob("*"))
+
+    # the worker hears it at its next progress report (a student epoch: seconds) and cleans up
+    wait_until(cleaned, timeout_s=60, what="the cancelled job's files to be removed")
+    final = client.get(f"{p}/compression-jobs/{job['id']}/")
+    assert final["status"] == "CANCELLED" and final["model_version_id"] is None
+    assert len(_versions(client, p)) == versions_before
+
+
+def _float_version(client: Client, p: str) -> dict[str, Any]:
+    versions = _versions(client, p)
+    return next(v for v in versions if v["parent_id"] is None)
+
+
+def _versions(client: Client, p: str) -> list[dict[str, Any]]:
+    answer = client.get(f"{p}/model-versions/")
+    rows: list[dict[str, Any]] = answer["results"] if isinstance(answer, dict) else answer
+    return rows
+
+
+def _leftover_packages(stack: Stack, job_id: str) -> list[str]:
+    """Benchmark packages left in the stack's storage for ``job_id`` (none expected)."""
+    return [str(p) for p in (stack.data_dir / "media" / "benchmarks").rglob("manifest.json")
+            if job_id in p.read_text()]

@@ -73,7 +73,11 @@ def test_int8_is_static_qdq_3x_smaller_and_loads_in_the_agent_runtime(compressed
                                                                         teacher: Any) -> None:
     result = compressed["result"]
     int8, reference = result.get("int8"), result.get("fp32")
-    assert reference.size_bytes / int8.size_bytes >= 3.0
+    # int8 weights, float scales per channel, float biases: 3.5x is the floor
+    assert reference.size_bytes / int8.size_bytes >= 3.5, (reference.size_bytes, int8.size_bytes)
+    # the file imports only the opsets its nodes use (onnxruntime's optimiser imports ten)
+    assert set(int8.onnx["opsets"]) == {"ai.onnx"} and set(reference.onnx["opsets"]) == {
+        "ai.onnx"}
     operators = set(int8.onnx["operators"])
     assert "ai.onnx:QuantizeLinear" in operators and "ai.onnx:DequantizeLinear" in operators
     # dynamic quantization's integer ops, which many onnxruntime builds cannot run on a CNN

@@ -35,7 +35,7 @@ from ..evaluation import classification_report
 from ..export import compare_with_onnx, export_onnx, onnx_probabilities
 from ..specs import SampleRef, TrainingCancelled
 from .graph import (GPU_PROVIDERS, MIN_CALIBRATION_IMAGES, convert_fp16, onnx_info,
-                    optimise_fp32, quantize_int8)
+                    optimise_fp32, quantize_int8, tidy_graph)
 from .specs import Candidate, CompressionCancelled, CompressRequest, CompressResult
 from .students import (DistillConfig, count_macs, distill, load_teacher_module, prune,
                        student_resolution)
@@ -386,6 +386,7 @@ def _student(key: str, ratio: float, size: int, teacher: torch.nn.Module, transf
         candidate.params["epochs"] = len(candidate.history) - 1
         student = student.to(memory_format=torch.contiguous_format).eval()
         export_onnx(student, candidate.onnx_path, (size, size), "torchscript")
+        tidy_graph(candidate.onnx_path)
         pixels = np.concatenate(list(_batches(data["val"], p)))
         parity, _ = compare_with_onnx(student, candidate.onnx_path, pixels, data["val"].sample_ids)
         if not parity["passed"]:

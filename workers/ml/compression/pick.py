@@ -39,9 +39,8 @@ def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32"
     speed = (f", {float(ref_p50) / float(best['latency']['p50_ms']):.1f}x faster than the float "
              "model" if ref_p50 else "")
     drop = float(best.get("accuracy_drop_pt") or 0.0)
-    accuracy = (f"{drop:.1f} points less accurate" if drop > 0 else
-                f"{-drop:.1f} points more accurate" if drop < 0 else "as accurate")
+    accuracy = (f"{drop:.1f} points less accurate than" if drop > 0 else
+                f"{-drop:.1f} points more accurate than" if drop < 0 else "as accurate as")
     return str(best["key"]), (f"{best['key']} is the fastest candidate within the accuracy "
                               f"budget: {float(best['latency']['p50_ms']):.2f} ms p50 on the "
-                              f"device{speed}, {accuracy} than the float model on held-out "
-                              "images")
+                              f"device{speed}, {accuracy} the float model on held-out images")
