@@ -124,6 +124,7 @@ def test_console_sign_in_upload_label_and_languages(page: Page, stack: Stack, co
     step("add_device", add_device, page, stack, screenshots)
     step("deploy", deploy_to_device, page, screenshots)
     step("device", device_page, page, stack, screenshots)
+    step("compress", compress_for_the_agent, page, screenshots)
     print("console browser steps (s):", json.dumps(timings))
 
 
@@ -760,3 +761,46 @@ def device_page(page: Page, stack: Stack, screenshots: Any) -> None:
     expect(row).to_contain_text("digits v1")
     expect(row).to_contain_text(str(len(digits)))
     screenshots.take(page, "devices-running")
+
+
+def compress_for_the_agent(page: Page, screenshots: Any) -> None:
+    """Compress digits v1 for the local agent (INT8 only, 2 minutes): the live job page fills
+    its table and Pareto chart as the agent measures each candidate; the outcome is a new
+    version one click deploys, or "keep the float model" with the reason."""
+    page.get_by_role("menuitem", name="Models").click()
+    card = page.get_by_test_id("model-card").filter(has_text="digits")
+    card.get_by_role("link", name="v1", exact=True).click()
+    expect(page.get_by_role("heading", name="Model digits v1")).to_be_visible()
+    page.get_by_test_id("compress-button").click()
+    dialog = page.get_by_role("dialog", name="Compress digits v1 for a device")
+    expect(dialog.get_by_label("Target device")).to_be_visible()
+    expect(dialog.get_by_text("local-agent")).to_be_visible()  # the online device, preselected
+    dialog.get_by_label("Time budget (minutes)").fill("2")
+    dialog.get_by_text("Advanced").click()
+    for method in ("Pruning (distilled student)", "Lower input resolution (distilled student)",
+                   "FP16 (devices with a GPU only)"):
+        dialog.get_by_role("checkbox", name=method).uncheck()
+    screenshots.take(page, "compress-form")
+    dialog.get_by_role("button", name="Start compressing").click()
+    expect(page.get_by_role("heading", name="Compression of digits v1")).to_be_visible()
+    table = page.get_by_test_id("candidates-table")
+    expect(table.get_by_role("row").filter(has_text="Float reference")).to_be_visible(
+        timeout=60_000)
+    expect(page.get_by_test_id("outcome")).to_be_visible(timeout=180_000)
+    for row in (table.get_by_role("row").filter(has_text="Float reference"),
+                table.get_by_role("row").filter(has_text="INT8").first):
+        expect(row).to_contain_text("measured")
+        expect(row).to_contain_text(re.compile(r"\d+\.\d+ / \d+\.\d+ ms"))
+    chart = page.get_by_role("img", name="Accuracy vs latency on the device")
+    expect(chart.locator("canvas").first).to_be_visible()
+    wait_for_chart(chart)
+    expect(page.get_by_test_id("pick-reason")).not_to_be_empty()
+    screenshots.take(page, "compression-job", full_page=True)
+    deploy = page.get_by_role("button", name="Deploy to local-agent")
+    if deploy.count():  # a pick: one click deploys it
+        deploy.click()
+        expect(page.locator(".ant-message").get_by_text(
+            "Deployment to local-agent started")).to_be_visible()
+        page.get_by_test_id("picked-version-link").click()
+        expect(page.get_by_test_id("compressed-from")).to_contain_text("Compressed from v1")
+        screenshots.take(page, "compressed-version")

@@ -98,7 +98,7 @@ describe("CompressionJobPage", () => {
     const int8 = row("int8");
     expect(int8).toHaveAttribute("data-picked", "true");
     expect(within(int8).getByTestId("picked-tag")).toHaveTextContent("Picked");
-    expect(int8).toHaveTextContent("INT8 (quantized, 4x smaller)");
+    expect(int8).toHaveTextContent("INT8 (8-bit weights and activations)");
     expect(int8).toHaveTextContent("97.5% (test)");
     expect(int8).toHaveTextContent("1.00 MB");
     expect(int8).toHaveTextContent("4.0× smaller");
@@ -140,7 +140,7 @@ describe("CompressionJobPage", () => {
     const state = { posted: [] as { path: string; body: unknown }[] };
     renderRoutes(routes, "/projects/p1/compression-jobs/cj1", api(succeeded, state) as unknown as typeof globalThis.fetch);
     const outcome = await screen.findByTestId("outcome", {}, { timeout: 5000 });
-    expect(outcome).toHaveTextContent("Picked int8: INT8 (quantized, 4x smaller)");
+    expect(outcome).toHaveTextContent("Picked int8: INT8 (8-bit weights and activations)");
     expect(within(outcome).getByTestId("pick-reason")).toHaveTextContent("int8 is the fastest candidate within the accuracy budget");
     expect(within(outcome).getByTestId("picked-version-link")).toHaveAttribute("href", "/projects/p1/models/versions/mv2");
     expect(within(outcome).getByTestId("picked-version-link")).toHaveTextContent("Open digits v2");

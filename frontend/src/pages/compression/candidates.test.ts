@@ -43,7 +43,7 @@ const pending: Candidate = { ...int8, key: "res64-int8", latency: null, benchmar
 describe("candidate names", () => {
   it("say what each candidate is in plain words", () => {
     expect(describeCandidate(t, fp32)).toBe("Float reference");
-    expect(describeCandidate(t, int8)).toBe("INT8 (quantized, 4x smaller)");
+    expect(describeCandidate(t, int8)).toBe("INT8 (8-bit weights and activations)");
     expect(describeCandidate(t, res64)).toBe("Distilled student at 64 px");
     expect(describeCandidate(t, { key: "pruned50", method: "distilled", params: { resolution: 96, pruning_ratio: 0.5 } })).toBe("Pruned 50 % + distilled");
     expect(describeCandidate(t, { key: "pruned30-res64", method: "distilled", params: { resolution: 64, pruning_ratio: 0.3 } })).toBe(
@@ -53,9 +53,9 @@ describe("candidate names", () => {
       "Distilled student at 64 px, then INT8",
     );
     expect(describeCandidate(t, { key: "int8-percentile", method: "int8", params: { calibration_method: "percentile" } })).toBe(
-      "INT8 (quantized, 4x smaller), percentile calibration",
+      "INT8 (8-bit weights and activations), percentile calibration",
     );
-    expect(describeCandidate(t, { key: "fp16", method: "fp16" })).toBe("FP16 (half precision, 2x smaller)");
+    expect(describeCandidate(t, { key: "fp16", method: "fp16" })).toBe("FP16 (half precision)");
   });
 
   it("read a skipped student's key, which has no params", () => {
