@@ -215,3 +215,22 @@ def test_pick_is_the_fastest_within_budget_on_the_device() -> None:
     key, reason = pick([_c("fp32", 1.0, 0.0), _c("int8", 1.5, 0.0)])
     assert key is None and "keep the float model" in reason
     assert pick([_c("fp32", None, 0.0)])[1].startswith("no candidate could be measured")
+
+
+def test_fp16_only_for_a_target_with_a_gpu_provider(teacher: Any, tmp_path: Path) -> None:
+    def run(providers: list[str], out: Path) -> Any:
+        return compress_classifier(CompressRequest(
+            teacher=teacher["teacher"], train=teacher["train"], val=teacher["val"],
+            test=teacher["test"], out_dir=out, budget_s=30, methods=("fp16",),
+            providers=providers))
+
+    assert [c.key for c in run(["CPUExecutionProvider"], tmp_path / "cpu").candidates] == ["fp32"]
+    result = run(["CUDAExecutionProvider", "CPUExecutionProvider"], tmp_path / "gpu")
+    fp16, reference = result.get("fp16"), result.get("fp32")
+    assert fp16.status == "ready", fp16.reason
+    assert 1.9 <= reference.size_bytes / fp16.size_bytes <= 2.1
+    assert fp16.onnx["execution_providers"] == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert abs(fp16.accuracy_drop_pt) <= 1.0  # float16 rounding, float32 input and output
+    session = ClassifierSession(fp16.onnx_path, {"labels": LABELS,
+                                                 "preprocessing": fp16.preprocessing})
+    session.self_test()
