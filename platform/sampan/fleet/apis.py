@@ -229,7 +229,7 @@ def _desired(request: Request, deployment: Any) -> dict[str, Any]:
                                                            kwargs=kwargs)),
         # with object storage the device fetches model.onnx from the bucket itself (a presigned
         # URL on another origin: the agent sends it no credential; Range resume works there)
-        "artifact_url": _artifact_url(version) or request.build_absolute_uri(
+        "artifact_url": _model_file_url(version.package_dir) or request.build_absolute_uri(
             reverse("device:model-version-artifact", kwargs=kwargs)),
         "sha256": version.model_sha256,
         "size": version.model_size,
@@ -240,10 +240,27 @@ def _package_name(version: ModelVersion, name: str) -> str:
     return f"{version.package_dir.rstrip('/')}/{name}"
 
 
-def _artifact_url(version: ModelVersion) -> str | None:
-    """A presigned URL of the version's model.onnx in the bucket; None with local storage."""
-    return storage.download_url(_package_name(version, "model.onnx"), filename="model.onnx",
+def _model_file_url(package_dir: str) -> str | None:
+    """A presigned URL of ``<package_dir>/model.onnx`` in the bucket; None with local storage."""
+    return storage.download_url(f"{package_dir.rstrip('/')}/model.onnx", filename="model.onnx",
                                 content_type="application/octet-stream")
+
+
+def _model_file_response(request: Request, package_dir: str, sha256: str,
+                         what: str) -> HttpResponseBase:
+    """``<package_dir>/model.onnx``: a 302 to its presigned URL in the bucket, or the local file
+    with HTTP Range (strong ETag ``"<sha256>"``, If-Range honoured). Raises NotFound naming
+    ``what`` when the file is missing."""
+    name = f"{package_dir.rstrip('/')}/model.onnx"
+    url = _model_file_url(package_dir)
+    if url is not None:
+        return HttpResponseRedirect(url)
+    path = storage.local_file(name)
+    if not path.is_file():
+        raise NotFound(f"the model file of {what} is missing on the server")
+    return ranged_file_response(path, range_header=request.headers.get("Range", ""),
+                                if_range=request.headers.get("If-Range", ""),
+                                etag=sha256, filename="model.onnx")
 
 
 class DeviceManifestApi(DeviceApi):
@@ -275,15 +292,8 @@ class DeviceArtifactApi(DeviceApi):
     def get(self, request: Request, version_id: str) -> HttpResponseBase:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        url = _artifact_url(version)
-        if url is not None:
-            return HttpResponseRedirect(url)
-        path = storage.local_file(_package_name(version, "model.onnx"))
-        if not path.is_file():
-            raise NotFound("the model file of this model version is missing on the server")
-        return ranged_file_response(path, range_header=request.headers.get("Range", ""),
-                                    if_range=request.headers.get("If-Range", ""),
-                                    etag=version.model_sha256, filename="model.onnx")
+        return _model_file_response(request, version.package_dir, version.model_sha256,
+                                    "this model version")
 
 
 # --- device API: benchmarks -------------------------------------------------------------------
@@ -295,7 +305,7 @@ def _benchmark_request(request: Request, benchmark: DeviceBenchmark) -> dict[str
         "benchmark_id": benchmark.pk,
         "manifest_url": request.build_absolute_uri(reverse("device:benchmark-manifest",
                                                            kwargs=kwargs)),
-        "artifact_url": _benchmark_artifact_url(benchmark) or request.build_absolute_uri(
+        "artifact_url": _model_file_url(benchmark.package_dir) or request.build_absolute_uri(
             reverse("device:benchmark-artifact", kwargs=kwargs)),
         "sha256": benchmark.model_sha256,
         "size": benchmark.model_size,
@@ -305,12 +315,6 @@ def _benchmark_request(request: Request, benchmark: DeviceBenchmark) -> dict[str
         "warmup": benchmark.warmup,
         "runs": benchmark.runs,
     }
-
-
-def _benchmark_artifact_url(benchmark: DeviceBenchmark) -> str | None:
-    """A presigned URL of the benchmark's model.onnx in the bucket; None with local storage."""
-    return storage.download_url(f"{benchmark.package_dir}/model.onnx", filename="model.onnx",
-                                content_type="application/octet-stream")
 
 
 class DeviceBenchmarkManifestApi(DeviceApi):
@@ -341,15 +345,8 @@ class DeviceBenchmarkArtifactApi(DeviceApi):
     def get(self, request: Request, benchmark_id: str) -> HttpResponseBase:
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
                                                         benchmark_id=benchmark_id)
-        url = _benchmark_artifact_url(benchmark)
-        if url is not None:
-            return HttpResponseRedirect(url)
-        path = storage.local_file(f"{benchmark.package_dir}/model.onnx")
-        if not path.is_file():
-            raise NotFound("the model file of this benchmark is missing on the server")
-        return ranged_file_response(path, range_header=request.headers.get("Range", ""),
-                                    if_range=request.headers.get("If-Range", ""),
-                                    etag=benchmark.model_sha256, filename="model.onnx")
+        return _model_file_response(request, benchmark.package_dir, benchmark.model_sha256,
+                                    "this benchmark")
 
 
 class DeviceBenchmarkInputApi(DeviceApi):

@@ -3,9 +3,9 @@
 // the Pareto chart of the measured ones, and the outcome: the pick with its reason, its model
 // version and a one-click deploy to the device, or the advice to keep the float model.
 // Every websocket event refetches the job (its `candidates` in the database are the truth).
-import { CheckCircleOutlined, CloseCircleOutlined, CloudUploadOutlined, StopOutlined, SyncOutlined } from "@ant-design/icons";
+import { CheckCircleOutlined, CloseCircleOutlined, CloudUploadOutlined, SyncOutlined } from "@ant-design/icons";
 import { useQueryClient } from "@tanstack/react-query";
-import { Alert, App, Breadcrumb, Button, Card, Descriptions, Popconfirm, Progress, Skeleton, Space, Table, Tag, Tooltip, Typography } from "antd";
+import { Alert, App, Breadcrumb, Button, Card, Descriptions, Progress, Skeleton, Space, Table, Tag, Tooltip, Typography } from "antd";
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
@@ -25,6 +25,7 @@ import { useCanEdit } from "../../api/queries/projects";
 import { Chart } from "../../components/charts/Chart";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { JobStatusTag } from "../../components/JobStatusTag";
+import { CancelJobButton } from "../../components/CancelJobButton";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatDuration } from "../training/jobState";
@@ -468,28 +469,5 @@ export function ParetoCard({ job, candidates }: { job: CompressionJob; candidate
 function CancelButton({ projectId, jobId }: { projectId: string; jobId: string }) {
   const { t } = useTranslation();
   const cancel = useCancelCompression(projectId, jobId);
-  const reportError = useReportError();
-  const canEdit = useCanEdit(projectId);
-  if (!canEdit) {
-    return (
-      <EditorOnly canEdit={false}>
-        <Button danger icon={<StopOutlined />} disabled>
-          {t("compression.cancel")}
-        </Button>
-      </EditorOnly>
-    );
-  }
-  return (
-    <Popconfirm
-      title={t("compression.cancelConfirm")}
-      okText={t("compression.cancel")}
-      cancelText={t("training.keepRunning")}
-      okButtonProps={{ danger: true }}
-      onConfirm={() => cancel.mutate(undefined, { onError: (error) => reportError(error) })}
-    >
-      <Button danger icon={<StopOutlined />} loading={cancel.isPending}>
-        {t("compression.cancel")}
-      </Button>
-    </Popconfirm>
-  );
+  return <CancelJobButton projectId={projectId} cancel={cancel} label={t("compression.cancel")} confirm={t("compression.cancelConfirm")} />;
 }

@@ -1,20 +1,18 @@
 // One training job, live: status, phase, epoch, a progress bar with time left, loss and
 // validation curves fed by the websocket (polling every 2 s while the socket is down), cancel;
 // then the links to its report and model version, or the server's error.
-import { StopOutlined } from "@ant-design/icons";
 import { useQueryClient } from "@tanstack/react-query";
-import { Alert, Breadcrumb, Button, Card, Descriptions, Popconfirm, Progress, Skeleton, Space, Statistic, Tag, Tooltip, Typography } from "antd";
+import { Alert, Breadcrumb, Card, Descriptions, Progress, Skeleton, Space, Statistic, Tag, Tooltip, Typography } from "antd";
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
-import { useCanEdit } from "../../api/queries/projects";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { headlineAccuracy, metricsOf, recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
-import { ErrorAlert, useReportError } from "../../components/errors";
-import { EditorOnly } from "../../components/ReadOnly";
+import { ErrorAlert } from "../../components/errors";
+import { CancelJobButton } from "../../components/CancelJobButton";
 import { formatDate } from "../../format";
 import { curvesOption } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
@@ -304,30 +302,7 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
 function CancelButton({ projectId, jobId }: { projectId: string; jobId: string }) {
   const { t } = useTranslation();
   const cancel = useCancelTraining(projectId, jobId);
-  const reportError = useReportError();
-  const canEdit = useCanEdit(projectId);
-  if (!canEdit) {
-    return (
-      <EditorOnly canEdit={false}>
-        <Button danger icon={<StopOutlined />} disabled>
-          {t("training.cancelJob")}
-        </Button>
-      </EditorOnly>
-    );
-  }
-  return (
-    <Popconfirm
-      title={t("training.cancelConfirm")}
-      okText={t("training.cancelJob")}
-      cancelText={t("training.keepRunning")}
-      okButtonProps={{ danger: true }}
-      onConfirm={() => cancel.mutate(undefined, { onError: (error) => reportError(error) })}
-    >
-      <Button danger icon={<StopOutlined />} loading={cancel.isPending}>
-        {t("training.cancelJob")}
-      </Button>
-    </Popconfirm>
-  );
+  return <CancelJobButton projectId={projectId} cancel={cancel} label={t("training.cancelJob")} confirm={t("training.cancelConfirm")} />;
 }
 
 function SucceededLinks({ projectId, jobId, modelVersionId }: { projectId: string; jobId: string; modelVersionId: string | null }) {
