@@ -292,6 +292,11 @@ if env.str("SAMPAN_CHANNEL_LAYER", default="") == "memory":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 REST_FRAMEWORK = {
+    "DEFAULT_PARSER_CLASSES": [
+        "sampan.core.parsers.JSONParser",  # a 400, not a 500, for JSON nested too deeply
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "sampan.accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

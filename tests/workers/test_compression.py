@@ -42,7 +42,7 @@ def compressed(teacher: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
     result = compress_classifier(
         CompressRequest(teacher=teacher["teacher"], train=teacher["train"], val=teacher["val"],
                         test=teacher["test"], out_dir=tmp_path_factory.mktemp("candidates"),
-                        budget_s=75, methods=("int8", "resolution")),
+                        budget_s=120, methods=("int8", "resolution")),
         on_candidate=seen.append, on_progress=events.append)
     return {"result": result, "seen": seen, "events": events}
 
@@ -61,12 +61,13 @@ def test_candidates_are_made_evaluated_and_reported_as_they_come(compressed: Any
         assert 0.0 <= candidate.accuracy <= 1.0
         assert candidate.accuracy_drop_pt == pytest.approx(
             100 * (reference.accuracy - candidate.accuracy), abs=1e-3)
-        assert candidate.within_budget == (candidate.accuracy_drop_pt <= 1.0)
+        assert candidate.within_budget == (candidate.accuracy_drop_pt <= 1.0
+                                           and candidate.val_accuracy_drop_pt <= 1.0)
     assert result.get("res64").preprocessing["size"] == [64, 64]
     assert result.get("res64").macs < 0.6 * reference.macs
     phases = {e.get("phase") for e in compressed["events"]}
     assert {"decode", "reference", "int8", "student", "done"} <= phases
-    assert result.elapsed_s <= 75 * 1.1
+    assert result.elapsed_s <= 120 * 1.1
 
 
 def test_int8_is_static_qdq_3x_smaller_and_loads_in_the_agent_runtime(compressed: Any,
@@ -205,7 +206,15 @@ def test_pick_is_the_fastest_within_budget_on_the_device() -> None:
     candidates = [_c("fp32", 4.0, 0.0), _c("int8", 3.0, 0.5), _c("res64", 2.0, 0.9),
                   _c("pruned50", 1.0, 3.0)]
     key, reason = pick(candidates)
-    assert key == "res64" and "2.0x faster" in reason
+    assert key == "res64" and "2.0x faster" in reason and "on the device" in reason
+    # within 3 % of the fastest p50 is a tie: the smaller file wins
+    tie = [_c("fp32", 4.0, 0.0), _c("int8", 2.02, 0.0, size_bytes=30), _c("res64", 2.0, 0.0)]
+    assert pick(tie)[0] == "int8"
+    # a candidate that was not measured is named: the pick is only the fastest of the measured
+    key, reason = pick([_c("fp32", 4.0, 0.0), _c("int8", 2.0, 0.0), _c("res64", None, 0.0)],
+                       measured_on="the compression worker")
+    assert key == "int8" and "Not measured: res64" in reason
+    assert "on the compression worker" in reason
     # beyond the budget is never picked silently, however fast
     assert pick([_c("fp32", 4.0, 0.0), _c("pruned50", 1.0, 3.0)])[0] is None
     # a candidate the device cannot load, or did not measure, is never picked
@@ -215,6 +224,9 @@ def test_pick_is_the_fastest_within_budget_on_the_device() -> None:
     key, reason = pick([_c("fp32", 1.0, 0.0), _c("int8", 1.5, 0.0)])
     assert key is None and "keep the float model" in reason
     assert pick([_c("fp32", None, 0.0)])[1].startswith("no candidate could be measured")
+    # a better score on a small split is not "more accurate": the sentence names the images
+    key, reason = pick([_c("fp32", 4.0, 0.0), _c("int8", 1.0, -1.7, n_evaluated=60)])
+    assert "no less accurate than the float model on 60 test images" in reason
 
 
 def test_fp16_only_for_a_target_with_a_gpu_provider(teacher: Any, tmp_path: Path) -> None:

@@ -104,7 +104,14 @@ def run_compression(compression_job_id: str) -> None:
                 services.compression_job_fail(job_id=job_id, message=f"compression failed: {exc}")
                 return
         candidates = selectors.compression_job_candidates(job_id=job_id)
-        key, reason = pick(candidates)
+        unmeasured = [f"{c['key']} ({(c.get('benchmark') or {}).get('error') or 'no result'})"
+                      for c in candidates if c.get("status") == "ready"
+                      and c.get("compatible", True) and not c.get("latency")]
+        if unmeasured:
+            services.compression_warnings_record(job_id=job_id, warnings=[
+                *result.warnings, f"not measured: {'; '.join(unmeasured)}"])
+        key, reason = pick(candidates, measured_on=inputs.device_name or
+                           "the compression worker")
         try:
             services.compression_job_complete(job_id=job_id, picked=key, reason=reason)
         except Exception as exc:  # storing or registering (the bucket, the database)

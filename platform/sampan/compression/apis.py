@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -45,12 +47,13 @@ class CompressionJobOutput(serializers.Serializer):
     methods = serializers.ListField(child=serializers.CharField())
     status = serializers.CharField()
     progress = serializers.JSONField()
-    candidates = serializers.JSONField(
+    candidates = serializers.SerializerMethodField(
         help_text="One object per candidate: key, method, params, parent, status, reason, "
                   "accuracy, evaluated_on, val_accuracy, accuracy_drop_pt, within_budget, "
                   "size_bytes, macs, onnx, benchmark {id, status, error}, latency {p50_ms, "
                   "p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, serving_p99_ms, "
-                  "...} or null, compatible, incompatibilities.")
+                  "...} or null, compatible, incompatibilities, n_evaluated, "
+                  "val_accuracy_drop_pt, elapsed_s.")
     warnings = serializers.ListField(child=serializers.CharField())
     picked = serializers.CharField(help_text="Key of the registered candidate; empty: none.")
     pick_reason = serializers.CharField()
@@ -60,6 +63,10 @@ class CompressionJobOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+
+    def get_candidates(self, job: Any) -> list[dict[str, Any]]:
+        # the worker's file paths are its own business (and gone after the job)
+        return [{k: v for k, v in c.items() if k != "onnx_path"} for c in job.candidates or []]
 
 
 class CompressionJobListQuery(serializers.Serializer):

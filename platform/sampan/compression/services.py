@@ -65,6 +65,11 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     if source.task_type != TaskType.IMAGE_CLASSIFICATION:
         raise ValidationFailed(f"compressing {source.task_type} models is not available yet",
                                field="source_model_version_id")
+    if source.parent_id is not None:
+        parent = source.parent
+        raise ValidationFailed(
+            f"{source.label} is itself compressed (from v{parent.version if parent else '?'}): "
+            "compress its float parent instead", field="source_model_version_id")
     if source.dataset_version_id is None:
         raise ValidationFailed("this model version has no dataset version: compression needs "
                                "its images to calibrate, distil and measure accuracy",
@@ -75,7 +80,7 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
         raise ValidationFailed(f"budget_s must be from {MIN_BUDGET_S:.0f} s to "
                                f"{MAX_BUDGET_S:.0f} s; got {budget_s:g}", field="budget_s")
-    chosen = list(METHODS if methods is None else methods)
+    chosen = list(dict.fromkeys(METHODS if methods is None else methods))  # no duplicates
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
         raise ValidationFailed(f"methods must be a non-empty subset of {', '.join(METHODS)}"
@@ -107,6 +112,7 @@ def compression_job_cancel(*, job: CompressionJob) -> CompressionJob:
     for benchmark in DeviceBenchmark.objects.filter(compression_job_id=job.pk,
                                                     status__in=BENCHMARK_OPEN):
         device_benchmark_cancel(benchmark=benchmark)
+    _candidates_merge_benchmarks(job.pk)  # the job's rows say "cancelled", not "waiting"
     job_publish(CompressionJob, job.pk, {"status": JobStatus.CANCELLED}, force=True)
     job.refresh_from_db()
     return job
@@ -130,6 +136,7 @@ class CompressionInputs:
     allow_flips: bool
     providers: list[str]
     device_id: str | None
+    device_name: str = ""
     train: list[tuple[str, int, str]] = field(default_factory=list)
     val: list[tuple[str, int, str]] = field(default_factory=list)
     test: list[tuple[str, int, str]] = field(default_factory=list)
@@ -167,7 +174,7 @@ def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
         accuracy_budget_pt=job.accuracy_budget_pt, methods=list(job.methods), seed=job.seed,
         allow_flips=bool(training.allow_flips) if training else True,
         providers=list(runtime.get("providers") or ["CPUExecutionProvider"]),
-        device_id=str(job.device_id) if job.device_id else None,
+        device_id=str(job.device_id) if job.device_id else None, device_name=job.device_name,
         train=rows[Split.TRAIN], val=rows[Split.VAL], test=rows[Split.TEST],
         benchmark_inputs=[(names[sid], path) for path, _, sid in held_out[:BENCHMARK_INPUTS]
                           if sid in names])
@@ -302,6 +309,20 @@ def compression_benchmarks_sync(*, job_id: Any) -> dict[str, Any]:
             "device_online": bool(job.device and job.device.status == "online")}
 
 
+def _candidates_merge_benchmarks(job_id: Any) -> None:
+    """Copy the job's benchmarks' statuses into its candidates whatever the job's state (the
+    worker's :func:`compression_candidate_record` writes only while it is RUNNING)."""
+    with transaction.atomic():
+        job = CompressionJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            return
+        fields = {b.candidate: _benchmark_fields(b)
+                  for b in DeviceBenchmark.objects.filter(compression_job_id=job_id)}
+        rows = [{**c, **fields[c.get("key")]} if c.get("key") in fields else c
+                for c in job.candidates]
+        CompressionJob.objects.filter(pk=job_id).update(candidates=rows)
+
+
 def compression_benchmarks_expire(*, job_id: Any, reason: str) -> int:
     """Expire this job's open benchmarks with ``reason``; returns how many."""
     expired = 0
@@ -327,6 +348,10 @@ def compression_cleanup(*, job_id: Any, out_dir: Path | None) -> None:
             log.warning("could not delete benchmark package %s", package_dir)
     if out_dir is not None:
         shutil.rmtree(out_dir, ignore_errors=True)
+        try:  # the job's folder, once its last attempt's is gone
+            out_dir.parent.rmdir()
+        except OSError:
+            pass
 
 
 def compression_job_fail(*, job_id: Any, message: str) -> None:

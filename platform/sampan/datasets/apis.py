@@ -8,7 +8,7 @@ from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +16,7 @@ from sampan.core import storage as shared_storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
 from sampan.core.pagination import Pagination
+from sampan.core.parsers import JSONParser
 from sampan.datasets import selectors, services
 from sampan.datasets import serializers as s
 from sampan.datasets.versions import dataset_version_create

@@ -13,7 +13,6 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,6 +21,7 @@ from rest_framework.views import APIView
 from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
+from sampan.core.parsers import JSONParser
 from sampan.fleet import benchmarks, selectors, services
 from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice

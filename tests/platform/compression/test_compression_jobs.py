@@ -94,6 +94,18 @@ def test_create_refuses_bad_input_naming_the_field(setup: dict[str, Any]) -> Non
     with pytest.raises(ValidationFailed) as error:
         create(project=setup["project"], source=setup["source"], device=other_device)
     assert error.value.field == "device_id"
+    compressed = model_version_register(
+        project=setup["project"], model_name="digits", task_type="image_classification",
+        labels=["a", "b"], preprocessing=PREPROCESSING, onnx_path=setup["onnx"],
+        input_shape=["N", 3, 4, 4], metrics={}, lineage={}, onnx_info={"opset": 18},
+        pretrained=False, dataset_version=setup["dataset_version"], parent=setup["source"])
+    with pytest.raises(ValidationFailed, match="itself compressed") as error:
+        create(project=setup["project"], source=compressed, device=None)
+    assert error.value.field == "source_model_version_id"
+    job = create(project=setup["project"], source=setup["source"], device=None,
+                 methods=["int8", "pruning", "int8"])
+    assert job.methods == ["int8", "pruning"]
+    job.delete()
     setup["source"].dataset_version = None
     with pytest.raises(ValidationFailed, match="no dataset version") as error:
         create(project=setup["project"], source=setup["source"], device=None)
@@ -174,6 +186,10 @@ def test_device_measures_candidates_the_pick_is_registered_with_lineage(
     assert version.metrics["device_latency"]["p50_ms"] == 1.5
     assert version.metrics["test_accuracy"] == 0.9 and version.metrics["accuracy_drop_pt"] == 0.5
     assert version.manifest["onnx"]["operators"]  # what devices are checked against
+    shown = _api(setup["viewer"]).get(
+        f"/api/v1/projects/{setup['project'].pk}/compression-jobs/{job.pk}/").json()
+    assert [c["key"] for c in shown["candidates"]] == ["fp32", "int8", "res64-int8"]
+    assert not any("onnx_path" in c for c in shown["candidates"])  # the worker's paths
     services.compression_cleanup(job_id=job.pk, out_dir=None)
     for benchmark in benchmarks.values():
         assert not storage.exists(f"{benchmark.package_dir}/model.onnx")
@@ -260,6 +276,8 @@ def test_cancel_closes_open_benchmarks_and_stops_the_worker(setup: dict[str, Any
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.model_version is None
     assert DeviceBenchmark.objects.get(compression_job_id=job.pk).status == "cancelled"
+    (shown,) = selectors.compression_job_candidates(job_id=job.pk)
+    assert shown["benchmark"]["status"] == "cancelled"  # not "waiting for the device"
     # the worker hears it at its next report, and registers nothing
     assert services.compression_candidate_record(job_id=job.pk, candidate=candidate) is False
     assert services.compression_progress(job_id=job.pk, progress={"phase": "int8"}) is False

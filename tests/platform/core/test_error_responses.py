@@ -77,6 +77,16 @@ def test_a_json_body_over_the_memory_limit_is_a_413(make_user: Any, api: Any,
     assert "larger than 1024 bytes" in body["message"]
 
 
+def test_json_nested_too_deeply_is_a_400_not_a_500(make_user: Any, api: Any) -> None:
+    body = "[" * 100_000 + "]" * 100_000  # the json module recurses per level
+
+    response = api(make_user()).post("/api/v1/projects/", body,
+                                     content_type="application/json")
+
+    assert response.status_code == 400
+    assert "nested too deeply" in error(response)["message"]
+
+
 @pytest.mark.django_db
 def test_a_disallowed_host_is_a_json_400_under_api_and_html_elsewhere() -> None:
     client = Client()

@@ -5,42 +5,63 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["pick"]
+__all__ = ["TIE_SHARE", "pick"]
+
+#: Candidates whose p50 is within this share of the fastest one's are tied (two measurements of
+#: one model differ by a few percent on a quiet machine); a tie goes to the smaller file.
+TIE_SHARE = 0.03
 
 
-def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32"
-         ) -> tuple[str | None, str]:
+def _p50(candidate: Mapping[str, Any]) -> float | None:
+    value = (candidate.get("latency") or {}).get("p50_ms")
+    return float(value) if value else None
+
+
+def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32", *,
+         measured_on: str = "the device") -> tuple[str | None, str]:
     """Choose among ``candidates`` (dicts with ``key``, ``status`` "ready", ``within_budget``,
-    ``compatible`` (False: the device cannot load it) and ``latency`` = the device's measurement
-    ``{"p50_ms": float, ...}`` or None when it was not measured; ``size_bytes``).
+    ``compatible`` (False: the device cannot load it), ``latency`` = the measurement
+    ``{"p50_ms": float, ...}`` or None when it was not measured, ``size_bytes``,
+    ``accuracy_drop_pt``, ``n_evaluated``, ``evaluated_on``).
 
-    The pick is the candidate of lowest device p50 among those ready, compatible, measured and
-    within the accuracy budget; equal p50s go to the smaller file. When that is the reference
-    itself, or nothing qualifies, the answer is ``(None, reason)``: keep the float model.
+    The pick is the candidate of lowest p50 among those ready, compatible, measured and within
+    the accuracy budget; p50s within :data:`TIE_SHARE` of the lowest are tied and the smallest
+    file among them wins. When that is the reference itself, or nothing qualifies, the answer is
+    ``(None, reason)``: keep the float model. Ready candidates that were not measured are named
+    in the reason (the pick is only the fastest of those measured).
 
-    Returns ``(key or None, reason)``, the reason in one English sentence for the job page.
+    Returns ``(key or None, reason)``, the reason in English sentences for the job page;
+    ``measured_on`` names where the latencies come from.
     """
     reference = next((c for c in candidates if c.get("key") == reference_key), None)
+    unmeasured = [str(c.get("key")) for c in candidates
+                  if c.get("status") == "ready" and c.get("compatible", True) and not _p50(c)]
+    note = (f" Not measured: {', '.join(unmeasured)}; the pick is the fastest of those "
+            "measured." if unmeasured else "")
     eligible = [c for c in candidates
                 if c.get("status") == "ready" and c.get("within_budget")
-                and c.get("compatible", True) and (c.get("latency") or {}).get("p50_ms")]
+                and c.get("compatible", True) and _p50(c)]
     if not eligible:
-        measured = [c for c in candidates if (c.get("latency") or {}).get("p50_ms")]
-        if not measured:
-            return None, "no candidate could be measured on the device: keep the float model"
-        return None, ("no candidate stays within the accuracy budget on the device: keep the "
-                      "float model")
-    best = min(eligible, key=lambda c: (float(c["latency"]["p50_ms"]), int(c.get("size_bytes")
-                                                                            or 0)))
+        if not any(_p50(c) for c in candidates):
+            return None, (f"no candidate could be measured on {measured_on}: keep the float "
+                          "model." + note)
+        return None, (f"no candidate stays within the accuracy budget on {measured_on}: keep "
+                      "the float model." + note)
+    fastest = min(_p50(c) or 0.0 for c in eligible)
+    tied = [c for c in eligible if (_p50(c) or 0.0) <= fastest * (1 + TIE_SHARE)]
+    best = min(tied, key=lambda c: (int(c.get("size_bytes") or 0), _p50(c) or 0.0))
     if reference is not None and best.get("key") == reference_key:
         return None, ("no candidate within the accuracy budget is faster than the float model "
-                      "on the device: keep the float model")
-    ref_p50 = ((reference or {}).get("latency") or {}).get("p50_ms")
-    speed = (f", {float(ref_p50) / float(best['latency']['p50_ms']):.1f}x faster than the float "
-             "model" if ref_p50 else "")
+                      f"on {measured_on}: keep the float model." + note)
+    ref_p50 = _p50(reference or {})
+    p50 = _p50(best) or 0.0
+    speed = f", {ref_p50 / p50:.1f}x faster than the float model" if ref_p50 else ""
     drop = float(best.get("accuracy_drop_pt") or 0.0)
-    accuracy = (f"{drop:.1f} points less accurate than" if drop > 0 else
-                f"{-drop:.1f} points more accurate than" if drop < 0 else "as accurate as")
+    n = int(best.get("n_evaluated") or 0)
+    split = "test" if best.get("evaluated_on", "test") == "test" else "validation"
+    images = f" on {n} {split} images" if n else f" on the {split} images"
+    accuracy = (f"{drop:.1f} points less accurate than the float model{images}" if drop > 0
+                else f"no less accurate than the float model{images}")
     return str(best["key"]), (f"{best['key']} is the fastest candidate within the accuracy "
-                              f"budget: {float(best['latency']['p50_ms']):.2f} ms p50 on the "
-                              f"device{speed}, {accuracy} the float model on held-out images")
+                              f"budget: {p50:.2f} ms p50 on {measured_on}{speed}; {accuracy}."
+                              + note)

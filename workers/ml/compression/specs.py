@@ -65,7 +65,8 @@ class Candidate:
     (resolution, pruning ratio, calibration method and images, epochs, ...); ``parent``: the key it
     was derived from (None: the teacher). ``accuracy`` (0..1) is on ``evaluated_on`` ("test" or
     "val"), ``val_accuracy`` always on validation; ``accuracy_drop_pt`` = reference accuracy -
-    this one, in points (negative: better). ``size_bytes``: of model.onnx. ``macs``: multiply-
+    this one, in points (negative: better), ``val_accuracy_drop_pt`` the same on validation;
+    ``within_budget``: both at most the request's budget. ``size_bytes``: of model.onnx. ``macs``: multiply-
     accumulates per image (students and the reference; None when unknown). ``onnx``: ``opset``,
     ``ir_version``, ``operators`` (sorted ``domain:op``), ``execution_providers``.
     """
@@ -86,6 +87,7 @@ class Candidate:
     evaluated_on: str = "test"
     n_evaluated: int = 0
     accuracy_drop_pt: float | None = None
+    val_accuracy_drop_pt: float | None = None
     within_budget: bool = False
     onnx: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)

@@ -74,6 +74,8 @@ export interface Candidate {
   /** 0..1 on `evaluated_on` */
   accuracy?: number | null;
   evaluated_on?: "test" | "val" | string;
+  /** how many images `accuracy` is measured on */
+  n_evaluated?: number;
   val_accuracy?: number | null;
   /** points lost against fp32 (negative: better than fp32) */
   accuracy_drop_pt?: number | null;

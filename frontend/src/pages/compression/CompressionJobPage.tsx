@@ -298,7 +298,8 @@ export function CandidatesTable({ job, candidates }: { job: CompressionJob; cand
                 <span>
                   {formatAccuracy(c.accuracy)}{" "}
                   <Typography.Text type="secondary" style={{ fontSize: 12 }}>
-                    ({t(`compression.split.${c.evaluated_on === "test" ? "test" : "val"}`)})
+                    ({t(`compression.split.${c.evaluated_on === "test" ? "test" : "val"}`)}
+                    {typeof c.n_evaluated === "number" && c.n_evaluated > 0 ? `, ${t("compression.images", { count: c.n_evaluated })}` : ""})
                   </Typography.Text>
                 </span>
               ) : (
