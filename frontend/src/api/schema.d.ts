@@ -1321,8 +1321,10 @@ export interface components {
             methods: string[];
             status: string;
             progress: unknown;
-            /** @description One object per candidate: key, method, params, parent, status, reason, accuracy, evaluated_on, val_accuracy, accuracy_drop_pt, within_budget, size_bytes, macs, onnx, benchmark {id, status, error}, latency {p50_ms, p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, serving_p99_ms, ...} or null, compatible, incompatibilities. */
-            candidates: unknown;
+            /** @description One object per candidate: key, method, params, parent, status, reason, accuracy, evaluated_on, val_accuracy, accuracy_drop_pt, within_budget, size_bytes, macs, onnx, benchmark {id, status, error}, latency {p50_ms, p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, serving_p99_ms, ...} or null, compatible, incompatibilities, n_evaluated, val_accuracy_drop_pt, elapsed_s. */
+            readonly candidates: {
+                [key: string]: unknown;
+            }[];
             warnings: string[];
             /** @description Key of the registered candidate; empty: none. */
             picked: string;
