@@ -82,7 +82,7 @@ def _check_request(request: TrainRequest) -> None:
             raise ValueError(f"sample {sample.sample_id}: label index {sample.label} out of range")
 
 
-def _threads() -> int:
+def available_threads() -> int:
     """Most intra-op threads: the CPUs this process may use (affinity mask, then the cgroup v2
     CPU quota). :func:`workers.ml.training.calibrate_step_s` then times this count against 1
     thread and keeps the faster; the load average is never used (on an idle 2-core machine it
@@ -140,7 +140,7 @@ def train_image_classifier(
     out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     previous_threads = torch.get_num_threads()
-    threads = _threads()
+    threads = available_threads()
     torch.set_num_threads(threads)
     # Denormal floats made a pretrained MobileNetV2's training step 10-50x slower on these CPUs
     # (1.9-6.8 s instead of 0.13 s, measured); flushing them to zero changes no figure we report.

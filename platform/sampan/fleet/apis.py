@@ -27,7 +27,6 @@ from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
 from sampan.fleet.models import Device, DeviceBenchmark
-from sampan.registry.models import ModelVersion
 from sampan.registry.signing import trusted_keys_payload
 
 # --- project API ------------------------------------------------------------------------------
@@ -236,8 +235,24 @@ def _desired(request: Request, deployment: Any) -> dict[str, Any]:
     }
 
 
-def _package_name(version: ModelVersion, name: str) -> str:
-    return f"{version.package_dir.rstrip('/')}/{name}"
+#: The OpenAPI responses of a ``model.onnx`` download on the device API.
+_MODEL_FILE_RESPONSES = {
+    (200, "application/octet-stream"): OpenApiTypes.BINARY,
+    (206, "application/octet-stream"): OpenApiTypes.BINARY,
+    302: OpenApiResponse(description=("with object storage: the presigned URL of model.onnx in "
+                                      "the bucket (Range works there)")),
+}
+_RANGE = OpenApiParameter("Range", str, OpenApiParameter.HEADER)
+
+
+def _manifest_response(package_dir: str, what: str) -> HttpResponse:
+    """``<package_dir>/manifest.json`` as stored: the bytes the registry wrote, unchanged (the
+    signature covers their content). Raises NotFound naming ``what`` when it is missing."""
+    try:
+        data = storage.read_bytes(f"{package_dir.rstrip('/')}/manifest.json")
+    except FileNotFoundError:
+        raise NotFound(f"the manifest of {what} is missing on the server") from None
+    return HttpResponse(data, content_type="application/json")
 
 
 def _model_file_url(package_dir: str) -> str | None:
@@ -271,23 +286,13 @@ class DeviceManifestApi(DeviceApi):
     def get(self, request: Request, version_id: str) -> HttpResponse:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        try:
-            data = storage.read_bytes(_package_name(version, "manifest.json"))
-        except FileNotFoundError:
-            raise NotFound("the manifest of this model version is missing on the server") from None
-        # The bytes written by the registry, unchanged: the signature covers their content.
-        return HttpResponse(data, content_type="application/json")
+        return _manifest_response(version.package_dir, "this model version")
 
 
 class DeviceArtifactApi(DeviceApi):
     """``model.onnx`` of the device's desired or current model version (HTTP Range supported)."""
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
-                              (206, "application/octet-stream"): OpenApiTypes.BINARY,
-                              302: OpenApiResponse(description=(
-                                  "with object storage: the presigned URL of model.onnx in the "
-                                  "bucket (Range works there)"))},
-                   parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],
+    @extend_schema(responses=_MODEL_FILE_RESPONSES, parameters=[_RANGE],
                    operation_id="device_model_version_artifact")
     def get(self, request: Request, version_id: str) -> HttpResponseBase:
         version = selectors.device_model_version_get(device=self.get_device(request),
@@ -325,22 +330,13 @@ class DeviceBenchmarkManifestApi(DeviceApi):
     def get(self, request: Request, benchmark_id: str) -> HttpResponse:
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
                                                         benchmark_id=benchmark_id)
-        try:
-            data = storage.read_bytes(f"{benchmark.package_dir}/manifest.json")
-        except FileNotFoundError:
-            raise NotFound("the manifest of this benchmark is missing on the server") from None
-        return HttpResponse(data, content_type="application/json")
+        return _manifest_response(benchmark.package_dir, "this benchmark")
 
 
 class DeviceBenchmarkArtifactApi(DeviceApi):
     """``model.onnx`` of one of the device's open benchmarks (HTTP Range supported)."""
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
-                              (206, "application/octet-stream"): OpenApiTypes.BINARY,
-                              302: OpenApiResponse(description=(
-                                  "with object storage: the presigned URL of model.onnx in the "
-                                  "bucket (Range works there)"))},
-                   parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER)],
+    @extend_schema(responses=_MODEL_FILE_RESPONSES, parameters=[_RANGE],
                    operation_id="device_benchmark_artifact")
     def get(self, request: Request, benchmark_id: str) -> HttpResponseBase:
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),

@@ -18,7 +18,6 @@ to come from fewer multiply-accumulates, docs/decisions/compression.md):
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,10 +29,11 @@ import torch
 from edge_agent.imaging import Preprocessing
 
 from ..augmentation import AugmentationChoice, build_transform
+from ..classification import available_threads
 from ..data import ImageTensors, normalise, to_tensors
 from ..evaluation import classification_report
 from ..export import compare_with_onnx, export_onnx, onnx_probabilities
-from ..specs import SampleRef, TrainingCancelled
+from ..specs import TrainingCancelled
 from .graph import (GPU_PROVIDERS, MIN_CALIBRATION_IMAGES, convert_fp16, onnx_info,
                     optimise_fp32, quantize_int8, tidy_graph)
 from .specs import Candidate, CompressionCancelled, CompressRequest, CompressResult
@@ -60,13 +60,6 @@ def _never() -> bool:
 
 def _ignore(_: Candidate) -> None:
     return None
-
-
-def _threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
 
 
 class _Clock:
@@ -196,7 +189,7 @@ def compress_classifier(request: CompressRequest, *,
     out = Path(request.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     previous_threads = torch.get_num_threads()
-    torch.set_num_threads(_threads())
+    torch.set_num_threads(available_threads())
     torch.set_flush_denormal(True)
     try:
         return _compress(request, clock, out, on_candidate)
