@@ -205,6 +205,8 @@ class Benchmarker:
             return None
         log.info("benchmark %s %s%s", benchmark_id, body["status"],
                  f": {body['error']}" if body["error"] else "")
+        if body["error"]:  # the platform keeps 4000 characters and takes reports up to 64 KiB
+            body["error"] = str(body["error"])[:4000]
         self._report(benchmark_id, body)
         return body
 

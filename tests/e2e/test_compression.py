@@ -60,6 +60,8 @@ def test_compress_for_the_local_agent_pick_deploy_and_serve(stack: Stack, client
     assert lineage["compressed_from"] == {"model_version_id": source["id"],
                                           "version": source["version"]}
     assert lineage["method"] == fastest["method"] and lineage["candidate"] == fastest["key"]
+    assert lineage["methods"][-1] == fastest["method"]
+    assert ("distilled" in lineage["methods"]) == fastest["key"].startswith(("res", "pruned"))
     assert picked["metrics"]["device_latency"]["p50_ms"] == fastest["latency"]["p50_ms"]
     assert picked["manifest"]["preprocessing"]["size"] == fastest["preprocessing"]["size"]
 

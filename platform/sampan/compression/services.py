@@ -360,6 +360,19 @@ def compression_job_fail(*, job_id: Any, message: str) -> None:
                     force=True)
 
 
+def _method_chain(candidates: list[dict[str, Any]], key: str) -> list[str]:
+    """The methods from the float model to candidate ``key``, oldest first, following
+    ``parent``: ``res64-int8`` -> ``["distilled", "int8"]`` (its own ``method`` says only the
+    last step)."""
+    by_key = {c.get("key"): c for c in candidates}
+    chain: list[str] = []
+    current = by_key.get(key)
+    while current is not None and current.get("method") not in (None, "fp32"):
+        chain.insert(0, str(current["method"]))
+        current = by_key.get(current.get("parent"))
+    return chain
+
+
 def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
                              onnx_path: Path | None = None) -> ModelVersion | None:
     """End a RUNNING job: with ``picked`` (a candidate key) register ``onnx_path`` as the next
@@ -410,6 +423,7 @@ def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
                      "compressed_from": {"model_version_id": str(source.pk),
                                          "version": source.version},
                      "method": candidate.get("method"), "candidate": picked,
+                     "methods": _method_chain(job.candidates, picked),
                      "params": candidate.get("params") or {},
                      "accuracy_budget_pt": job.accuracy_budget_pt},
             dataset_version=version_dataset, parent=source)

@@ -58,6 +58,13 @@ class Conflict(ApplicationError):
     code = "conflict"
 
 
+class TooLarge(ApplicationError):
+    """413: a request body larger than the endpoint takes (``details``: ``limit_bytes``)."""
+
+    status_code = 413
+    code = "too_large"
+
+
 class Unauthenticated(ApplicationError):
     """401: no credentials came with the request. Same code as DRF's NotAuthenticated."""
 

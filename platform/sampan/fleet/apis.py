@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from sampan.core import storage
 from sampan.core.apis import ProjectApi
-from sampan.core.errors import NotFound
+from sampan.core.errors import NotFound, TooLarge
 from sampan.core.parsers import JSONParser
 from sampan.fleet import benchmarks, selectors, services
 from sampan.fleet import serializers as s
@@ -362,12 +362,22 @@ class DeviceBenchmarkInputApi(DeviceApi):
         return HttpResponse(data, content_type="application/octet-stream")
 
 
+#: Largest benchmark report body (bytes): the figures, an error of at most 4000 characters and
+#: the runtime's providers fit many times over.
+RESULT_MAX_BYTES = 64 * 1024
+
+
 class DeviceBenchmarkResultApi(DeviceApi):
     """The agent's report on one of its benchmarks: running, then its outcome and figures."""
 
     @extend_schema(request=s.BenchmarkResultInput, responses=s.BenchmarkResultOutput,
                    operation_id="device_benchmark_result")
     def post(self, request: Request, benchmark_id: str) -> Response:
+        # a report is a few hundred bytes: refuse a big body before parsing it
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if not length.isdigit() or int(length) > RESULT_MAX_BYTES:
+            raise TooLarge(f"a benchmark report is at most {RESULT_MAX_BYTES} bytes",
+                           details={"limit_bytes": RESULT_MAX_BYTES})
         data = s.BenchmarkResultInput(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data

@@ -182,6 +182,7 @@ def test_device_measures_candidates_the_pick_is_registered_with_lineage(
     assert lineage["compressed_from"] == {"model_version_id": str(setup["source"].pk),
                                           "version": setup["source"].version}
     assert lineage["method"] == "int8" and lineage["params"]["calibration_method"] == "minmax"
+    assert lineage["methods"] == ["int8"]
     assert lineage["compression_job_id"] == str(job.pk)
     assert version.metrics["device_latency"]["p50_ms"] == 1.5
     assert version.metrics["test_accuracy"] == 0.9 and version.metrics["accuracy_drop_pt"] == 0.5
@@ -282,3 +283,11 @@ def test_cancel_closes_open_benchmarks_and_stops_the_worker(setup: dict[str, Any
     assert services.compression_candidate_record(job_id=job.pk, candidate=candidate) is False
     assert services.compression_progress(job_id=job.pk, progress={"phase": "int8"}) is False
     assert services.compression_job_complete(job_id=job.pk, picked="fp32", reason="") is None
+
+
+def test_the_lineage_names_every_step_from_the_float_model() -> None:
+    candidates = [{"key": "fp32", "method": "fp32", "parent": None},
+                  {"key": "res64", "method": "distilled", "parent": "fp32"},
+                  {"key": "res64-int8", "method": "int8", "parent": "res64"}]
+    assert services._method_chain(candidates, "res64-int8") == ["distilled", "int8"]
+    assert services._method_chain(candidates, "res64") == ["distilled"]

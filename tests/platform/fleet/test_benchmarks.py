@@ -216,9 +216,12 @@ def test_wrongly_typed_reports_name_the_field(enrolled: Any, request_benchmark: 
         response = post_result(client, benchmark.pk, **body)
         assert response.status_code == 400, (body, response.content)
         assert response.json()["error"]["field"] == field, body
-    nested = '{"status": "failed", "result": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    nested = '{"status": "failed", "result": ' + "[" * 30_000 + "]" * 30_000 + "}"
     response = client.post(f"{R}/{benchmark.pk}/result", nested, content_type="application/json")
     assert response.status_code == 400 and "nested too deeply" in response.content.decode()
+    huge = '{"status": "failed", "error": "' + "x" * (1 << 20) + '"}'  # refused unparsed
+    response = client.post(f"{R}/{benchmark.pk}/result", huge, content_type="application/json")
+    assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
     benchmark.refresh_from_db()
     assert benchmark.status == "pending"
     assert post_result(client, uuid.uuid4(), status="running").status_code == 404
