@@ -24,7 +24,8 @@ import torch
 from edge_agent.imaging import Preprocessing
 
 from .augmentation import AugmentationChoice, build_transform, choose_augmentation
-from .data import ImageTensors, decode_samples, normalise, shorter_side_px, to_tensors
+from .data import (ImageTensors, decode_samples, normalised_batches, shorter_side_px,
+                   to_tensors)
 from .evaluation import classification_report
 from .export import compare_with_onnx, export_onnx, onnx_probabilities
 from .models import build_classifier
@@ -248,11 +249,6 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
                    out_dir, pretrained, weights_note)
 
 
-def _batches(data: ImageTensors, preprocessing: Preprocessing, size: int = 64):
-    for i in range(0, len(data), size):
-        yield normalise(data.images[i : i + size], preprocessing).contiguous().numpy()
-
-
 def _report(data: ImageTensors, probabilities: np.ndarray, labels: list[str]) -> dict[str, Any]:
     predicted = probabilities.argmax(axis=1) if len(data) else np.zeros(0, np.int64)
     report = classification_report(
@@ -294,12 +290,12 @@ def _finish(
     export_info = export_onnx(model, onnx_path, preprocessing.size, recipe.exporter)
     progress.check()
     progress.emit({"phase": "evaluate"}, force=True)
-    val_pixels = np.concatenate(list(_batches(val, preprocessing)))
+    val_pixels = np.concatenate(list(normalised_batches(val, preprocessing)))
     parity, val_probabilities = compare_with_onnx(model, onnx_path, val_pixels, val.sample_ids)
     del val_pixels
     val_report = _report(val, val_probabilities, request.labels)
     if len(test):
-        report = _report(test, onnx_probabilities(onnx_path, _batches(test, preprocessing)),
+        report = _report(test, onnx_probabilities(onnx_path, normalised_batches(test, preprocessing)),
                          request.labels)
         report["split"] = "test"
     else:

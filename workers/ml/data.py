@@ -22,7 +22,8 @@ from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, re
 
 from .specs import SampleRef, TrainingCancelled
 
-__all__ = ["ImageTensors", "decode_samples", "normalise", "shorter_side_px", "to_tensors"]
+__all__ = ["ImageTensors", "decode_samples", "normalise", "normalised_batches", "shorter_side_px",
+           "to_tensors"]
 
 
 @dataclass
@@ -110,3 +111,10 @@ def normalise(images: torch.Tensor, preprocessing: Preprocessing) -> torch.Tenso
     std = torch.tensor(preprocessing.std, dtype=torch.float32).view(1, 3, 1, 1)
     pixels = images.to(torch.float32) / torch.tensor(255.0, dtype=torch.float32)
     return ((pixels - mean) / std).contiguous(memory_format=torch.channels_last)
+
+
+def normalised_batches(data: ImageTensors, preprocessing: Preprocessing, size: int = 64):
+    """:func:`normalise` ``data`` in batches of ``size``: contiguous (n, 3, H, W) float32 numpy
+    arrays, as onnxruntime takes them."""
+    for start in range(0, len(data), size):
+        yield normalise(data.images[start : start + size], preprocessing).contiguous().numpy()

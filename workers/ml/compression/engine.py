@@ -30,7 +30,7 @@ from edge_agent.imaging import Preprocessing
 
 from ..augmentation import AugmentationChoice, build_transform
 from ..classification import available_threads
-from ..data import ImageTensors, normalise, to_tensors
+from ..data import ImageTensors, normalise, normalised_batches, to_tensors
 from ..evaluation import classification_report
 from ..export import compare_with_onnx, export_onnx, onnx_probabilities
 from ..specs import TrainingCancelled
@@ -87,11 +87,6 @@ class _Clock:
                            "fraction": round(min(1.0, self.elapsed() / self.budget_s), 3)})
 
 
-def _batches(data: ImageTensors, preprocessing: Preprocessing):
-    for start in range(0, len(data), 64):
-        yield normalise(data.images[start:start + 64], preprocessing).contiguous().numpy()
-
-
 class _Splits:
     """The request's images decoded once per resolution (uint8 tensors)."""
 
@@ -122,12 +117,12 @@ def _evaluate(candidate: Candidate, splits: _Splits, labels: list[str],
     size = int(candidate.preprocessing["size"][0])
     data = splits.at(size)
     p = splits.preprocessing(size)
-    val = onnx_probabilities(candidate.onnx_path, _batches(data["val"], p))
+    val = onnx_probabilities(candidate.onnx_path, normalised_batches(data["val"], p))
     candidate.val_accuracy = _accuracy(val, data["val"])
     held_out = data["test"] if len(data["test"]) else data["val"]
     candidate.evaluated_on = "test" if len(data["test"]) else "val"
     probabilities = val if held_out is data["val"] else \
-        onnx_probabilities(candidate.onnx_path, _batches(held_out, p))
+        onnx_probabilities(candidate.onnx_path, normalised_batches(held_out, p))
     report = classification_report(held_out.labels.tolist(),
                                    probabilities.argmax(1).tolist() if len(held_out) else [],
                                    labels, held_out.sample_ids)
@@ -245,9 +240,11 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
     add(reference, started)
 
     teacher_module = None
+    teacher_recipe: dict[str, Any] = {}
     if request.teacher.checkpoint_path and Path(request.teacher.checkpoint_path).is_file():
         try:
-            teacher_module = load_teacher_module(Path(request.teacher.checkpoint_path), len(labels))
+            teacher_module, teacher_recipe = load_teacher_module(
+                Path(request.teacher.checkpoint_path), len(labels))
             reference.macs = count_macs(teacher_module, teacher_size)
         except (ValueError, OSError, RuntimeError) as error:
             result.warnings.append(f"the training checkpoint cannot be read ({error}): no "
@@ -308,7 +305,7 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
             students.append((f"res{small}", 0.0, small))
         if {"pruning", "resolution"} <= set(request.methods) and small < teacher_size:
             students.append((f"pruned30-res{small}", 0.3, small))
-    transform = _teacher_augmentation(request) if students else None
+    transform = _teacher_augmentation(teacher_recipe, request.allow_flips) if students else None
     made: list[Candidate] = []
     for index, (key, ratio, size) in enumerate(students):
         left = clock.left() - TAIL_S
@@ -351,18 +348,11 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
     return result
 
 
-def _teacher_augmentation(request: CompressRequest) -> Any:
-    """The teacher's own training augmentation (its checkpoint's recipe), flips only where the
-    teacher was flipped and the request allows; ``light`` without flips when not recorded."""
-    recipe: dict[str, Any] = {}
-    try:
-        checkpoint = torch.load(str(request.teacher.checkpoint_path), map_location="cpu",
-                                weights_only=True)
-        recipe = dict(checkpoint.get("recipe") or {})
-    except (OSError, RuntimeError, ValueError):
-        pass
+def _teacher_augmentation(recipe: dict[str, Any], allow_flips: bool) -> Any:
+    """The teacher's own training augmentation (its checkpoint's ``recipe``), flips only where
+    the teacher was flipped and the request allows; ``light`` without flips when not recorded."""
     preset = str(recipe.get("augmentation") or "light")
-    flip = bool(recipe.get("augmentation_flip")) and request.allow_flips
+    flip = bool(recipe.get("augmentation_flip")) and allow_flips
     return build_transform(AugmentationChoice(preset, flip, "the teacher's augmentation"))
 
 
@@ -400,7 +390,7 @@ def _student(key: str, ratio: float, size: int, teacher: torch.nn.Module, transf
         student = student.to(memory_format=torch.contiguous_format).eval()
         export_onnx(student, candidate.onnx_path, (size, size), "torchscript")
         tidy_graph(candidate.onnx_path)
-        pixels = np.concatenate(list(_batches(data["val"], p)))
+        pixels = np.concatenate(list(normalised_batches(data["val"], p)))
         parity, _ = compare_with_onnx(student, candidate.onnx_path, pixels, data["val"].sample_ids)
         if not parity["passed"]:
             candidate.status = "failed"

@@ -29,7 +29,7 @@ from ..data import ImageTensors, normalise
 from ..models import build_classifier
 from ..recipe import steps_per_epoch
 from ..specs import TrainingCancelled
-from ..training import balanced_accuracy
+from ..training import balanced_accuracy, evaluate
 
 __all__ = ["DistillConfig", "count_macs", "distill", "load_teacher_module", "prune",
            "student_resolution"]
@@ -38,10 +38,12 @@ __all__ = ["DistillConfig", "count_macs", "distill", "load_teacher_module", "pru
 MIN_RESOLUTION = 32
 
 
-def load_teacher_module(checkpoint_path: Path, n_classes: int) -> nn.Module:
+def load_teacher_module(checkpoint_path: Path, n_classes: int
+                        ) -> tuple[nn.Module, dict[str, Any]]:
     """The teacher as a torch module from its training checkpoint (``state_dict`` and
-    ``architecture``, written by :func:`workers.ml.classification.train_image_classifier`).
-    Raises ValueError for a checkpoint of another architecture or class count."""
+    ``architecture``, written by :func:`workers.ml.classification.train_image_classifier`), and
+    the checkpoint's ``recipe`` ({} when absent). Raises ValueError for a checkpoint of another
+    architecture or class count."""
     checkpoint = torch.load(str(checkpoint_path), map_location="cpu", weights_only=True)
     model = build_classifier(str(checkpoint.get("architecture", "mobilenet_v2")), n_classes, None)
     try:
@@ -49,7 +51,7 @@ def load_teacher_module(checkpoint_path: Path, n_classes: int) -> nn.Module:
     except (KeyError, RuntimeError) as error:
         raise ValueError(f"checkpoint {checkpoint_path.name} does not fit the model: "
                          f"{str(error)[:200]}") from error
-    return model.eval()
+    return model.eval(), dict(checkpoint.get("recipe") or {})
 
 
 def student_resolution(teacher: int, scale: float) -> int:
@@ -102,14 +104,8 @@ class DistillConfig:
 def _evaluate(model: nn.Module, data: ImageTensors, preprocessing: Preprocessing
               ) -> tuple[float, float]:
     """(accuracy, balanced accuracy) of ``model`` on ``data``."""
-    model.eval()
-    logits = []
-    with torch.no_grad():
-        for start in range(0, len(data), 64):
-            logits.append(model(normalise(data.images[start:start + 64], preprocessing)))
-    out = torch.cat(logits) if logits else torch.zeros(0, 1)
-    accuracy = float((out.argmax(1) == data.labels).float().mean()) if len(data) else 0.0
-    return accuracy, balanced_accuracy(out, data.labels)
+    accuracy, _, logits = evaluate(model, data, preprocessing)
+    return accuracy, balanced_accuracy(logits, data.labels)
 
 
 def distill(student: nn.Module, teacher: nn.Module, train: ImageTensors, val: ImageTensors,
