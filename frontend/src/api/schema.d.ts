@@ -432,6 +432,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/datasets/{dataset_id}/class-labels/hotkeys/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * @description Choose the labeling keys of some classes (the others keep theirs; "" = automatic).
+         *     Answers every class of the dataset.
+         */
+        put: operations["class_labels_hotkeys"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/datasets/{dataset_id}/imports/": {
         parameters: {
             query?: never;
@@ -1275,6 +1295,8 @@ export interface components {
             name: string;
             /** @description Index order of the class in trained models. */
             position: number;
+            /** @description The labeling key chosen for the class (0-9 or a-z), or "" for the automatic one: a class named by one digit or letter gets that key, the others the free keys in class order (1-9, 0, then a-z without N and P). */
+            hotkey: string;
         };
         CompressionJobInputRequest: {
             /**
@@ -1584,6 +1606,15 @@ export interface components {
             /** @description every key whose signature the device accepts, the active first */
             trusted_signing_keys: components["schemas"]["TrustedSigningKeyOutput"][];
         };
+        HotkeyInputRequest: {
+            /** Format: uuid */
+            class_label_id: string;
+            /** @description One of 0-9, a-z (case does not matter; N and P are the panels' own keys), or "" for automatic. */
+            hotkey: string;
+        };
+        HotkeysInputRequest: {
+            hotkeys: components["schemas"]["HotkeyInputRequest"][];
+        };
         ImportFromUploadInputRequest: {
             /**
              * Format: uuid
@@ -1857,6 +1888,8 @@ export interface components {
             created_at: string;
             readonly image_url: string;
             annotations: components["schemas"]["AnnotationOutput"][];
+            /** @description Entity tag of the sample's annotations (unquoted); it changes with every write of them. Send it as If-Match: "<etag>" with a label or boxes write, and a write made meanwhile by someone else is refused with 412. */
+            readonly etag: string;
         };
         /**
          * @description * `online` - Online
@@ -2600,6 +2633,32 @@ export interface operations {
             };
         };
     };
+    class_labels_hotkeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HotkeysInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassLabelOutput"][];
+                };
+            };
+        };
+    };
     imports_create: {
         parameters: {
             query?: never;
@@ -3262,7 +3321,10 @@ export interface operations {
     samples_boxes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The sample's etag as read ("<etag>"): refused with 412 precondition_failed when its annotations changed since. Without it the write goes on. */
+                "If-Match"?: string;
+            };
             path: {
                 project_id: string;
                 sample_id: string;
@@ -3282,6 +3344,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
+            };
+            /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -3317,7 +3386,10 @@ export interface operations {
     samples_label: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The sample's etag as read ("<etag>"): refused with 412 precondition_failed when its annotations changed since. Without it the write goes on. */
+                "If-Match"?: string;
+            };
             path: {
                 project_id: string;
                 sample_id: string;
@@ -3337,6 +3409,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
+            };
+            /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

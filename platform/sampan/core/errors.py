@@ -58,6 +58,15 @@ class Conflict(ApplicationError):
     code = "conflict"
 
 
+class PreconditionFailed(ApplicationError):
+    """412: a write sent with ``If-Match`` whose entity tag is no longer the current one: someone
+    else changed the resource since the client read it (RFC 9110, section 13.1.1). ``details``:
+    ``etag``, the current one."""
+
+    status_code = 412
+    code = "precondition_failed"
+
+
 class TooLarge(ApplicationError):
     """413: a request body larger than the endpoint takes (``details``: ``limit_bytes``)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import FileResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
@@ -19,6 +21,8 @@ from sampan.core.pagination import Pagination
 from sampan.core.parsers import JSONParser
 from sampan.datasets import selectors, services
 from sampan.datasets import serializers as s
+from sampan.datasets.etags import quoted
+from sampan.datasets.hotkeys import class_label_hotkeys_set
 from sampan.datasets.versions import dataset_version_create
 
 
@@ -55,6 +59,21 @@ class ClassLabelListApi(ProjectApi):
         data.is_valid(raise_exception=True)
         services.class_labels_ensure(dataset=dataset, names=data.validated_data["names"])
         return Response(s.ClassLabelOutput(dataset.class_labels.all(), many=True).data)
+
+
+class ClassLabelHotkeysApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.HotkeysInput, responses=s.ClassLabelOutput(many=True),
+                   operation_id="class_labels_hotkeys")
+    def put(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        """Choose the labeling keys of some classes (the others keep theirs; "" = automatic).
+        Answers every class of the dataset."""
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        data = s.HotkeysInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        classes = class_label_hotkeys_set(dataset=dataset, hotkeys=data.validated_data["hotkeys"])
+        return Response(s.ClassLabelOutput(classes, many=True).data)
 
 
 class ImportCreateApi(ProjectApi):
@@ -112,11 +131,28 @@ class SampleListApi(ProjectApi):
         return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
 
 
+# If-Match on a write of a sample's annotations (sampan.datasets.etags): optional; when given and
+# stale, the write is refused with 412 and nothing changes.
+_IF_MATCH = OpenApiParameter(
+    "If-Match", str, OpenApiParameter.HEADER, required=False,
+    description='The sample\'s etag as read ("<etag>"): refused with 412 precondition_failed '
+                "when its annotations changed since. Without it the write goes on.")
+_PRECONDITION_FAILED = OpenApiResponse(description=(
+    "If-Match named an older etag: someone else changed the sample's annotations meanwhile. "
+    '{"error": {"code": "precondition_failed", "message", "field": "If-Match", '
+    '"details": {"etag"}}}; nothing was written.'))
+
+
+def _sample_response(project: Any, sample_id: str) -> Response:
+    """The sample as stored now, with its ``ETag`` header."""
+    data = s.SampleOutput(selectors.sample_get(project=project, sample_id=sample_id)).data
+    return Response(data, headers={"ETag": quoted(data["etag"])})
+
+
 class SampleDetailApi(ProjectApi):
     @extend_schema(responses=s.SampleOutput, operation_id="samples_retrieve")
     def get(self, request: Request, project_id: str, sample_id: str) -> Response:
-        sample = selectors.sample_get(project=self.get_project(request), sample_id=sample_id)
-        return Response(s.SampleOutput(sample).data)
+        return _sample_response(self.get_project(request), sample_id)
 
 
 class SampleImageApi(ProjectApi):
@@ -150,30 +186,34 @@ class SampleImageApi(ProjectApi):
 class SampleLabelApi(ProjectApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=s.LabelInput, responses=s.SampleOutput, operation_id="samples_label")
+    @extend_schema(request=s.LabelInput, parameters=[_IF_MATCH],
+                   responses={200: s.SampleOutput, 412: _PRECONDITION_FAILED},
+                   operation_id="samples_label")
     def put(self, request: Request, project_id: str, sample_id: str) -> Response:
         project = self.get_project(request)
         sample = selectors.sample_get(project=project, sample_id=sample_id)
         data = s.LabelInput(data=request.data)
         data.is_valid(raise_exception=True)
         services.sample_label_set(sample=sample, label=data.validated_data.get("class_label"),
-                                  label_id=data.validated_data.get("class_label_id"))
-        return Response(s.SampleOutput(selectors.sample_get(project=project,
-                                                            sample_id=sample_id)).data)
+                                  label_id=data.validated_data.get("class_label_id"),
+                                  if_match=request.headers.get("If-Match"))
+        return _sample_response(project, sample_id)
 
 
 class SampleBoxesApi(ProjectApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=s.BoxesInput, responses=s.SampleOutput, operation_id="samples_boxes")
+    @extend_schema(request=s.BoxesInput, parameters=[_IF_MATCH],
+                   responses={200: s.SampleOutput, 412: _PRECONDITION_FAILED},
+                   operation_id="samples_boxes")
     def put(self, request: Request, project_id: str, sample_id: str) -> Response:
         project = self.get_project(request)
         sample = selectors.sample_get(project=project, sample_id=sample_id)
         data = s.BoxesInput(data=request.data)
         data.is_valid(raise_exception=True)
-        services.sample_boxes_set(sample=sample, boxes=data.validated_data["boxes"])
-        return Response(s.SampleOutput(selectors.sample_get(project=project,
-                                                            sample_id=sample_id)).data)
+        services.sample_boxes_set(sample=sample, boxes=data.validated_data["boxes"],
+                                  if_match=request.headers.get("If-Match"))
+        return _sample_response(project, sample_id)
 
 
 class BulkLabelApi(ProjectApi):

@@ -35,17 +35,24 @@ class Dataset(BaseModel):
 
 
 class ClassLabel(BaseModel):
-    """A class of a dataset. ``position`` is the stable, explicit order (index in the model)."""
+    """A class of a dataset. ``position`` is the stable, explicit order (index in the model).
+
+    ``hotkey`` is the labeling key a person chose for the class (one of ``0-9``, ``a-z``,
+    lower-case), or "" for the automatic one the console derives (``sampan.datasets.hotkeys``).
+    """
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="class_labels")
     name = models.CharField(max_length=200)  # trimmed, Unicode NFC (archives.normalise_label)
     position = models.PositiveIntegerField()
+    hotkey = models.CharField(max_length=1, blank=True, default="")
 
     class Meta:
         ordering = ["position"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "name"], name="class_label_unique_name"),
             models.UniqueConstraint(fields=["dataset", "position"], name="class_label_unique_pos"),
+            models.UniqueConstraint(fields=["dataset", "hotkey"], condition=~Q(hotkey=""),
+                                    name="class_label_unique_hotkey"),
         ]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from sampan.core.validation import NameField, TextField
+from sampan.datasets.etags import annotations_etag
 from sampan.datasets.models import Split, TaskType
 from sampan.datasets.selectors import dataset_version_pixels
 from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
@@ -18,6 +19,10 @@ class ClassLabelOutput(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     position = serializers.IntegerField(help_text="Index order of the class in trained models.")
+    hotkey = serializers.CharField(
+        help_text="The labeling key chosen for the class (0-9 or a-z), or \"\" for the "
+                  "automatic one: a class named by one digit or letter gets that key, the others "
+                  "the free keys in class order (1-9, 0, then a-z without N and P).")
 
 
 class DatasetOutput(serializers.Serializer):
@@ -43,6 +48,17 @@ class ClassLabelInput(serializers.Serializer):
     names = serializers.ListField(child=NameField(max_length=200), min_length=1)
 
 
+class HotkeyInput(serializers.Serializer):
+    class_label_id = serializers.UUIDField()
+    hotkey = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=16,
+                                   help_text="One of 0-9, a-z (case does not matter; N and P "
+                                             "are the panels' own keys), or \"\" for automatic.")
+
+
+class HotkeysInput(serializers.Serializer):
+    hotkeys = HotkeyInput(many=True)
+
+
 class AnnotationOutput(serializers.Serializer):
     id = serializers.UUIDField()
     kind = serializers.CharField()
@@ -65,9 +81,17 @@ class SampleOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     image_url = serializers.SerializerMethodField()
     annotations = AnnotationOutput(many=True, source="annotations.all")
+    etag = serializers.SerializerMethodField(
+        help_text="Entity tag of the sample's annotations (unquoted); it changes with every "
+                  "write of them. Send it as If-Match: \"<etag>\" with a label or boxes write, "
+                  "and a write made meanwhile by someone else is refused with 412.")
 
     def get_image_url(self, sample: Any) -> str:
         return f"/api/v1/projects/{sample.dataset.project_id}/samples/{sample.pk}/image/"
+
+    def get_etag(self, sample: Any) -> str:
+        # from the prefetched annotations: no query per sample in a page of the list
+        return annotations_etag(sample.pk, sample.annotations.all())
 
 
 class SampleListQuery(serializers.Serializer):

@@ -29,6 +29,8 @@ from sampan.core.validation import validated_name, validated_text
 from sampan.datasets import storage
 from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
                                       normalise_label, open_archive, plan_archive, sort_labels)
+from sampan.datasets.etags import (BOXES_CHANGED, LABEL_CHANGED, annotations_etag,
+                                   check_if_match)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
                                     Sample, TaskType)
 
@@ -101,10 +103,27 @@ def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> C
     return class_labels_ensure(dataset=dataset, names=[label])[normalise_label(label)]
 
 
+def _check_unchanged(sample: Sample, if_match: str | None, message: str) -> None:
+    """With ``if_match`` (an ``If-Match`` header), lock the sample's row and raise
+    PreconditionFailed (412) when its annotations are no longer the ones that tag names. The
+    lock holds until the caller's transaction ends, so two writes with the same tag cannot both
+    pass (PostgreSQL; SQLite serialises writers)."""
+    if if_match is None:
+        return
+    Sample.objects.select_for_update().filter(pk=sample.pk).values_list("pk").first()
+    current = annotations_etag(sample.pk, Annotation.objects.filter(sample=sample))
+    check_if_match(if_match, current, message)
+
+
 @transaction.atomic
-def sample_label_set(*, sample: Sample, label: str | None = None,
-                     label_id: Any | None = None) -> Annotation | None:
-    """Set (or with label=None and label_id=None, clear) the image-level class label of a sample."""
+def sample_label_set(*, sample: Sample, label: str | None = None, label_id: Any | None = None,
+                     if_match: str | None = None) -> Annotation | None:
+    """Set (or with label=None and label_id=None, clear) the image-level class label of a sample.
+
+    Raises PreconditionFailed (412) when ``if_match`` is given and the sample's annotations
+    changed since that tag (``sampan.datasets.etags``).
+    """
+    _check_unchanged(sample, if_match, LABEL_CHANGED)
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
     if label is None and label_id is None:
         return None
@@ -116,7 +135,8 @@ def sample_label_set(*, sample: Sample, label: str | None = None,
 @transaction.atomic
 def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | None = None,
                        label_id: Any | None = None) -> int:
-    """Give many samples the same class label in one transaction; all or nothing.
+    """Give many samples the same class label in one transaction; all or nothing. With
+    label=None and label_id=None, clear their labels (the console's undo of a bulk label).
 
     Raises ValidationFailed naming the first sample id that is not in the dataset.
     """
@@ -124,8 +144,11 @@ def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | 
     for sample_id in sample_ids:
         if str(sample_id) not in samples:
             raise ValidationFailed(f"sample {sample_id} is not in this dataset", field="sample_ids")
-    class_label = _class_label(dataset, label, label_id)
+    clear = label is None and label_id is None
+    class_label = None if clear else _class_label(dataset, label, label_id)
     Annotation.objects.filter(sample__in=samples.values(), kind=AnnotationKind.CLASS).delete()
+    if class_label is None:
+        return len(samples)
     Annotation.objects.bulk_create([
         Annotation(sample=s, kind=AnnotationKind.CLASS, class_label=class_label)
         for s in samples.values()])
@@ -147,16 +170,20 @@ def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, 
 
 
 @transaction.atomic
-def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]]) -> list[Annotation]:
+def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
+                     if_match: str | None = None) -> list[Annotation]:
     """Replace the bounding boxes of a sample. Each box: x1, y1, x2, y2 (px, upright image) and
     ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid.
 
     Raises ValidationFailed on a dataset whose task is not object detection: boxes there would
-    add classes that an image classifier would learn as dead outputs.
+    add classes that an image classifier would learn as dead outputs. Raises PreconditionFailed
+    (412) when ``if_match`` is given and the sample's annotations changed since that tag: the
+    boxes were saved by someone else meanwhile, and these would overwrite them unseen.
     """
     if sample.dataset.task_type != TaskType.OBJECT_DETECTION:
         raise ValidationFailed(f"bounding boxes need an {TaskType.OBJECT_DETECTION} dataset; this "
                                f"one is {sample.dataset.task_type}", field="boxes")
+    _check_unchanged(sample, if_match, BOXES_CHANGED)
     checked = []
     for index, box in enumerate(boxes):
         coords = _check_box(sample, box, index)

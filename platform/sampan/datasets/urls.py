@@ -8,6 +8,8 @@ urlpatterns = [
     path(P + "datasets/<uuid:dataset_id>/", apis.DatasetDetailApi.as_view(), name="dataset"),
     path(P + "datasets/<uuid:dataset_id>/class-labels/", apis.ClassLabelListApi.as_view(),
          name="class-labels"),
+    path(P + "datasets/<uuid:dataset_id>/class-labels/hotkeys/",
+         apis.ClassLabelHotkeysApi.as_view(), name="class-label-hotkeys"),
     path(P + "datasets/<uuid:dataset_id>/imports/", apis.ImportCreateApi.as_view(),
          name="imports"),
     path(P + "datasets/<uuid:dataset_id>/samples/", apis.SampleListApi.as_view(), name="samples"),

@@ -35,6 +35,7 @@ function sample(id: string, boxes: [string, number, number, number, number][]): 
     source: "upload",
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
+    etag: `etag-${id}`,
     annotations: boxes.map(([cls, x1, y1, x2, y2], i) => ({
       id: `${id}-${i}`,
       kind: "box",

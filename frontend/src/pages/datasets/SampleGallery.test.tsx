@@ -42,6 +42,7 @@ function sample(index: number): Sample {
     source: "upload",
     created_at: "2026-11-29T00:00:00Z",
     image_url: `/img/${index}.png`,
+    etag: `etag-${index}`,
     annotations: [],
   };
 }

@@ -14,6 +14,7 @@ function sample(id: string, label: string | null): Sample {
     source: "upload",
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
+    etag: `etag-${id}`,
     annotations: label
       ? [{ id: `a-${id}`, kind: "class", class_label: label, class_label_id: "c", x1: null, y1: null, x2: null, y2: null }]
       : [],
