@@ -35,6 +35,12 @@ before anything is written:
 - while extracting, the bytes actually decompressed are counted (the header's ``file_size`` is
   never trusted) against a total quota, a per-member cap and a per-member compression ratio.
 
+Detection layout (``folder_classes=False``, for object-detection datasets): folders are not
+classes and the archive is not re-rooted; every file but junk and documentation is a member with
+its full NFC path and no label, and ``.txt`` files are kept (YOLO labels, VOC image sets) unless
+their name is a documentation name (``README.roboflow.txt``). ``sampan.datasets.formats`` reads
+the annotations.
+
 Extracted files get generated names (``000001.jpg``), so no name from the archive ever reaches
 the file system. Import jobs turn ``ArchiveError`` into a user-facing 400 (it is a ``ValueError``
 so that this module stays free of the platform's error hierarchy).
@@ -217,11 +223,12 @@ def _junk_reason(parts: tuple[str, ...]) -> str | None:
     return _WINDOWS_JUNK.get(base.casefold())
 
 
-def _document_reason(base: str) -> str | None:
+def _document_reason(base: str, *, keep_text: bool = False) -> str | None:
     folded = base.casefold()
     suffix = PurePosixPath(folded).suffix
-    if suffix in _DOC_SUFFIXES or (folded.split(".")[0] in _DOC_STEMS
-                                   and suffix not in _IMAGE_SUFFIXES):
+    if folded.split(".")[0] in _DOC_STEMS and suffix not in _IMAGE_SUFFIXES:
+        return "documentation or text file, not an image"
+    if suffix in _DOC_SUFFIXES and not (keep_text and suffix == ".txt"):
         return "documentation or text file, not an image"
     return None
 
@@ -233,13 +240,16 @@ def _is_split_layout(paths: list[tuple[str, ...]]) -> bool:
 
 
 def plan_archive(
-    archive: zipfile.ZipFile, limits: ArchiveLimits = ArchiveLimits()
+    archive: zipfile.ZipFile, limits: ArchiveLimits = ArchiveLimits(), *,
+    folder_classes: bool = True,
 ) -> tuple[list[ArchiveMember], list[tuple[str, str]]]:
     """Check every entry and decide what to import; reads names only, writes nothing.
 
     Returns (members to import in archive order, ignored ``(path_in_zip, reason)``).
+    ``folder_classes=False`` reads the detection layout (module docstring): no labels, no split,
+    no stripped top folder, ``.txt`` files kept.
     Raises ArchiveError on the first unsafe entry, a duplicate name, an empty or refused class
-    name or more than ``limits.max_members`` entries.
+    name (folder layout) or more than ``limits.max_members`` entries.
     """
     infos = archive.infolist()
     if len(infos) > limits.max_members:
@@ -259,11 +269,14 @@ def plan_archive(
         if name.endswith("/"):
             continue
         parts = tuple(name.split("/"))
-        skip = _junk_reason(parts) or _document_reason(parts[-1])
+        skip = _junk_reason(parts) or _document_reason(parts[-1], keep_text=not folder_classes)
         if skip:
             ignored.append((name, skip))
         else:
             kept.append((index, name, parts))
+    if not folder_classes:
+        return [ArchiveMember(name=unicodedata.normalize("NFC", name), label=None,
+                              path_in_zip=name, index=index) for index, name, _ in kept], ignored
     paths = [parts for _, _, parts in kept]
     split_layout = _is_split_layout(paths)
     tops = {parts[0] for parts in paths}
@@ -349,7 +362,8 @@ def _copy_counted(
 
 
 def extract_archive(
-    zip_path: str | Path, dest_dir: str | Path, *, limits: ArchiveLimits = ArchiveLimits()
+    zip_path: str | Path, dest_dir: str | Path, *, limits: ArchiveLimits = ArchiveLimits(),
+    folder_classes: bool = True,
 ) -> ArchiveScan:
     """Validate and extract ``zip_path`` into a fresh temporary folder under ``dest_dir``.
 
@@ -357,14 +371,14 @@ def extract_archive(
     decompressed one by one with the limits counted on actual output. A damaged entry (bad CRC,
     broken compressed stream, unsupported compression method) is listed in ``rejected`` and the
     others are extracted. On any other error the temporary folder is removed and nothing remains.
-    Returns an ``ArchiveScan`` whose ``directory`` the caller removes after import. Raises
-    ArchiveError for an unsafe, unreadable, oversized or unsupported archive; OSError for disk
-    errors on ``dest_dir``.
+    ``folder_classes`` as in ``plan_archive``. Returns an ``ArchiveScan`` whose ``directory`` the
+    caller removes after import. Raises ArchiveError for an unsafe, unreadable, oversized or
+    unsupported archive; OSError for disk errors on ``dest_dir``.
     """
     zip_path = Path(zip_path)
     archive = open_archive(zip_path)
     with archive:
-        members, ignored = plan_archive(archive, limits)
+        members, ignored = plan_archive(archive, limits, folder_classes=folder_classes)
         directory = Path(tempfile.mkdtemp(prefix="archive-", dir=dest_dir))
         scan = ArchiveScan(directory=directory, ignored=ignored)
         try:

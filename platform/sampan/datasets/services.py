@@ -11,7 +11,7 @@ import tempfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -26,9 +26,11 @@ from sampan.core.jobs import JobStatus, job_transition
 from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
 from sampan.core.validation import validated_name, validated_text
-from sampan.datasets import storage
+from sampan.datasets import detection_imports, storage
 from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
                                       normalise_label, open_archive, plan_archive, sort_labels)
+from sampan.datasets.formats.common import NO_ANNOTATIONS, ImageAnnotations
+from sampan.datasets.formats.reader import could_hold_annotations
 from sampan.datasets.etags import (BOXES_CHANGED, LABEL_CHANGED, annotations_etag,
                                    check_if_match)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
@@ -209,17 +211,28 @@ def _save_upload(upload: UploadedFile, target: Path) -> None:
             handle.write(chunk)
 
 
+def _check_loose_label(dataset: Dataset, label: str) -> None:
+    if label.strip() and dataset.task_type == TaskType.OBJECT_DETECTION:
+        raise ValidationFailed("an object detection dataset labels boxes, not whole images: "
+                               "leave the class empty (loose images import unlabeled)",
+                               field="label")
+
+
 def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
                       label: str = "") -> ImportJob:
     """Stage uploaded files (a zip in ImageNet-folder layout, or images) and enqueue the import.
 
     A zip is checked entry by entry before anything is queued: an unsafe entry (``../x``, ``/x``,
     a symlink) rejects the whole upload with a 400 naming the entry, and the staged copy is removed.
+    Into an object detection dataset a zip must be COCO, Pascal VOC or YOLO
+    (``sampan.datasets.formats``): one without any annotation file is a 400 naming the formats,
+    and loose images take no ``label`` (a 400 on ``label``).
     The staged files go to the shared storage under ``staging/import-<hex>/`` (the job's
     ``staging_dir``), streamed: the imports worker, on any host, reads them from there.
     """
     if not files:
         raise ValidationFailed("upload at least one file", field="files")
+    _check_loose_label(dataset, label)
     scratch = _staging_dir()
     prefix = storage.new_staging_prefix()
     try:
@@ -228,7 +241,7 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
             if suffix == ".zip":
                 local = scratch / f"archive-{index:04d}.zip"
                 _save_upload(upload, local)
-                _check_archive(local, upload.name or local.name)
+                _check_archive(local, upload.name or local.name, dataset.task_type)
                 shared_storage.save_file(f"{prefix}/archive-{index:04d}.zip", local, move=True)
             else:
                 # the original name is kept beside the bytes; it never becomes a path
@@ -266,6 +279,7 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
     from sampan.uploads.selectors import upload_get_for, upload_path
     from sampan.uploads.services import upload_take
 
+    _check_loose_label(dataset, label)
     upload = upload_get_for(user=user, upload_id=upload_id)
     shown = (upload.filename if upload and upload.filename else f"upload {upload_id}")
     is_zip = False
@@ -277,7 +291,7 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
         is_zip = suffix == ".zip" or (suffix == "" and magic in (b"PK\x03\x04", b"PK\x05\x06"))
         if is_zip:
             try:
-                _check_archive(source, shown)
+                _check_archive(source, shown, dataset.task_type)
             except ValidationFailed as exc:
                 raise ValidationFailed(exc.message, field="upload_id") from None
     prefix = storage.new_staging_prefix()
@@ -314,10 +328,14 @@ def _is_uuid(value: Any) -> bool:
     return True
 
 
-def _check_archive(path: Path, shown_name: str) -> None:
+def _check_archive(path: Path, shown_name: str,
+                   task_type: str = TaskType.IMAGE_CLASSIFICATION) -> None:
+    detection = task_type == TaskType.OBJECT_DETECTION
     try:
         with open_archive(path) as archive:
-            plan_archive(archive, _limits())
+            members, _ = plan_archive(archive, _limits(), folder_classes=not detection)
+        if detection and not could_hold_annotations([m.name for m in members]):
+            raise ArchiveError(NO_ANNOTATIONS)
     except ArchiveError as exc:
         raise ValidationFailed(f"{shown_name}: {exc}", field="files") from None
 
@@ -326,7 +344,16 @@ def _limits() -> ArchiveLimits:
     return ArchiveLimits(max_total_bytes=settings.SAMPAN_IMPORT_MAX_BYTES)
 
 
-StagedFile = tuple[str, Path, str | None, str | None]  # shown name, local path, label, split
+class StagedFile(NamedTuple):
+    """A file to import: its shown name, local path, class label, the archive's split, and
+    (object detection zips) its annotations as the zip gives them."""
+
+    name: str
+    path: Path
+    label: str | None
+    split: str | None
+    annotations: ImageAnnotations | None = None
+    format: str = ""
 
 
 def _fetch_staging(job: ImportJob, into: Path) -> Path:
@@ -344,53 +371,83 @@ def _fetch_staging(job: ImportJob, into: Path) -> Path:
     return into
 
 
-def _staged_files(job: ImportJob, work: Path, report: dict[str, Any]) -> list[StagedFile]:
-    """(shown name, local path, label, split) of every file to import from the staging folder.
+def _staged_files(job: ImportJob, work: Path, report: dict[str, Any],
+                  tally: detection_imports.DetectionTally) -> list[StagedFile]:
+    """Every file to import from the staging folder.
 
     ``split`` is the archive's own split (train | val | test) for a zip in the split layout of
-    ``sampan.datasets.archives``, else None.
+    ``sampan.datasets.archives``, else None. A zip into an object detection dataset is read by
+    ``sampan.datasets.formats`` (its classes are created here, in their order); raises
+    FormatError (an ArchiveError) when its annotations cannot be read.
     """
+    detection = job.dataset.task_type == TaskType.OBJECT_DETECTION
     staging = _fetch_staging(job, work / "staged")
     found: list[StagedFile] = []
     for archive in sorted(staging.glob("archive-*.zip")):
-        scan = extract_archive(archive, work, limits=_limits())
+        scan = extract_archive(archive, work, limits=_limits(), folder_classes=not detection)
         archive.unlink()  # its members are extracted: a 2 GiB archive is not kept twice
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
         report["rejected"].extend({"name": n, "reason": r} for n, r in scan.rejected)
+        if detection:
+            read = detection_imports.read_archive(scan, tally)
+            # reading thousands of label files takes a while: the reaper must see a heartbeat
+            job_report_progress(ImportJob, job.pk, {"fraction": 0.0, "message": (
+                f"read the {read.format} annotations of {len(read.images)} images")})
+            report["ignored"].extend({"name": n, "reason": r} for n, r in read.ignored)
+            class_labels_ensure(dataset=job.dataset, names=read.classes)
+            found.extend(StagedFile(m.name, m.local_path, None, read.images[m.name].split,
+                                    read.images[m.name], read.format)
+                         for m in scan.members if m.name in read.images)
+            continue
         labels = scan.labels
         if labels:
             class_labels_ensure(dataset=job.dataset, names=labels)
-        found.extend((m.path_in_zip, m.local_path, m.label, m.split) for m in scan.members)
+        found.extend(StagedFile(m.path_in_zip, m.local_path, m.label, m.split)
+                     for m in scan.members)
     folder = staging / "files"
     for blob in sorted(folder.glob("*.bin")) if folder.exists() else []:
         name = blob.with_suffix(".name").read_text(encoding="utf-8")
-        found.append((name, blob, job.default_label or None, None))
+        found.append(StagedFile(name, blob, job.default_label or None, None))
     return found
 
 
-def _import_one(job: ImportJob, name: str, path: Path, label: str | None,
-                labels: dict[str, ClassLabel]) -> tuple[str, str | None]:
-    """Import one file. Returns ("imported" | "duplicate" | "rejected", reason)."""
+def _import_one(job: ImportJob, staged: StagedFile, labels: dict[str, ClassLabel],
+                tally: detection_imports.DetectionTally
+                ) -> tuple[str, str | None, set[str]]:
+    """Import one file. Returns ("imported" | "duplicate" | "rejected", reason, the classes it
+    was given). A duplicate of a file with boxes keeps the boxes of the first one only."""
+    name, path, label = staged.name, staged.path, staged.label
     data = path.read_bytes()
     try:
         image = decode_image(data)
     except ImageDecodeError as exc:
-        return "rejected", str(exc)
+        return "rejected", str(exc), set()
     digest = hashlib.sha256(data).hexdigest()
+    boxes = len(staged.annotations.boxes) if staged.annotations is not None else 0
+    not_added = f"; its {boxes} box(es) were not added again" if boxes else ""
     existing = Sample.objects.filter(dataset=job.dataset, content_sha256=digest).first()
     if existing is not None:
-        return "duplicate", f"same content as {existing.original_name}"
+        return "duplicate", f"same content as {existing.original_name}{not_added}", set()
+    placement = None
+    if staged.annotations is not None:
+        placement = detection_imports.place(data, image, staged.annotations, name)
     relative = storage.store_normalised_image(image, digest)
     try:
         with transaction.atomic():
-            _create_sample(job, digest, relative, name, image.width, image.height, label, labels)
+            sample = _create_sample(job, digest, relative, name, image.width, image.height,
+                                    label, labels)
+            if placement is not None:
+                detection_imports.boxes_create(sample, placement, labels)
     except IntegrityError:  # another import stored the same bytes meanwhile
-        return "duplicate", "same content as a file imported at the same time"
-    return "imported", None
+        return "duplicate", f"same content as a file imported at the same time{not_added}", set()
+    if placement is not None and staged.annotations is not None:
+        tally.add_image(name, staged.annotations, staged.format, placement)
+        return "imported", None, {box[0] for box in placement.boxes}
+    return "imported", None, {label} if label else set()
 
 
 def _create_sample(job: ImportJob, digest: str, relative: str, name: str, width: int,
-                   height: int, label: str | None, labels: dict[str, ClassLabel]) -> None:
+                   height: int, label: str | None, labels: dict[str, ClassLabel]) -> Sample:
     # a file name is shown as it came, but never with control characters (sampan.core.names)
     sample = Sample.objects.create(dataset=job.dataset, content_sha256=digest, file=relative,
                                    original_name=display_name(name)[:500], width=width,
@@ -400,6 +457,7 @@ def _create_sample(job: ImportJob, digest: str, relative: str, name: str, width:
             labels.update(class_labels_ensure(dataset=job.dataset, names=[label]))
         Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
                                   class_label=labels[normalise_label(label)])
+    return sample
 
 
 def import_job_run(*, job_id: Any) -> None:
@@ -414,20 +472,22 @@ def import_job_run(*, job_id: Any) -> None:
     job = ImportJob.objects.select_related("dataset").get(pk=job_id)
     report: dict[str, Any] = {"imported": 0, "duplicates": [], "ignored": [], "rejected": []}
     splits: dict[str, dict[str, int]] = {}
+    tally = detection_imports.DetectionTally()
     before = set(ClassLabel.objects.filter(dataset=job.dataset).values_list("pk", flat=True))
     work = _staging_dir()
     try:
-        files = _staged_files(job, work, report)
+        files = _staged_files(job, work, report, tally)
         labels = {c.name: c for c in ClassLabel.objects.filter(dataset=job.dataset)}
         reported = time.monotonic()
-        for index, (name, path, label, split) in enumerate(files, start=1):
-            outcome, reason = _import_one(job, name, path, label, labels)
+        for index, staged in enumerate(files, start=1):
+            name, split = staged.name, staged.split
+            outcome, reason, classes = _import_one(job, staged, labels, tally)
             if outcome == "imported":
                 report["imported"] += 1
                 if split is not None:
                     per_class = splits.setdefault(split, {})
-                    key = label or ""
-                    per_class[key] = per_class.get(key, 0) + 1
+                    for key in classes or {""}:
+                        per_class[key] = per_class.get(key, 0) + 1
             elif outcome == "duplicate":
                 report["duplicates"].append({"name": name, "reason": reason})
             else:
@@ -459,10 +519,13 @@ def import_job_run(*, job_id: Any) -> None:
          .exclude(pk__in=Annotation.objects.values("class_label_id")).delete())
     report["counts"] = {"imported": report["imported"], "duplicates": len(report["duplicates"]),
                         "ignored": len(report["ignored"]), "rejected": len(report["rejected"])}
+    if tally.formats:
+        report["detection"] = tally.as_report()
     if splits:
         # the archive's own train/val/test folders (sampan.datasets.archives, split layout):
-        # imported samples per split and class ("" = unlabeled). Samples do not store it, and a
-        # dataset version draws its own split.
+        # imported samples per split and class ("" = unlabeled; with boxes: an image counts for
+        # each class it has a box of, "" = no box). Samples do not store it, and a dataset
+        # version draws its own split.
         report["archive_splits"] = splits
     job_transition(ImportJob, job.pk, JobStatus.SUCCEEDED, report=report,
                    progress={"fraction": 1.0, "message": "done"})
