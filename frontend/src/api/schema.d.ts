@@ -360,6 +360,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/dataset-versions/{version_id}/export/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The version as a zip download, streamed: COCO (``<split>/_annotations.coco.json``),
+         *     Pascal VOC (``Annotations/``, ``JPEGImages/``, ``ImageSets/Main/``) or YOLO
+         *     (``images/<split>/``, ``labels/<split>/``, ``data.yaml``) for object detection,
+         *     ImageNet folders (``<split>/<class>/``) for image classification (docs/contracts.md,
+         *     "Detection dataset formats").
+         */
+        get: operations["dataset_versions_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/datasets/": {
         parameters: {
             query?: never;
@@ -1618,7 +1641,7 @@ export interface components {
         ImportFromUploadInputRequest: {
             /**
              * Format: uuid
-             * @description A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in ImageNet-folder layout or one image. Its file moves to the import.
+             * @description A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in ImageNet-folder layout (COCO, Pascal VOC or YOLO for an object detection dataset) or one image. Its file moves to the import.
              */
             upload_id: string;
             /**
@@ -1630,7 +1653,7 @@ export interface components {
         ImportInputRequest: {
             files: string[];
             /**
-             * @description Class label for loose image files (not zips).
+             * @description Class label for loose image files (not zips); not taken by an object detection dataset.
              * @default
              */
             label?: string;
@@ -2531,6 +2554,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetVersionOutput"];
+                };
+            };
+        };
+    };
+    dataset_versions_export: {
+        parameters: {
+            query?: {
+                /**
+                 * @description coco, voc or yolo for an object detection version (default coco); imagenet (one folder per class) for an image classification version (its default).
+                 *
+                 *     * `coco` - coco
+                 *     * `voc` - voc
+                 *     * `yolo` - yolo
+                 *     * `imagenet` - imagenet
+                 */
+                format?: "coco" | "voc" | "yolo" | "imagenet";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
                 };
             };
         };

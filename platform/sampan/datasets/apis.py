@@ -10,6 +10,7 @@ from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +21,7 @@ from sampan.core.errors import NotFound
 from sampan.core.pagination import Pagination
 from sampan.core.parsers import JSONParser
 from sampan.datasets import selectors, services
+from sampan.datasets.exports import dataset_version_export, zip_download
 from sampan.datasets import serializers as s
 from sampan.datasets.etags import quoted
 from sampan.datasets.hotkeys import class_label_hotkeys_set
@@ -257,3 +259,33 @@ class DatasetVersionDetailApi(ProjectApi):
         version = selectors.dataset_version_get(project=self.get_project(request),
                                                 version_id=version_id)
         return Response(s.DatasetVersionOutput(version).data)
+
+
+class _FormatIsNotARenderer(DefaultContentNegotiation):
+    """``?format=`` names the export's format here; DRF would read it as the renderer to use
+    (``URL_FORMAT_OVERRIDE``) and answer 404 for ``coco``. Errors render as JSON."""
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None
+                        ) -> tuple:
+        return renderers[0], renderers[0].media_type
+
+
+class DatasetVersionExportApi(ProjectApi):
+    content_negotiation_class = _FormatIsNotARenderer
+
+    @extend_schema(parameters=[s.DatasetVersionExportQuery],
+                   responses={(200, "application/zip"): OpenApiTypes.BINARY},
+                   operation_id="dataset_versions_export")
+    def get(self, request: Request, project_id: str, version_id: str) -> HttpResponseBase:
+        """The version as a zip download, streamed: COCO (``<split>/_annotations.coco.json``),
+        Pascal VOC (``Annotations/``, ``JPEGImages/``, ``ImageSets/Main/``) or YOLO
+        (``images/<split>/``, ``labels/<split>/``, ``data.yaml``) for object detection,
+        ImageNet folders (``<split>/<class>/``) for image classification (docs/contracts.md,
+        "Detection dataset formats")."""
+        version = selectors.dataset_version_get(project=self.get_project(request),
+                                                version_id=version_id)
+        query = s.DatasetVersionExportQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        export = dataset_version_export(version=version,
+                                        export_format=query.validated_data.get("format"))
+        return zip_download(request, export)

@@ -146,13 +146,15 @@ class ImportInput(serializers.Serializer):
     # an empty file is rejected by name in the import report (as inside a zip), not a 400 for all
     files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), min_length=1)
     label = NameField(required=False, allow_blank=True, default="",
-                      help_text="Class label for loose image files (not zips).")
+                      help_text="Class label for loose image files (not zips); not taken "
+                                "by an object detection dataset.")
 
 
 class ImportFromUploadInput(serializers.Serializer):
     upload_id = serializers.UUIDField(
         help_text="A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in "
-                  "ImageNet-folder layout or one image. Its file moves to the import.")
+                  "ImageNet-folder layout (COCO, Pascal VOC or YOLO for an object detection "
+                  "dataset) or one image. Its file moves to the import.")
     label = serializers.CharField(required=False, allow_blank=True, default="",
                                   help_text="Class label when the upload is one image file.")
 
@@ -200,6 +202,13 @@ class DatasetVersionOutput(serializers.Serializer):
     def get_min_budget_s(self, version: Any) -> float:
         n_images = int((version.stats or {}).get("samples", 0))
         return float(math.ceil(minimum_budget_s(n_images, dataset_version_pixels(version))))
+
+
+class DatasetVersionExportQuery(serializers.Serializer):
+    format = serializers.ChoiceField(
+        choices=["coco", "voc", "yolo", "imagenet"], required=False,
+        help_text="coco, voc or yolo for an object detection version (default coco); imagenet "
+                  "(one folder per class) for an image classification version (its default).")
 
 
 class DatasetVersionRef(serializers.Serializer):

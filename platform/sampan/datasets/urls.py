@@ -27,4 +27,6 @@ urlpatterns = [
          name="sample-boxes"),
     path(P + "dataset-versions/<uuid:version_id>/", apis.DatasetVersionDetailApi.as_view(),
          name="dataset-version"),
+    path(P + "dataset-versions/<uuid:version_id>/export/", apis.DatasetVersionExportApi.as_view(),
+         name="dataset-version-export"),
 ]
