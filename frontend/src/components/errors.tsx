@@ -48,8 +48,11 @@ function fieldExists(form: FormInstance, field: string): boolean {
   return Object.prototype.hasOwnProperty.call(form.getFieldsValue(), field);
 }
 
-/** A page's data failed to load: the server's message in place of the content, with a retry. */
-export function ErrorAlert({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+/**
+ * A page's data failed to load: the server's message in place of the content, with a retry
+ * (`actionLabel` names another action, such as Reload after a 412).
+ */
+export function ErrorAlert({ error, onRetry, actionLabel }: { error: unknown; onRetry?: () => void; actionLabel?: string }) {
   const { t } = useTranslation();
   const errorText = useErrorText();
   return (
@@ -59,7 +62,7 @@ export function ErrorAlert({ error, onRetry }: { error: unknown; onRetry?: () =>
       role="alert"
       title={t("errors.title")}
       description={errorText(error)}
-      action={onRetry ? <Button size="small" onClick={onRetry}>{t("common.retry")}</Button> : undefined}
+      action={onRetry ? <Button size="small" onClick={onRetry}>{actionLabel ?? t("common.retry")}</Button> : undefined}
     />
   );
 }

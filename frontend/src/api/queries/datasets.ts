@@ -1,12 +1,4 @@
-import {
-  keepPreviousData,
-  useInfiniteQuery,
-  useMutation,
-  useQuery,
-  useQueryClient,
-  type InfiniteData,
-  type QueryClient,
-} from "@tanstack/react-query";
+import { keepPreviousData, useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 
 import { api, type Schemas } from "../client";
 import { unwrap } from "../errors";
@@ -165,61 +157,4 @@ export function useSampleList(projectId: string, datasetId: string, filter: Samp
     getNextPageParam: (last, _pages, lastPageParam) => (last.next ? lastPageParam + 1 : undefined),
     placeholderData: keepPreviousData,
   });
-}
-
-/** Puts a sample as the API returned it into every loaded page that holds it. */
-function patchLoadedSample(queryClient: QueryClient, projectId: string, datasetId: string, sample: Sample): void {
-  queryClient.setQueriesData<InfiniteData<SamplePage>>({ queryKey: datasetKeys.samples(projectId, datasetId) }, (data) =>
-    data?.pages
-      ? { ...data, pages: data.pages.map((page) => ({ ...page, results: page.results.map((s) => (s.id === sample.id ? sample : s)) })) }
-      : data,
-  );
-}
-
-/** Sets (or with null, clears) a sample's class label. */
-export function useLabelSample(projectId: string, datasetId: string) {
-  const queryClient = useQueryClient();
-  return useMutation({
-    mutationFn: async (vars: { sampleId: string; classLabelId: string | null }) =>
-      unwrap(
-        await api().PUT("/api/v1/projects/{project_id}/samples/{sample_id}/label/", {
-          params: { path: { project_id: projectId, sample_id: vars.sampleId } },
-          body: { class_label_id: vars.classLabelId },
-        }),
-      ),
-    onSuccess: (sample) => {
-      // The new label shows at once; which samples match a filter (and how many) comes from a
-      // refetch of every loaded page, which is not awaited so that labeling moves on without it.
-      patchLoadedSample(queryClient, projectId, datasetId, sample);
-      void queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) });
-    },
-  });
-}
-
-export function useBulkLabel(projectId: string, datasetId: string) {
-  const queryClient = useQueryClient();
-  return useMutation({
-    mutationFn: async (vars: { sampleIds: string[]; classLabelId: string | null }) =>
-      unwrap(
-        await api().POST("/api/v1/projects/{project_id}/datasets/{dataset_id}/labels/bulk/", {
-          params: { path: { project_id: projectId, dataset_id: datasetId } },
-          body: { sample_ids: vars.sampleIds, class_label_id: vars.classLabelId },
-        }),
-      ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, datasetId) }),
-  });
-}
-
-/**
- * Replaces every bounding box of a sample (`PUT samples/{id}/boxes/`; xyxy in px of the upright
- * image, each with `class_label_id`); answers the sample as stored. The detection panel's
- * autosave calls it (pages/datasets/useBoxAutosave.ts).
- */
-export async function putSampleBoxes(projectId: string, sampleId: string, boxes: Schemas["BoxInputRequest"][]): Promise<Sample> {
-  return unwrap(
-    await api().PUT("/api/v1/projects/{project_id}/samples/{sample_id}/boxes/", {
-      params: { path: { project_id: projectId, sample_id: sampleId } },
-      body: { boxes },
-    }),
-  );
 }

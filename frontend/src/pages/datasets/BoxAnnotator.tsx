@@ -49,6 +49,8 @@ export interface BoxAnnotatorProps {
   onChange: (id: string, rect: Rect, gesture: number) => void;
   onDelete: (id: string) => void;
   onSelect: (id: string | null) => void;
+  /** A press on the selected box (to move it, or just a click): the person picked that box. */
+  onPress?: (id: string) => void;
 }
 
 export default function BoxAnnotator(props: BoxAnnotatorProps) {
@@ -120,6 +122,8 @@ function StoreBridge(props: BoxAnnotatorProps) {
       // image beside the edited box would only end the editing, and draw nothing. Ending it as
       // the press starts (before the press reaches the image) lets that same drag draw.
       const onEditedBox = event.target instanceof Element && event.target.closest(".a9s-annotation.selected") !== null;
+      const pressed = selection.selected[0]?.id;
+      if (onEditedBox && pressed) latest.current.onPress?.(pressed);
       if (!onEditedBox && latest.current.drawingEnabled && selection.selected.some((s: { editable?: boolean }) => s.editable)) {
         selection.clear();
       }
@@ -149,10 +153,10 @@ function StoreBridge(props: BoxAnnotatorProps) {
           selection.clear();
           store.deleteAnnotation(a.id, Origin.REMOTE);
         } else {
+          // Annotorious leaves the box it drew selected, and so does the panel: Escape deselects
+          // it (instead of closing the drawer), Delete removes it. A class key pressed next still
+          // chooses the class of the NEXT box (the panel knows this box as just drawn).
           p.onCreate(a.id, rect);
-          // the new box is not left selected: a number key pressed next chooses the class of the
-          // NEXT box, it must not relabel this one (click a box to select it, then press a key)
-          setTimeout(() => selection.clear(), 0);
         }
       }
       for (const { newValue, targetUpdated } of event.changes.updated ?? []) {

@@ -63,14 +63,18 @@ interface Put {
   boxes: { x1: number; y1: number; x2: number; y2: number; class_label_id: string }[];
 }
 
-function setup(options: { current?: Sample; answer?: (put: Put) => Response } = {}) {
+function setup(options: { current?: Sample; answer?: (put: Put) => Response; get?: (sampleId: string) => Response } = {}) {
   const puts: Put[] = [];
+  const ifMatch: (string | null)[] = []; // the If-Match header of each PUT
   const fetcher = async (request: Request) => {
     const url = new URL(request.url).pathname;
+    const read = url.match(/\/samples\/([^/]+)\/$/);
+    if (request.method === "GET" && read && options.get) return options.get(read[1]!);
     const match = url.match(/\/samples\/([^/]+)\/boxes\/$/);
     if (request.method !== "PUT" || !match) return json(404, { error: { code: "not_found", message: url } });
     const put = { sampleId: match[1]!, ...((await request.json()) as { boxes: Put["boxes"] }) };
     puts.push(put);
+    ifMatch.push(request.headers.get("If-Match"));
     return options.answer?.(put) ?? json(200, sample(put.sampleId, []));
   };
   const onNavigate = vi.fn();
@@ -97,7 +101,7 @@ function setup(options: { current?: Sample; answer?: (put: Put) => Response } = 
     ) : null;
   }
   renderRoutes([{ path: "/", element: <Harness /> }], "/", fetcher as unknown as typeof fetch);
-  return { puts, onNavigate, onClose };
+  return { puts, ifMatch, onNavigate, onClose };
 }
 
 const rows = () => screen.getAllByTestId("box-row");
@@ -175,6 +179,20 @@ describe("DetectionLabelingPanel", { timeout: 20_000 }, () => {
     // the last list sent is the one on the screen (one PUT when both fell inside one pause)
     await waitFor(() => expect(screen.getByTestId("save-status")).toHaveTextContent("Saved"));
     expect(puts.at(-1)!.boxes.map((b) => b.class_label_id)).toEqual([CAR, PERSON]);
+  });
+
+  it("keeps a sample's undo history when the person moves away and comes back", async () => {
+    const user = userEvent.setup();
+    const { puts } = setup();
+    await selectRow(user, 0);
+    await user.keyboard("{Delete}");
+    await user.keyboard("n");
+    expect(screen.getByTestId("detection-sample-name")).toHaveTextContent("s2.png");
+    await user.keyboard("p");
+    expect(rows().map(classOf)).toEqual(["person"]);
+    await user.keyboard("{Control>}z{/Control}");
+    expect(rows().map(classOf)).toEqual(["car", "person"]);
+    await waitFor(() => expect(puts.at(-1)!.boxes.map((b) => b.class_label_id)).toEqual([CAR, PERSON]));
   });
 
   it("leaves keys typed into the class name field alone", async () => {
@@ -263,6 +281,62 @@ describe("DetectionLabelingPanel", { timeout: 20_000 }, () => {
     expect(screen.queryByText(/is not a box inside/)).not.toBeInTheDocument();
     expect(puts).toHaveLength(2);
     expect(puts[1]).toEqual(puts[0]);
+  });
+
+  it("refuses to write over boxes someone else saved meanwhile (412), and Reload shows theirs", async () => {
+    const user = userEvent.setup();
+    const theirs = { ...sample("s1", [[PERSON, 5, 5, 60, 60]]), etag: "etag-theirs" };
+    const stale = {
+      error: {
+        code: "precondition_failed",
+        message: "these boxes were changed by someone else since you opened them; reload to see them",
+        field: "If-Match",
+        details: { etag: "etag-theirs" },
+      },
+    };
+    let refuse = true;
+    const { puts, ifMatch } = setup({
+      answer: (put) => (refuse ? json(412, stale) : json(200, { ...sample(put.sampleId, []), etag: "etag-after-mine" })),
+      get: (id) => (id === "s1" ? json(200, theirs) : json(404, {})),
+    });
+    await selectRow(user, 1);
+    await user.keyboard("{Delete}");
+    // the save said which boxes it was made from
+    await waitFor(() => expect(ifMatch).toEqual(['"etag-s1"']));
+    expect(await screen.findByText("these boxes were changed by someone else since you opened them; reload to see them")).toBeInTheDocument();
+    expect(screen.getByTestId("save-status")).toHaveTextContent("Not saved");
+
+    refuse = false;
+    await user.click(screen.getByRole("button", { name: "Reload" }));
+    // the boxes as stored now, and nothing of the refused list is sent again
+    await waitFor(() => expect(rows().map(classOf)).toEqual(["person"]));
+    expect(screen.queryByText(/changed by someone else/)).not.toBeInTheDocument();
+    expect(puts).toHaveLength(1);
+
+    // the next change is made from their boxes, and says so
+    await selectRow(user, 0);
+    await user.keyboard("1");
+    await waitFor(() => expect(screen.getByTestId("save-status")).toHaveTextContent("Saved"));
+    expect(ifMatch).toEqual(['"etag-s1"', '"etag-theirs"']);
+    expect(puts[1]).toEqual({ sampleId: "s1", boxes: [{ x1: 5, y1: 5, x2: 60, y2: 60, class_label_id: CAR }] });
+  });
+
+  it("shows each class's key, a chosen one included, and labels with it", async () => {
+    const user = userEvent.setup();
+    const keyed = { ...dataset, class_labels: [{ id: PERSON, name: "person", position: 1, hotkey: "e" }, { id: CAR, name: "car", position: 0, hotkey: "" }] } as Dataset;
+    const puts: Put[] = [];
+    const fetcher = (async (request: Request) => {
+      const match = new URL(request.url).pathname.match(/\/samples\/([^/]+)\/boxes\/$/);
+      puts.push({ sampleId: match![1]!, ...((await request.json()) as { boxes: Put["boxes"] }) });
+      return json(200, sample(match![1]!, []));
+    }) as unknown as typeof fetch;
+    renderRoutes([{ path: "/", element: <DetectionLabelingPanel projectId="p1" dataset={keyed} samples={samples} current={samples[0]!} onNavigate={() => {}} onClose={() => {}} /> }], "/", fetcher);
+    const classes = screen.getByRole("group", { name: "Classes" });
+    expect(within(classes).getAllByRole("button").map((b) => b.textContent)).toEqual(["1car", "Eperson"]);
+    await selectRow(user, 0);
+    await user.keyboard("e");
+    expect(rows().map(classOf)).toEqual(["person", "person"]);
+    await waitFor(() => expect(puts).toHaveLength(1));
   });
 
   it("asks for a class when the dataset has none", async () => {

@@ -1,24 +1,35 @@
 // Detection labeling, keyboard first: draw, move, resize and delete bounding boxes (Annotorious,
-// in BoxAnnotator, loaded only here), each with a class; number keys pick the class, Delete
-// deletes, Ctrl+Z / Ctrl+Shift+Z undo and redo; the boxes save themselves (useBoxAutosave).
+// in BoxAnnotator, loaded only here), each with a class; the classes' keys (shown on their
+// buttons, hotkeys.ts) pick the class, Delete deletes, Ctrl+Z / Ctrl+Shift+Z undo and redo; the
+// boxes save themselves (useBoxAutosave), refused when someone else saved them meanwhile (412:
+// the message and a Reload).
+//
+// Selection: a box just drawn stays selected (Escape deselects it, Delete removes it), but a
+// class key then chooses the class of the NEXT box and leaves the drawn one alone: people press
+// the next box's class right after drawing, and that relabeled the box just drawn. A box clicked
+// (on the image or in the list) takes the class of the key pressed.
 //
 // Layout: a box needs the image as large as the screen allows, which the 320 px side card of
 // classification labeling cannot give. So the panel is a drawer over the gallery, nearly as wide
 // as the window: at 1280x720 the image gets about 850x640 px and the side column (classes, box
 // list, save state, keys) 300 px. The gallery stays loaded behind it; P/N move through its page.
-import { LeftOutlined, RedoOutlined, RightOutlined, UndoOutlined } from "@ant-design/icons";
-import { Button, Drawer, Space, Spin, Tooltip, Typography } from "antd";
+import { LeftOutlined, RightOutlined } from "@ant-design/icons";
+import { useQueryClient } from "@tanstack/react-query";
+import { Button, Drawer, Space, Spin, Typography } from "antd";
 import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from "react";
 import { useTranslation } from "react-i18next";
 
 import type { Sample } from "../../api/queries/datasets";
+import { getSample, replaceCachedSample } from "../../api/queries/labeling";
 import { useCanEdit } from "../../api/queries/projects";
-import { ErrorAlert } from "../../components/errors";
+import { ErrorAlert, useReportError } from "../../components/errors";
 import { ReadOnlyTag } from "../../components/ReadOnly";
 import { boxesOfSample, classColour, toApiBoxes, withClass, withoutBox, withRect, type Box, type Rect } from "./boxes";
 import { canRedo, canUndo, historyCommit, historyInit, historyRedo, historyUndo, type BoxHistory } from "./boxHistory";
 import { BoxList, ClassPicker, SaveState, type ClassLabel } from "./DetectionSidebar";
-import { classIndexForKey, isTypingTarget } from "./labeling";
+import { assignHotkeys, classIdForKey } from "./hotkeys";
+import { isTypingTarget, undoRedoOfKey } from "./labeling";
+import { UndoRedoButtons } from "./LabelingControls";
 import type { LabelingPanelProps } from "./LabelingPanel";
 import { useBoxAutosave, type BoxAutosave } from "./useBoxAutosave";
 
@@ -29,18 +40,40 @@ export type DetectionLabelingPanelProps = LabelingPanelProps;
 export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
   const { t } = useTranslation();
   const classes = useMemo(() => [...props.dataset.class_labels].sort((a, b) => a.position - b.position), [props.dataset.class_labels]);
+  const keys = useMemo(() => assignHotkeys(classes), [classes]);
   const [activeClassId, setActiveClassId] = useState<string | null>(null);
   const activeClass = classes.find((c) => c.id === activeClassId) ?? classes[0] ?? null;
   const autosave = useBoxAutosave(props.projectId, props.dataset.id);
-  // the last box list of each sample seen in this panel: coming back to a sample shows it even
-  // before its save has been answered
-  const drafts = useRef(new Map<string, Box[]>());
+  // the box history of each sample seen in this panel: coming back to a sample shows its last
+  // list even before its save has been answered, and Ctrl+Z still undoes there
+  const histories = useRef(new Map<string, BoxHistory>());
   const index = props.samples.findIndex((s) => s.id === props.current.id);
   const canEdit = useCanEdit(props.projectId);
   const move = (step: number) => {
     const target = props.samples[index + step];
     if (target) props.onNavigate(target.id);
   };
+
+  // A save refused as stale (412): Reload reads the sample as stored now, drops this panel's
+  // list and history of it, and shows the stored boxes (the editor remounts on them).
+  const queryClient = useQueryClient();
+  const reportError = useReportError();
+  const [reloaded, setReloaded] = useState<{ sample: Sample | null; count: number }>({ sample: null, count: 0 });
+  // the sample as reloaded is shown until another sample opens; later the gallery's copy (which
+  // the reload and every save updated) is the newer one
+  if (reloaded.sample && reloaded.sample.id !== props.current.id) setReloaded({ sample: null, count: reloaded.count });
+  const reload = async (sampleId: string) => {
+    try {
+      const fresh = await getSample(props.projectId, sampleId);
+      replaceCachedSample(queryClient, props.projectId, props.dataset.id, fresh);
+      autosave.discard(sampleId, fresh.etag);
+      histories.current.delete(sampleId);
+      setReloaded((r) => ({ sample: fresh, count: r.count + 1 }));
+    } catch (error) {
+      reportError(error);
+    }
+  };
+  const shown = reloaded.sample?.id === props.current.id ? reloaded.sample : props.current;
 
   return (
     <Drawer
@@ -72,17 +105,19 @@ export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
       styles={{ body: { padding: 12, display: "flex", overflow: "hidden" } }}
     >
       <SampleBoxesEditor
-        key={props.current.id}
+        key={`${props.current.id}:${reloaded.count}`}
         projectId={props.projectId}
         datasetId={props.dataset.id}
-        sample={props.current}
+        sample={shown}
         classes={classes}
+        keys={keys}
         activeClass={activeClass}
         onActiveClass={setActiveClassId}
         autosave={autosave}
-        drafts={drafts.current}
+        histories={histories.current}
         onMove={move}
         onClose={props.onClose}
+        onReload={(sampleId) => void reload(sampleId)}
         readOnly={!canEdit}
       />
     </Drawer>
@@ -94,25 +129,37 @@ interface EditorProps {
   datasetId: string;
   sample: Sample;
   classes: ClassLabel[];
+  keys: Map<string, string>;
   activeClass: ClassLabel | null;
   onActiveClass: (id: string) => void;
   autosave: BoxAutosave;
-  drafts: Map<string, Box[]>;
+  histories: Map<string, BoxHistory>;
   onMove: (step: number) => void;
   onClose: () => void;
+  /** Read the sample again from the server, dropping this panel's list of it (after a 412). */
+  onReload: (sampleId: string) => void;
   /** A viewer's: the boxes show, nothing changes them (no drawing, no keys that edit). */
   readOnly: boolean;
+}
+
+/** Which box is selected, and whether it was just drawn (see the module comment). */
+interface Selection {
+  id: string;
+  fresh: boolean;
 }
 
 /** One sample's boxes, undo history and selection; remounted (key) for each sample. */
 function SampleBoxesEditor(props: EditorProps) {
   const { t } = useTranslation();
   const { sample, classes, autosave } = props;
-  const [history, setHistory] = useState<BoxHistory>(() => historyInit(props.drafts.get(sample.id) ?? boxesOfSample(sample)));
-  const [selectedIdState, setSelectedId] = useState<string | null>(null);
+  const [history, setHistory] = useState<BoxHistory>(() => props.histories.get(sample.id) ?? historyInit(boxesOfSample(sample)));
+  // the revision this editor started from: only a change made here saves
+  const startRevision = useRef(history.revision);
+  const [selection, setSelection] = useState<Selection | null>(null);
   const boxes = history.present;
   // a selected box that an undo took away is no longer selected
-  const selectedId = boxes.some((b) => b.id === selectedIdState) ? selectedIdState : null;
+  const selected = selection && boxes.some((b) => b.id === selection.id) ? selection : null;
+  const selectedId = selected?.id ?? null;
   const activeClassRef = useRef(props.activeClass);
   activeClassRef.current = props.activeClass;
 
@@ -127,11 +174,13 @@ function SampleBoxesEditor(props: EditorProps) {
     setHistory((h) => historyCommit(h, change(h.present), mergeKey));
   }, [readOnly]);
 
-  // every change (drawn, moved, undone ...) saves the whole list, debounced
-  const { schedule, flush } = autosave;
+  // every change (drawn, moved, undone ...) saves the whole list, debounced, with If-Match of the
+  // boxes it was made from
+  const { schedule, flush, base } = autosave;
+  useEffect(() => base(sample.id, sample.etag), [base, sample.id, sample.etag]);
   useEffect(() => {
-    if (history.revision === 0) return;
-    props.drafts.set(sample.id, history.present);
+    if (history.revision === startRevision.current) return;
+    props.histories.set(sample.id, history);
     schedule(sample.id, toApiBoxes(history.present, sample.width, sample.height));
   }, [history.revision]); // only a change saves, not a new `props` object
   // another sample or closing: what is pending goes now
@@ -140,27 +189,34 @@ function SampleBoxesEditor(props: EditorProps) {
   const onCreate = useCallback(
     (id: string, rect: Rect) => {
       const cls = activeClassRef.current;
-      if (cls) update((b) => [...b, { id, classLabelId: cls.id, ...rect }]);
+      if (!cls) return;
+      update((b) => [...b, { id, classLabelId: cls.id, ...rect }]);
+      setSelection({ id, fresh: true });
     },
     [update],
   );
   const onChange = useCallback((id: string, rect: Rect, gesture: number) => update((b) => withRect(b, id, rect), `move:${id}:${gesture}`), [update]);
   const onDelete = useCallback((id: string) => update((b) => withoutBox(b, id)), [update]);
+  // the annotator's selection: a box just drawn that it selects stays "fresh"
+  const onAnnotatorSelect = useCallback((id: string | null) => setSelection((s) => (id === null ? null : s?.id === id ? s : { id, fresh: false })), []);
+  // a press on the selected box, or a click on its row: the person picked this box
+  const pick = useCallback((id: string) => setSelection({ id, fresh: false }), []);
 
   const chooseClass = (cls: ClassLabel) => {
     props.onActiveClass(cls.id);
-    if (selectedId) update((b) => withClass(b, selectedId, cls.id));
+    if (selected && !selected.fresh) update((b) => withClass(b, selected.id, cls.id));
   };
   const deleteBox = (id: string) => {
     update((b) => withoutBox(b, id));
-    if (id === selectedId) setSelectedId(null);
+    if (id === selectedId) setSelection(null);
   };
   const undo = () => !readOnly && setHistory(historyUndo);
   const redo = () => !readOnly && setHistory(historyRedo);
 
   // the latest handlers for the one window listener
-  const handlers = useRef({ chooseClass, deleteBox, undo, redo, selectedId, classes, setSelectedId, onMove: props.onMove, onClose: props.onClose });
-  handlers.current = { chooseClass, deleteBox, undo, redo, selectedId, classes, setSelectedId, onMove: props.onMove, onClose: props.onClose };
+  const latest = { chooseClass, deleteBox, undo, redo, selectedId, classes, keys: props.keys, setSelection, onMove: props.onMove, onClose: props.onClose };
+  const handlers = useRef(latest);
+  handlers.current = latest;
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
@@ -170,20 +226,19 @@ function SampleBoxesEditor(props: EditorProps) {
         // Annotorious binds Ctrl+Z to its own undo stack on the document; the panel's history is
         // the one that saves, so the key stops here (capture phase, before the document)
         event.stopPropagation();
-        if (isTypingTarget(event.target)) return; // a text field's own undo
+        const action = undoRedoOfKey(event);
+        if (action === null || isTypingTarget(event.target)) return; // a text field's own undo
         event.preventDefault();
-        if (key === "y" || event.shiftKey) h.redo();
+        if (action === "redo") h.redo();
         else h.undo();
         return;
       }
       if (event.ctrlKey || event.metaKey || event.altKey || isTypingTarget(event.target)) return;
-      const classIndex = classIndexForKey(event.key);
-      if (classIndex !== null) {
-        const cls = h.classes[classIndex];
-        if (cls) {
-          event.preventDefault();
-          h.chooseClass(cls);
-        }
+      const classId = classIdForKey(h.keys, event);
+      const cls = classId === null ? undefined : h.classes.find((c) => c.id === classId);
+      if (cls) {
+        event.preventDefault();
+        h.chooseClass(cls);
       } else if ((event.key === "Delete" || event.key === "Backspace") && h.selectedId) {
         event.preventDefault();
         h.deleteBox(h.selectedId);
@@ -195,7 +250,7 @@ function SampleBoxesEditor(props: EditorProps) {
         h.onMove(-1);
       } else if (event.key === "Escape") {
         event.preventDefault();
-        if (h.selectedId) h.setSelectedId(null);
+        if (h.selectedId) h.setSelection(null);
         else h.onClose();
       }
     };
@@ -228,7 +283,8 @@ function SampleBoxesEditor(props: EditorProps) {
               onCreate={onCreate}
               onChange={onChange}
               onDelete={onDelete}
-              onSelect={setSelectedId}
+              onSelect={onAnnotatorSelect}
+              onPress={pick}
             />
           </Suspense>
         )}
@@ -238,26 +294,25 @@ function SampleBoxesEditor(props: EditorProps) {
           projectId={props.projectId}
           datasetId={props.datasetId}
           classes={classes}
+          keys={props.keys}
           activeClass={props.activeClass}
           colourOf={(i) => classColour(i)}
           onChoose={chooseClass}
           readOnly={readOnly}
         />
-        <Space size="small">
-          <Tooltip title="Ctrl+Z">
-            <Button size="small" icon={<UndoOutlined />} onClick={undo} disabled={readOnly || !canUndo(history)}>
-              {t("detection.undo")}
-            </Button>
-          </Tooltip>
-          <Tooltip title="Ctrl+Shift+Z">
-            <Button size="small" icon={<RedoOutlined />} onClick={redo} disabled={readOnly || !canRedo(history)}>
-              {t("detection.redo")}
-            </Button>
-          </Tooltip>
+        <Space size="small" wrap>
+          <UndoRedoButtons onUndo={undo} onRedo={redo} canUndo={canUndo(history)} canRedo={canRedo(history)} disabled={readOnly} />
           <SaveState autosave={autosave} />
         </Space>
-        {autosave.status === "error" && <ErrorAlert error={autosave.error} onRetry={() => void flush()} />}
-        <BoxList boxes={boxes} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={setSelectedId} onDelete={deleteBox} readOnly={readOnly} />
+        {autosave.status === "error" &&
+          (autosave.stale && autosave.failedSampleId ? (
+            // someone else saved this sample's boxes since they were opened: never written over
+            // theirs; Reload shows what is stored now
+            <ErrorAlert error={autosave.error} actionLabel={t("labeling.reload")} onRetry={() => props.onReload(autosave.failedSampleId!)} />
+          ) : (
+            <ErrorAlert error={autosave.error} onRetry={() => void flush()} />
+          ))}
+        <BoxList boxes={boxes} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={pick} onDelete={deleteBox} readOnly={readOnly} />
         <Typography.Text type="secondary" style={{ fontSize: 12 }}>
           {t("detection.hint")}
         </Typography.Text>

@@ -1,22 +1,24 @@
-// The side column of the detection drawer: the classes (with their keys and colours, and a field
-// to add one), the save state, and the list of the open sample's boxes.
+// The side column of the detection drawer: the classes (with their keys and colours, a field to
+// add one, and the key editor), the save state, and the list of the open sample's boxes.
 import { DeleteOutlined, PlusOutlined } from "@ant-design/icons";
 import { Alert, Button, Input, Space, Tag, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 
-import { useAddClassLabels, type Dataset } from "../../api/queries/datasets";
+import { useAddClassLabels } from "../../api/queries/datasets";
 import { useReportError } from "../../components/errors";
 import type { Box } from "./boxes";
-import { keyForClassIndex } from "./labeling";
+import { HotkeyEditorButton, KeyBadge, type ClassLabel } from "./LabelingControls";
 import type { BoxAutosave } from "./useBoxAutosave";
 
-export type ClassLabel = Dataset["class_labels"][number];
+export type { ClassLabel };
 
 export function ClassPicker(props: {
   projectId: string;
   datasetId: string;
   classes: ClassLabel[];
+  /** class id -> its labeling key (hotkeys.ts) */
+  keys: Map<string, string>;
   activeClass: ClassLabel | null;
   colourOf: (index: number) => string;
   onChoose: (cls: ClassLabel) => void;
@@ -33,11 +35,13 @@ export function ClassPicker(props: {
 
   return (
     <Space orientation="vertical" size="small" style={{ width: "100%" }}>
-      <Typography.Text strong>{t("detection.classes")}</Typography.Text>
+      <div style={{ display: "flex", justifyContent: "space-between", alignItems: "center" }}>
+        <Typography.Text strong>{t("detection.classes")}</Typography.Text>
+        {!props.readOnly && <HotkeyEditorButton projectId={props.projectId} datasetId={props.datasetId} classes={props.classes} />}
+      </div>
       {props.classes.length === 0 && <Alert type="info" showIcon title={t("detection.noClasses")} />}
       <Space wrap size={[6, 6]} role="group" aria-label={t("detection.classes")}>
         {props.classes.map((c, i) => {
-          const key = keyForClassIndex(i);
           const active = c.id === props.activeClass?.id;
           return (
             <Button
@@ -48,7 +52,7 @@ export function ClassPicker(props: {
               onClick={() => props.onChoose(c)}
               icon={<span style={{ display: "inline-block", width: 10, height: 10, borderRadius: 2, background: props.colourOf(i), boxShadow: "0 0 0 1px #fff" }} />}
             >
-              {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
+              <KeyBadge hotkey={props.keys.get(c.id)} />
               {c.name}
             </Button>
           );

@@ -1,15 +1,19 @@
-// Classification labeling, keyboard first: a number key (or a click) sets the class, saves at once
-// (no save button) and moves on to the next unlabeled sample; arrows move without labeling.
+// Classification labeling, keyboard first: a class's key (shown on its button; hotkeys.ts) or a
+// click sets the class, saves at once (no save button) and moves on to the next unlabeled sample;
+// arrows or N / P move without labeling; Ctrl+Z / Ctrl+Shift+Z undo and redo (useLabelHistory).
 import { CloseOutlined, QuestionCircleOutlined } from "@ant-design/icons";
 import { App, Button, Card, Space, Tag, Tooltip, Typography } from "antd";
-import { useEffect, useRef } from "react";
+import { useEffect, useMemo, useRef } from "react";
 import { useTranslation } from "react-i18next";
 
-import { useLabelSample, type Dataset, type Sample } from "../../api/queries/datasets";
+import type { Dataset, Sample } from "../../api/queries/datasets";
+import { useLabelSample } from "../../api/queries/labeling";
 import { useCanEdit } from "../../api/queries/projects";
-import { useReportError } from "../../components/errors";
 import { EditorOnly, ReadOnlyTag } from "../../components/ReadOnly";
-import { classIndexForKey, classLabelOf, isTypingTarget, keyForClassIndex, nextUnlabeledId } from "./labeling";
+import { assignHotkeys, classIdForKey } from "./hotkeys";
+import { classLabelIdOf, classLabelOf, isTypingTarget, nextUnlabeledId } from "./labeling";
+import { HotkeyEditorButton, KeyBadge, UndoRedoButtons } from "./LabelingControls";
+import type { LabelUndo } from "./useLabelHistory";
 
 /** What the gallery gives a labeling panel, classification's or detection's. */
 export interface LabelingPanelProps {
@@ -22,29 +26,33 @@ export interface LabelingPanelProps {
   onClose: () => void;
 }
 
-export function LabelingPanel(props: LabelingPanelProps) {
+export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }) {
   const { t } = useTranslation();
   const { message } = App.useApp();
-  const reportError = useReportError();
+  const { history } = props;
   const label = useLabelSample(props.projectId, props.dataset.id);
-  const classes = [...props.dataset.class_labels].sort((a, b) => a.position - b.position);
+  const classes = useMemo(() => [...props.dataset.class_labels].sort((a, b) => a.position - b.position), [props.dataset.class_labels]);
+  const keys = useMemo(() => assignHotkeys(classes), [classes]);
   const currentLabel = classLabelOf(props.current);
   const index = props.samples.findIndex((s) => s.id === props.current.id);
   const canEdit = useCanEdit(props.projectId);
 
   const assign = (classLabelId: string | null) => {
-    const sampleId = props.current.id;
-    const following = classLabelId ? nextUnlabeledId(props.samples, sampleId) : null;
+    const { current } = props;
+    const before = classLabelIdOf(current);
+    const following = classLabelId ? nextUnlabeledId(props.samples, current.id) : null;
     label.mutate(
-      { sampleId, classLabelId },
+      // If-Match: a label someone else gave this sample since the gallery loaded is not overwritten
+      { sampleId: current.id, classLabelId, etag: current.etag },
       {
         onSuccess: (sample) => {
+          history.record({ changes: [{ sampleId: sample.id, before, after: classLabelId, etag: sample.etag }] });
           if (!classLabelId) return;
           void message.success({ content: t("labeling.saved", { label: classLabelOf(sample) ?? "" }), duration: 1 });
           if (following) props.onNavigate(following);
           else void message.info(t("labeling.allLabeled"));
         },
-        onError: (error) => reportError(error),
+        onError: (error) => history.reportLabelError(error),
       },
     );
   };
@@ -55,26 +63,24 @@ export function LabelingPanel(props: LabelingPanelProps) {
   };
 
   // the latest handlers for the one window listener
-  const handlers = useRef({ assign, move, close: props.onClose, classes, canEdit });
-  handlers.current = { assign, move, close: props.onClose, classes, canEdit };
+  const handlers = useRef({ assign, move, close: props.onClose, keys, canEdit });
+  handlers.current = { assign, move, close: props.onClose, keys, canEdit };
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       if (event.ctrlKey || event.metaKey || event.altKey || isTypingTarget(event.target)) return;
       const h = handlers.current;
-      const classIndex = classIndexForKey(event.key);
-      if (classIndex !== null) {
-        // a viewer's number keys label nothing: the panel only browses
+      const key = event.key.toLowerCase();
+      const classId = classIdForKey(h.keys, event);
+      if (classId !== null) {
+        // a viewer's keys label nothing: the panel only browses
         if (!h.canEdit) return;
-        const cls = h.classes[classIndex];
-        if (cls) {
-          event.preventDefault();
-          h.assign(cls.id);
-        }
-      } else if (event.key === "ArrowRight") {
+        event.preventDefault();
+        h.assign(classId);
+      } else if (event.key === "ArrowRight" || key === "n") {
         event.preventDefault();
         h.move(1);
-      } else if (event.key === "ArrowLeft") {
+      } else if (event.key === "ArrowLeft" || key === "p") {
         event.preventDefault();
         h.move(-1);
       } else if (event.key === "Escape") {
@@ -118,10 +124,8 @@ export function LabelingPanel(props: LabelingPanelProps) {
           </Typography.Text>
         </div>
         <EditorOnly canEdit={canEdit}>
-        <Space wrap size={[6, 6]}>
-          {classes.map((c, i) => {
-            const key = keyForClassIndex(i);
-            return (
+          <Space wrap size={[6, 6]} role="group" aria-label={t("detection.classes")}>
+            {classes.map((c) => (
               <Button
                 key={c.id}
                 type={c.name === currentLabel ? "primary" : "default"}
@@ -129,13 +133,16 @@ export function LabelingPanel(props: LabelingPanelProps) {
                 onClick={() => assign(c.id)}
                 disabled={label.isPending || !canEdit}
               >
-                {key !== null && <Typography.Text keyboard>{key}</Typography.Text>}
+                <KeyBadge hotkey={keys.get(c.id)} />
                 <span style={{ maxWidth: 200, overflow: "hidden", textOverflow: "ellipsis" }}>{c.name}</span>
               </Button>
-            );
-          })}
-        </Space>
+            ))}
+          </Space>
         </EditorOnly>
+        <div style={{ display: "flex", justifyContent: "space-between", alignItems: "center", gap: 8 }}>
+          <UndoRedoButtons onUndo={history.undo} onRedo={history.redo} canUndo={history.canUndo} canRedo={history.canRedo} disabled={!canEdit || history.busy} />
+          {canEdit && <HotkeyEditorButton projectId={props.projectId} datasetId={props.dataset.id} classes={classes} />}
+        </div>
         <Space wrap>
           <Button size="small" onClick={() => move(-1)} disabled={index <= 0}>
             {t("labeling.previous")}

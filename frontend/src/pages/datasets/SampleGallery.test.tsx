@@ -1,4 +1,4 @@
-import { act, fireEvent, screen, waitFor } from "@testing-library/react";
+import { act, cleanup, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { StrictMode } from "react";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -212,7 +212,7 @@ describe("SampleGallery", () => {
     scrollGalleryTo(20 * ROW_HEIGHT);
     await waitFor(() => expect(screen.queryByRole("button", { name: "0.png: unlabeled" })).not.toBeInTheDocument());
 
-    await userEvent.keyboard("1");
+    await userEvent.keyboard("0"); // the class named "0" has key 0 (hotkeys.ts)
     expect(await screen.findByRole("button", { name: "300.png: unlabeled" })).toHaveAttribute("aria-pressed", "true");
     expect(screen.getByTestId("labeling-panel")).toHaveTextContent("300.png");
     expect(screen.getAllByTestId("sample").length).toBeLessThan(200);
@@ -225,5 +225,262 @@ describe("SampleGallery", () => {
     const images = screen.getByTestId("gallery").querySelectorAll("img");
     expect([...images].filter((img) => !img.getAttribute("src"))).toEqual([]);
     expect(images[0]).toHaveAttribute("src", "/img/0.png");
+  });
+});
+
+// ------------------------------------------------------------------ labeling keys, undo, 412
+const DIGITS: Dataset = {
+  id: "d2",
+  name: "digits",
+  task_type: "image_classification",
+  sample_count: 3,
+  class_labels: Array.from({ length: 10 }, (_, d) => ({ id: `c${d}`, name: String(d), position: d, hotkey: "" })),
+} as Dataset;
+
+interface LabelPut {
+  sampleId: string;
+  classLabelId: string | null;
+  ifMatch: string | null;
+}
+
+/**
+ * A small labeling server: samples a, b, c (unlabeled), each PUT of a label answers the sample
+ * with a new etag; `refuse` makes the next label PUT a 412.
+ */
+function labelingApi(dataset: Dataset) {
+  const labels = new Map<string, string | null>([["a", null], ["b", null], ["c", null]]);
+  const revisions = new Map<string, number>();
+  const puts: LabelPut[] = [];
+  const state = { refuse: false, listRequests: 0, hotkeyBodies: [] as unknown[], hotkeyAnswer: null as Response | null };
+  const current = (id: string): Sample => {
+    const label = labels.get(id) ?? null;
+    const cls = dataset.class_labels.find((c) => c.id === label);
+    return {
+      ...sample(0),
+      id,
+      dataset_id: dataset.id,
+      original_name: `${id}.png`,
+      image_url: `/img/${id}.png`,
+      etag: `etag-${id}-${revisions.get(id) ?? 0}`,
+      annotations: cls ? [{ id: `a-${id}`, kind: "class", class_label: cls.name, class_label_id: cls.id, x1: null, y1: null, x2: null, y2: null }] : [],
+    };
+  };
+  const fetcher = async (request: Request) => {
+    const url = new URL(request.url);
+    const put = /\/samples\/(\w+)\/label\/$/.exec(url.pathname);
+    if (request.method === "PUT" && put) {
+      const id = put[1]!;
+      const body = (await request.json()) as { class_label_id: string | null };
+      puts.push({ sampleId: id, classLabelId: body.class_label_id, ifMatch: request.headers.get("If-Match") });
+      if (state.refuse) {
+        state.refuse = false;
+        return json(412, {
+          error: {
+            code: "precondition_failed",
+            message: "this sample's label was changed by someone else since you opened it; reload to see it",
+            field: "If-Match",
+          },
+        });
+      }
+      labels.set(id, body.class_label_id);
+      revisions.set(id, (revisions.get(id) ?? 0) + 1);
+      return json(200, current(id));
+    }
+    if (request.method === "PUT" && url.pathname.endsWith("/class-labels/hotkeys/")) {
+      state.hotkeyBodies.push(await request.json());
+      return state.hotkeyAnswer ?? json(200, dataset.class_labels);
+    }
+    if (url.pathname.endsWith("/versions/")) return json(200, []);
+    if (url.pathname.endsWith("/samples/")) {
+      state.listRequests += 1;
+      const results = ["a", "b", "c"].map(current);
+      return json(200, { count: results.length, next: null, previous: null, results });
+    }
+    return json(404, { error: { code: "not_found", message: url.pathname } });
+  };
+  return { fetcher: fetcher as unknown as typeof globalThis.fetch, puts, state };
+}
+
+function renderLabeling(dataset: Dataset) {
+  const server = labelingApi(dataset);
+  renderRoutes(
+    [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={dataset} /> }],
+    `/projects/p1/datasets/${dataset.id}?tab=samples`,
+    server.fetcher,
+  );
+  return server;
+}
+
+const panel = () => screen.getByTestId("labeling-panel");
+
+describe("labeling keys and undo", { timeout: 20_000 }, () => {
+  it("labels a digit with its own key (3 -> \"3\"), and Ctrl+Z puts the earlier label back on the server", async () => {
+    const { puts } = renderLabeling(DIGITS);
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: unlabeled" }));
+    // every class shows its key on its button: the digit itself
+    const classes = within(panel()).getByRole("group", { name: "Classes" });
+    expect(within(classes).getAllByRole("button").map((b) => b.textContent)).toEqual(["00", "11", "22", "33", "44", "55", "66", "77", "88", "99"]);
+
+    await userEvent.keyboard("3");
+    await waitFor(() => expect(puts).toHaveLength(1));
+    // the label "3" (the bug: key 3 saved "2"), sent with the etag the gallery read
+    expect(puts[0]).toEqual({ sampleId: "a", classLabelId: "c3", ifMatch: '"etag-a-0"' });
+    expect(await screen.findByText("Saved: 3")).toBeInTheDocument();
+    await waitFor(() => expect(panel()).toHaveTextContent("b.png"));
+
+    // undo: a's label is cleared on the server, from the state the label left it in, and a shows
+    await userEvent.keyboard("{Control>}z{/Control}");
+    await waitFor(() => expect(puts).toHaveLength(2));
+    expect(puts[1]).toEqual({ sampleId: "a", classLabelId: null, ifMatch: '"etag-a-1"' });
+    await waitFor(() => expect(panel()).toHaveTextContent("a.png"));
+    await waitFor(() => expect(panel()).toHaveTextContent("Current label: none"));
+
+    // redo with Ctrl+Shift+Z, then the Undo button does the same as Ctrl+Z
+    await userEvent.keyboard("{Control>}{Shift>}z{/Shift}{/Control}");
+    await waitFor(() => expect(puts).toHaveLength(3));
+    expect(puts[2]).toEqual({ sampleId: "a", classLabelId: "c3", ifMatch: '"etag-a-2"' });
+    await waitFor(() => expect(within(panel()).getByRole("button", { name: /Undo/ })).toBeEnabled());
+    await userEvent.click(within(panel()).getByRole("button", { name: /Undo/ }));
+    await waitFor(() => expect(puts).toHaveLength(4));
+    expect(puts[3]).toEqual({ sampleId: "a", classLabelId: null, ifMatch: '"etag-a-3"' });
+  });
+
+  it("undoes a relabel to the label before, not to none", async () => {
+    const { puts } = renderLabeling(DIGITS);
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: unlabeled" }));
+    await userEvent.keyboard("8");
+    await waitFor(() => expect(panel()).toHaveTextContent("b.png"));
+    await userEvent.click(screen.getByRole("button", { name: "a.png: 8" }));
+    await userEvent.keyboard("3");
+    await waitFor(() => expect(puts).toHaveLength(2));
+    await userEvent.keyboard("{Control>}z{/Control}");
+    await waitFor(() => expect(puts).toHaveLength(3));
+    expect(puts[2]).toEqual({ sampleId: "a", classLabelId: "c8", ifMatch: '"etag-a-2"' });
+  });
+
+  it("gives cat and dog the keys 1 and 2, and a chosen key wins (it comes with the dataset, so it survives a reload)", async () => {
+    const pets = {
+      ...DIGITS,
+      id: "d3",
+      class_labels: [
+        { id: "cat", name: "cat", position: 0, hotkey: "" },
+        { id: "dog", name: "dog", position: 1, hotkey: "" },
+      ],
+    } as Dataset;
+    const first = renderLabeling(pets);
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: unlabeled" }));
+    const buttons = () => within(within(panel()).getByRole("group", { name: "Classes" })).getAllByRole("button").map((b) => b.textContent);
+    expect(buttons()).toEqual(["1cat", "2dog"]);
+    await userEvent.keyboard("2");
+    await waitFor(() => expect(first.puts.at(-1)?.classLabelId).toBe("dog"));
+    cleanup();
+
+    const chosen = { ...pets, class_labels: [{ ...pets.class_labels[0]!, hotkey: "c" }, pets.class_labels[1]!] } as Dataset;
+    const second = renderLabeling(chosen);
+    await userEvent.click(await screen.findByRole("button", { name: "b.png: unlabeled" }));
+    expect(buttons()).toEqual(["Ccat", "1dog"]);
+    await userEvent.keyboard("c");
+    await waitFor(() => expect(second.puts.at(-1)).toEqual({ sampleId: "b", classLabelId: "cat", ifMatch: '"etag-b-0"' }));
+  });
+
+  it("chooses keys in the key editor, with the server's refusal on the class it names", async () => {
+    const pets = {
+      ...DIGITS,
+      id: "d3",
+      class_labels: [
+        { id: "cat", name: "cat", position: 0, hotkey: "" },
+        { id: "dog", name: "dog", position: 1, hotkey: "" },
+      ],
+    } as Dataset;
+    const { state } = renderLabeling(pets);
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: unlabeled" }));
+    await userEvent.click(within(panel()).getByRole("button", { name: /Change keys/ }));
+    // (jsdom's ids are all "test-id" here, so the dialog is found by role, not by its title)
+    const dialog = await screen.findByRole("dialog");
+    expect(dialog).toHaveTextContent("Labeling keys");
+    await userEvent.type(within(dialog).getByRole("textbox", { name: "Key of cat" }), "c");
+    await userEvent.type(within(dialog).getByRole("textbox", { name: "Key of dog" }), "n");
+    // the dialog shows the key each class will have: the typed "n" is not a key, dog keeps 1
+    expect(within(dialog).getAllByTestId("effective-key").map((k) => k.textContent)).toEqual(["C", "1"]);
+    state.hotkeyAnswer = json(400, {
+      error: {
+        code: "invalid",
+        message: "hotkeys[1].hotkey: 'n' is a labeling shortcut (N / P: next and previous sample); choose another key",
+        field: "hotkeys[1].hotkey",
+      },
+    });
+    await userEvent.click(within(dialog).getByRole("button", { name: "Save keys" }));
+    expect(await within(dialog).findByRole("alert")).toHaveTextContent("'n' is a labeling shortcut");
+    expect(state.hotkeyBodies).toEqual([
+      {
+        hotkeys: [
+          { class_label_id: "cat", hotkey: "c" },
+          { class_label_id: "dog", hotkey: "n" },
+        ],
+      },
+    ]);
+    state.hotkeyAnswer = null;
+    const dog = within(dialog).getByRole("textbox", { name: "Key of dog" });
+    await userEvent.clear(dog);
+    await userEvent.type(dog, "d");
+    await userEvent.click(within(dialog).getByRole("button", { name: "Save keys" }));
+    await waitFor(() => expect(screen.queryByRole("dialog")).not.toBeInTheDocument());
+    expect(state.hotkeyBodies.at(-1)).toEqual({ hotkeys: [{ class_label_id: "cat", hotkey: "c" }, { class_label_id: "dog", hotkey: "d" }] });
+  });
+
+  it("says so when someone else labeled the sample meanwhile (412), and Reload reads the samples again", async () => {
+    const { state } = renderLabeling(DIGITS);
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: unlabeled" }));
+    state.refuse = true;
+    await userEvent.keyboard("5");
+    const stale = await screen.findByTestId("stale-label");
+    expect(stale).toHaveTextContent("this sample's label was changed by someone else since you opened it; reload to see it");
+    expect(panel()).toHaveTextContent("a.png"); // it stays on the sample
+    const before = state.listRequests;
+    await userEvent.click(within(stale).getByRole("button", { name: "Reload" }));
+    await waitFor(() => expect(state.listRequests).toBeGreaterThan(before));
+  });
+});
+
+describe("detection thumbnails", () => {
+  it("draw each sample's boxes over its image, in the class's colour, from the list the API gave", async () => {
+    const street = {
+      id: "d4",
+      name: "street",
+      task_type: "object_detection",
+      sample_count: 2,
+      class_labels: [
+        { id: "car", name: "car", position: 0, hotkey: "" },
+        { id: "person", name: "person", position: 1, hotkey: "" },
+      ],
+    } as Dataset;
+    const box = (id: string, cls: string, x1: number, y1: number, x2: number, y2: number) => ({ id, kind: "box", class_label: cls, class_label_id: cls, x1, y1, x2, y2 });
+    const withBoxes: Sample = { ...sample(1), width: 320, height: 240, annotations: [box("b1", "car", 40, 120, 160, 190), box("b2", "person", 220, 40, 270, 180)] };
+    const empty: Sample = { ...sample(2), width: 320, height: 240 };
+    const requests: string[] = [];
+    const fetcher = (async (request: Request) => {
+      const url = new URL(request.url);
+      requests.push(url.pathname);
+      if (url.pathname.endsWith("/versions/")) return json(200, []);
+      if (!url.pathname.endsWith("/samples/")) return json(404, { error: { code: "not_found", message: url.pathname } });
+      return json(200, { count: 2, next: null, previous: null, results: [withBoxes, empty] });
+    }) as unknown as typeof globalThis.fetch;
+    renderRoutes(
+      [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={street} /> }],
+      "/projects/p1/datasets/d4?tab=samples",
+      fetcher,
+    );
+    const thumbnail = await screen.findByRole("button", { name: "1.png: 2 boxes" });
+    const overlay = within(thumbnail).getByTestId("thumbnail-boxes");
+    // the viewBox is the image in px: the boxes are the stored xyxy, as they lie on the image
+    expect(overlay.getAttribute("viewBox")).toBe("0 0 320 240");
+    const rects = [...overlay.querySelectorAll("rect")].map((r) => ["x", "y", "width", "height", "stroke"].map((a) => r.getAttribute(a)));
+    expect(rects).toEqual([
+      ["40", "120", "120", "70", "#1677ff"],
+      ["220", "40", "50", "140", "#fa541c"],
+    ]);
+    expect(within(screen.getByRole("button", { name: "2.png: unlabeled" })).queryByTestId("thumbnail-boxes")).toBeNull();
+    // the boxes came with the page: no request per thumbnail
+    expect(requests.filter((p) => p.includes("/samples/"))).toHaveLength(1);
   });
 });

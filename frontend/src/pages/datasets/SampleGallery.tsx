@@ -1,21 +1,26 @@
 // The sample gallery: a virtualized thumbnail grid (SampleGrid) over the dataset's samples, loaded
 // page after page as the grid scrolls; filters by label or unlabeled and by a dataset version's
 // split, kept in the URL; a selection for bulk labeling; the labeling panel (classification) or
-// drawer (detection).
+// drawer (detection); the undo history of classification labels (useLabelHistory), bulk ones too.
 import { App, Button, Checkbox, Dropdown, Empty, Select, Space, Spin, Typography } from "antd";
 import { useCallback, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { useSearchParams } from "react-router";
 
-import { useBulkLabel, useSampleList, type Dataset, type Sample, type SampleFilter } from "../../api/queries/datasets";
+import { useSampleList, type Dataset, type Sample, type SampleFilter } from "../../api/queries/datasets";
+import { useBulkLabel } from "../../api/queries/labeling";
 import { useCanEdit } from "../../api/queries/projects";
 import { SPLITS, useDatasetVersions, type Split } from "../../api/queries/versions";
-import { ErrorAlert, useReportError } from "../../components/errors";
+import { ErrorAlert } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
+import { classColour } from "./boxes";
 import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
 import { filterFromParams, paramsWithFilter } from "./galleryFilter";
+import { classLabelIdOf } from "./labeling";
+import { UndoRedoButtons } from "./LabelingControls";
 import { LabelingPanel, type LabelingPanelProps } from "./LabelingPanel";
 import { SampleGrid } from "./SampleGrid";
+import { useLabelHistory } from "./useLabelHistory";
 
 const UNLABELED = "\u0000unlabeled";
 const ALL = "\u0000all";
@@ -23,7 +28,6 @@ const ALL = "\u0000all";
 export function SampleGallery({ projectId, dataset }: { projectId: string; dataset: Dataset }) {
   const { t } = useTranslation();
   const { message } = App.useApp();
-  const reportError = useReportError();
   const [params, setParams] = useSearchParams();
   const filter = filterFromParams(params);
   const filterKey = JSON.stringify(filter);
@@ -39,6 +43,12 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
   const count = samples.data?.pages[0]?.count;
   const current = rows.find((s) => s.id === currentId) ?? null;
   const classification = dataset.task_type === "image_classification";
+  const history = useLabelHistory(projectId, dataset.id, { enabled: classification && canEdit, onShow: setCurrentId });
+  // boxes on the thumbnails in their class's colour, as in the drawer (colour by position)
+  const colourOfClass = useMemo(() => {
+    const colours = new Map(dataset.class_labels.map((c) => [c.id, classColour(c.position)]));
+    return (classLabelId: string) => colours.get(classLabelId) ?? classColour(-1);
+  }, [dataset.class_labels]);
 
   const changeFilter = (change: Partial<SampleFilter>) => {
     setParams((p) => paramsWithFilter(p, { ...filterFromParams(p), ...change }), { replace: true });
@@ -68,14 +78,20 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
 
   const bulkLabel = (classLabelId: string) => {
     const name = dataset.class_labels.find((c) => c.id === classLabelId)?.name ?? "";
+    const loaded = new Map(rows.map((s) => [s.id, s]));
+    const changes = [...selected].map((sampleId) => {
+      const sample = loaded.get(sampleId);
+      return { sampleId, before: sample ? classLabelIdOf(sample) : null, after: classLabelId };
+    });
     bulk.mutate(
       { sampleIds: [...selected], classLabelId },
       {
         onSuccess: () => {
+          history.record({ changes });
           void message.success(t("gallery.bulkLabeled", { count: selected.size, label: name }));
           setSelected(new Set());
         },
-        onError: (error) => reportError(error),
+        onError: (error) => history.reportLabelError(error),
       },
     );
   };
@@ -144,6 +160,7 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
                   {t("gallery.clearSelection")}
                 </Button>
                 <Typography.Text>{t("gallery.selected", { count: selected.size })}</Typography.Text>
+                <UndoRedoButtons onUndo={history.undo} onRedo={history.redo} canUndo={history.canUndo} canRedo={history.canRedo} disabled={history.busy} />
                 <Dropdown
                   disabled={selected.size === 0 || dataset.class_labels.length === 0}
                   menu={{
@@ -182,11 +199,12 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
                   loadingMore={isFetchingNextPage}
                   onLoadMore={loadMore}
                   resetKey={filterKey}
+                  colourOfClass={colourOfClass}
                 />
               )}
             </Spin>
           </div>
-          {classification && current && !selecting && <LabelingPanel {...panelProps(current)} />}
+          {classification && current && !selecting && <LabelingPanel {...panelProps(current)} history={history} />}
         </div>
       )}
       {!classification && current && <DetectionLabelingPanel {...panelProps(current)} />}

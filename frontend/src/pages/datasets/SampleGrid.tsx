@@ -41,6 +41,8 @@ export function SampleGrid(props: {
   onLoadMore: () => void;
   /** changes when the filter changes: the grid scrolls back to the top */
   resetKey: string;
+  /** the colour of a class's boxes on the thumbnails (as in the detection drawer) */
+  colourOfClass?: (classLabelId: string) => string;
 }) {
   const { t } = useTranslation();
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -101,6 +103,7 @@ export function SampleGrid(props: {
                   onClick={props.onClick}
                   unlabeledText={unlabeledText}
                   boxesText={boxesText}
+                  colourOfClass={props.colourOfClass}
                 />
               ))
             )}
@@ -132,6 +135,7 @@ const Thumbnail = memo(function Thumbnail(props: {
   onClick: (sampleId: string) => void;
   unlabeledText: string;
   boxesText: (count: number) => string;
+  colourOfClass: ((classLabelId: string) => string) | undefined;
 }) {
   const { sample } = props;
   const image = useRef<HTMLImageElement>(null);
@@ -172,9 +176,34 @@ const Thumbnail = memo(function Thumbnail(props: {
         height={92}
         className={sample.width < 92 ? `${styles.image} ${styles.pixelated}` : styles.image}
       />
+      {boxes > 0 && <ThumbnailBoxes sample={sample} colourOfClass={props.colourOfClass} />}
       <span className={label !== null ? `${styles.tag} ${styles.label}` : styles.tag}>
         {text}
       </span>
     </button>
   );
 });
+
+/** Boxes drawn on a thumbnail beyond this many are left out (the count is in the tag). */
+const MAX_THUMBNAIL_BOXES = 50;
+
+/**
+ * A detection sample's boxes over its thumbnail: one SVG whose viewBox is the image in px, laid
+ * exactly over the 92 x 92 image; "meet" places the viewBox as `object-fit: contain` places the
+ * image, so the boxes land where they are on the image. Strokes stay 1.5 CSS px at any scale.
+ */
+function ThumbnailBoxes({ sample, colourOfClass }: { sample: Sample; colourOfClass: ((classLabelId: string) => string) | undefined }) {
+  const rects = [];
+  for (const a of sample.annotations) {
+    if (rects.length >= MAX_THUMBNAIL_BOXES) break;
+    if (a.kind !== "box" || a.x1 == null || a.y1 == null || a.x2 == null || a.y2 == null) continue;
+    rects.push(
+      <rect key={a.id} x={a.x1} y={a.y1} width={a.x2 - a.x1} height={a.y2 - a.y1} stroke={colourOfClass?.(a.class_label_id) ?? "#1677ff"} />,
+    );
+  }
+  return (
+    <svg className={styles.boxes} viewBox={`0 0 ${sample.width} ${sample.height}`} preserveAspectRatio="xMidYMid meet" aria-hidden data-testid="thumbnail-boxes">
+      {rects}
+    </svg>
+  );
+}

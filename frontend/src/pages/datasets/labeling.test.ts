@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import type { Sample } from "../../api/queries/datasets";
-import { classIndexForKey, keyForClassIndex, nextUnlabeledId } from "./labeling";
+import { nextUnlabeledId, undoRedoOfKey } from "./labeling";
 
 function sample(id: string, label: string | null): Sample {
   return {
@@ -21,14 +21,22 @@ function sample(id: string, label: string | null): Sample {
   };
 }
 
-describe("labeling keys", () => {
-  it("maps 1..9 to the first nine classes and 0 to the tenth", () => {
-    expect(classIndexForKey("1")).toBe(0);
-    expect(classIndexForKey("9")).toBe(8);
-    expect(classIndexForKey("0")).toBe(9);
-    expect(classIndexForKey("a")).toBeNull();
-    expect(classIndexForKey("F1")).toBeNull();
-    expect([0, 8, 9, 10].map(keyForClassIndex)).toEqual(["1", "9", "0", null]);
+describe("undoRedoOfKey", () => {
+  const key = (key: string, mods: { ctrl?: boolean; meta?: boolean; shift?: boolean; alt?: boolean } = {}) =>
+    undoRedoOfKey({ key, ctrlKey: !!mods.ctrl, metaKey: !!mods.meta, shiftKey: !!mods.shift, altKey: !!mods.alt });
+
+  it("undoes with Ctrl+Z or Cmd+Z and redoes with Ctrl+Shift+Z or Ctrl+Y", () => {
+    expect(key("z", { ctrl: true })).toBe("undo");
+    expect(key("z", { meta: true })).toBe("undo");
+    expect(key("Z", { ctrl: true, shift: true })).toBe("redo");
+    expect(key("y", { ctrl: true })).toBe("redo");
+  });
+
+  it("leaves plain letters (class keys) and other combinations alone", () => {
+    expect(key("z")).toBeNull();
+    expect(key("y")).toBeNull();
+    expect(key("z", { ctrl: true, alt: true })).toBeNull();
+    expect(key("c", { ctrl: true })).toBeNull();
   });
 });
 

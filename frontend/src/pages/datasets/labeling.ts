@@ -6,19 +6,25 @@ export function classLabelOf(sample: Sample): string | null {
   return sample.annotations.find((a) => a.kind === "class")?.class_label ?? null;
 }
 
+/** The id of the sample's image-level class label, or null. */
+export function classLabelIdOf(sample: Sample): string | null {
+  return sample.annotations.find((a) => a.kind === "class")?.class_label_id ?? null;
+}
+
 export function boxCountOf(sample: Sample): number {
   return sample.annotations.filter((a) => a.kind === "box").length;
 }
 
-/** Number keys pick classes in position order: "1" is the first class ... "9" the ninth, "0" the tenth. */
-export function classIndexForKey(key: string): number | null {
-  if (!/^[0-9]$/.test(key)) return null;
-  return key === "0" ? 9 : Number(key) - 1;
-}
-
-export function keyForClassIndex(index: number): string | null {
-  if (index < 0 || index > 9) return null;
-  return index === 9 ? "0" : String(index + 1);
+/**
+ * Undo or redo, by the keys both labeling panels take: Ctrl/Cmd+Z undoes, Ctrl/Cmd+Shift+Z and
+ * Ctrl/Cmd+Y redo. Null for any other key.
+ */
+export function undoRedoOfKey(event: { key: string; ctrlKey: boolean; metaKey: boolean; shiftKey: boolean; altKey?: boolean }): "undo" | "redo" | null {
+  if (!(event.ctrlKey || event.metaKey) || event.altKey) return null;
+  const key = event.key.toLowerCase();
+  if (key === "y") return "redo";
+  if (key === "z") return event.shiftKey ? "redo" : "undo";
+  return null;
 }
 
 /**

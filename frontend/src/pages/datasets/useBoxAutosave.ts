@@ -3,10 +3,16 @@
 // move). PUTs go one at a time, in order, so an older list never lands after a newer one. A failed
 // list stays queued until the next change or Retry. Switching samples or closing the panel sends
 // what is pending at once.
-import { useQueryClient, type QueryClient } from "@tanstack/react-query";
+//
+// Each PUT sends If-Match with the etag of the boxes the list was made from: the sample's as the
+// panel opened it, then the one each save answered. A list saved meanwhile by someone else makes
+// the server refuse ours (412, `stale`); it stays unsent until the person reloads the sample
+// (`discard`), and is never written over theirs.
+import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
 
-import { datasetKeys, putSampleBoxes, type Sample } from "../../api/queries/datasets";
+import { datasetKeys } from "../../api/queries/datasets";
+import { isStaleWrite, putSampleBoxes, replaceCachedSample } from "../../api/queries/labeling";
 import type { ApiBox } from "./boxes";
 
 export const SAVE_DELAY_MS = 400;
@@ -17,17 +23,27 @@ export interface BoxAutosave {
   status: SaveStatus;
   /** The last failure (an ApiError with the server's message), until a save succeeds. */
   error: unknown;
+  /** The sample whose list failed last, and whether it failed because it was stale (412). */
+  failedSampleId: string | null;
+  stale: boolean;
+  /** The etag the sample's boxes were read with, unless a save of this panel answered a newer one. */
+  base: (sampleId: string, etag: string) => void;
   /** Queues the sample's whole box list; sent SAVE_DELAY_MS after the last call. */
   schedule: (sampleId: string, boxes: ApiBox[]) => void;
   /** Sends what is queued now; resolves when every queued list has been answered. */
   flush: () => Promise<void>;
+  /** Drops the sample's queued list and starts again from the boxes stored under `etag` (a reload). */
+  discard: (sampleId: string, etag: string) => void;
 }
 
 export function useBoxAutosave(projectId: string, datasetId: string, delayMs = SAVE_DELAY_MS): BoxAutosave {
   const queryClient = useQueryClient();
   const [status, setStatus] = useState<SaveStatus>("idle");
   const [error, setError] = useState<unknown>(null);
+  const [failedSampleId, setFailedSampleId] = useState<string | null>(null);
+  const failedRef = useRef<string | null>(null);
   const pending = useRef(new Map<string, ApiBox[]>());
+  const etags = useRef(new Map<string, string>());
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
   const queue = useRef<Promise<void>>(Promise.resolve());
   const inFlight = useRef(0);
@@ -42,11 +58,15 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
     inFlight.current += 1;
     queue.current = queue.current.then(async () => {
       let failure: unknown = null;
+      let failed: string | null = null;
       for (const [sampleId, boxes] of batch) {
         try {
-          replaceCachedSample(queryClient, projectId, datasetId, await putSampleBoxes(projectId, sampleId, boxes));
+          const saved = await putSampleBoxes(projectId, sampleId, boxes, etags.current.get(sampleId));
+          etags.current.set(sampleId, saved.etag);
+          replaceCachedSample(queryClient, projectId, datasetId, saved);
         } catch (e) {
           failure = e;
+          failed = sampleId;
           // kept for the next try, unless a newer list of that sample is already waiting
           if (!pending.current.has(sampleId)) pending.current.set(sampleId, boxes);
         }
@@ -54,9 +74,13 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
       inFlight.current -= 1;
       if (failure !== null) {
         setError(failure);
+        failedRef.current = failed;
+        setFailedSampleId(failed);
         setStatus("error");
       } else if (pending.current.size === 0 && inFlight.current === 0) {
         setError(null);
+        failedRef.current = null;
+        setFailedSampleId(null);
         setStatus("saved");
       }
     });
@@ -72,6 +96,21 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
     },
     [flush, delayMs],
   );
+
+  const base = useCallback((sampleId: string, etag: string) => {
+    if (!etags.current.has(sampleId)) etags.current.set(sampleId, etag);
+  }, []);
+
+  const discard = useCallback((sampleId: string, etag: string) => {
+    pending.current.delete(sampleId);
+    etags.current.set(sampleId, etag);
+    if (failedRef.current === sampleId) {
+      failedRef.current = null;
+      setFailedSampleId(null);
+      setError(null);
+      setStatus(pending.current.size === 0 ? "idle" : "pending");
+    }
+  }, []);
 
   // leaving the page with unsaved boxes: send them, and let the browser ask the person to stay
   useEffect(() => {
@@ -92,25 +131,5 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
     [flush, queryClient, projectId, datasetId],
   );
 
-  return { status, error, schedule, flush };
-}
-
-/**
- * Puts the sample the API answered into every cached page of samples, so that reopening it shows
- * what was saved without a refetch (a refetch would drop the sample from a filtered page while it
- * is being labeled). Pages are `{results: Sample[]}`; an infinite query's are in `pages`.
- */
-function replaceCachedSample(queryClient: QueryClient, projectId: string, datasetId: string, saved: Sample) {
-  const replaceIn = (page: unknown): unknown => {
-    if (!page || typeof page !== "object" || !Array.isArray((page as { results?: unknown }).results)) return page;
-    const results = (page as { results: Sample[] }).results;
-    if (!results.some((s) => s.id === saved.id)) return page;
-    return { ...page, results: results.map((s) => (s.id === saved.id ? saved : s)) };
-  };
-  queryClient.setQueriesData({ queryKey: datasetKeys.samples(projectId, datasetId) }, (old: unknown) => {
-    if (old && typeof old === "object" && Array.isArray((old as { pages?: unknown }).pages)) {
-      return { ...old, pages: (old as { pages: unknown[] }).pages.map(replaceIn) };
-    }
-    return replaceIn(old);
-  });
+  return { status, error, failedSampleId, stale: failedSampleId !== null && isStaleWrite(error), base, schedule, flush, discard };
 }
