@@ -1,7 +1,8 @@
 // One dataset version: its numbers (train, validation and test counts), its class balance per
-// split as a bar chart, its flags (class imbalance, no test split, ...) in words.
-import { ExperimentOutlined } from "@ant-design/icons";
-import { Alert, Breadcrumb, Button, Card, Descriptions, Skeleton, Space, Statistic, Tag, Typography } from "antd";
+// split as a bar chart, its flags (class imbalance, no test split, ...) in words, and a download
+// of it as a zip in the formats its task has (COCO, Pascal VOC, YOLO; folders per class).
+import { DownloadOutlined, ExperimentOutlined } from "@ant-design/icons";
+import { Alert, Breadcrumb, Button, Card, Descriptions, Dropdown, Skeleton, Space, Statistic, Tag, Typography } from "antd";
 import { useMemo } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams } from "react-router";
@@ -11,6 +12,7 @@ import { flagsOf, statsOf, useDatasetVersion } from "../../api/queries/versions"
 import { Chart } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
 import { formatDate } from "../../format";
+import { exportFormatsFor, exportUrl } from "./detectionReport";
 import { flagText } from "./flagText";
 import { classBalance } from "./versionChart";
 
@@ -74,13 +76,16 @@ export function DatasetVersionPage() {
           </Typography.Title>
           <Tag>{t(`datasets.taskTypes.${v.task_type as "image_classification"}`, { defaultValue: v.task_type })}</Tag>
         </Space>
-        <Button
-          type="primary"
-          icon={<ExperimentOutlined />}
-          onClick={() => void navigate(`/projects/${projectId}/training?version=${v.id}`)}
-        >
-          {t("versions.train")}
-        </Button>
+        <Space>
+          <ExportMenu projectId={projectId} versionId={v.id} taskType={v.task_type} />
+          <Button
+            type="primary"
+            icon={<ExperimentOutlined />}
+            onClick={() => void navigate(`/projects/${projectId}/training?version=${v.id}`)}
+          >
+            {t("versions.train")}
+          </Button>
+        </Space>
       </Space>
       {flags.length > 0 && (
         <Alert
@@ -131,5 +136,26 @@ export function DatasetVersionPage() {
         ]}
       />
     </Space>
+  );
+}
+
+/** Download the version as a zip: one menu entry per format its task can be written in. The
+ * browser follows the link itself (session cookie), so a large zip streams to disk. */
+export function ExportMenu({ projectId, versionId, taskType }: { projectId: string; versionId: string; taskType: string }) {
+  const { t } = useTranslation();
+  const items = exportFormatsFor(taskType).map((format) => ({
+    key: format,
+    label: (
+      <a href={exportUrl(projectId, versionId, format)} download data-format={format}>
+        {t(`versions.exportFormats.${format}`)}
+      </a>
+    ),
+  }));
+  return (
+    <Dropdown menu={{ items }} trigger={["click"]}>
+      <Button icon={<DownloadOutlined />} data-testid="version-export">
+        {t("versions.export")}
+      </Button>
+    </Dropdown>
   );
 }

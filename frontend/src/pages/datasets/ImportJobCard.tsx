@@ -14,6 +14,8 @@ import {
 } from "../../api/queries/datasets";
 import { ErrorAlert } from "../../components/errors";
 import { JobStatusTag } from "../../components/JobStatusTag";
+import { detectionReportOf } from "./detectionReport";
+import { DetectionReportView } from "./DetectionReportView";
 
 /** One import job: its progress while it runs (polled every second), then its report. */
 export function ImportJobCard({ projectId, datasetId, jobId }: { projectId: string; datasetId: string; jobId: string }) {
@@ -51,6 +53,7 @@ function JobBody({ job }: { job: ImportJob }) {
   const { t } = useTranslation();
   const progress = progressOf(job);
   const report = importReportOf(job);
+  const detection = detectionReportOf(job.report);
 
   if (!TERMINAL_JOB_STATES.has(job.status)) {
     return (
@@ -66,6 +69,7 @@ function JobBody({ job }: { job: ImportJob }) {
     <Space orientation="vertical" style={{ width: "100%" }}>
       {job.status === "FAILED" && <Alert type="error" showIcon title={job.error} />}
       {report && <ImportReportView imported={report.imported} duplicates={report.duplicates} ignored={report.ignored} rejected={report.rejected} />}
+      {detection && <DetectionReportView report={detection} />}
     </Space>
   );
 }

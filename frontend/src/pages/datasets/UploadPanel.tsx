@@ -1,7 +1,8 @@
 // Drag and drop a zip or many images; the upload shows its own progress (percent, speed, time
 // left, and a notice while a cut connection resumes), then each import job shows the job's
 // progress and, when it ends, its report. Zips and large files go up resumably (tus), small
-// loose images in multipart batches.
+// loose images in multipart batches. An object detection dataset explains the COCO, Pascal VOC
+// and YOLO layouts it takes instead of class folders, and has no class for loose images.
 import { InboxOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
 import { useRef, useState } from "react";
@@ -9,9 +10,11 @@ import { useTranslation } from "react-i18next";
 
 import { importFromUpload, uploadResumable } from "../../api/resumable";
 import { stepFiles, uploadImport, uploadPlan, type ImportJob } from "../../api/upload";
+import { useDataset } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { useReportError } from "../../components/errors";
 import { formatBytes } from "../../format";
+import { DetectionFormatsHelp } from "./DetectionFormatsHelp";
 import { ImportJobCard } from "./ImportJobCard";
 import { formatDuration, formatSpeed, RateMeter } from "./transferRate";
 
@@ -33,10 +36,12 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
   const [sending, setSending] = useState<Sending | null>(null);
   const [jobIds, setJobIds] = useState<string[]>([]);
   const canEdit = useCanEdit(projectId);
+  const detection = useDataset(projectId, datasetId).data?.task_type === "object_detection";
 
   const totalBytes = pending.reduce((sum, f) => sum + f.size, 0);
 
   async function start() {
+    const looseLabel = detection ? undefined : label.trim() || undefined;
     const steps = uploadPlan(pending);
     const all = Math.max(totalBytes, 1);
     let sentBefore = 0;
@@ -71,13 +76,13 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
               setSending((current) => (current ? { ...current, reconnecting: true, bytesPerSecond: null, secondsLeft: null } : current));
             },
           });
-          job = await importFromUpload({ projectId, datasetId, uploadId, label: label.trim() || undefined });
+          job = await importFromUpload({ projectId, datasetId, uploadId, label: looseLabel });
         } else {
           job = await uploadImport({
             projectId,
             datasetId,
             files: step.files,
-            label: label.trim() || undefined,
+            label: looseLabel,
             // multipart framing makes `total` a little larger than the files themselves
             onProgress: ({ loaded, total }) => show(total > 0 ? loaded / total : 0),
           });
@@ -111,8 +116,9 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
           <InboxOutlined />
         </p>
         <p className="ant-upload-text">{t("upload.dropTitle")}</p>
-        <p className="ant-upload-hint">{t("upload.dropHint")}</p>
+        <p className="ant-upload-hint">{t(detection ? "upload.detectionHint" : "upload.dropHint")}</p>
       </Upload.Dragger>
+      {detection && <DetectionFormatsHelp />}
 
       {pending.length > 0 && (
         <Card size="small">
@@ -121,9 +127,11 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
               {t("upload.pending", { count: pending.length, size: formatBytes(totalBytes) })}
             </Typography.Text>
             <Form layout="inline">
-              <Form.Item label={t("upload.looseLabel")} tooltip={t("upload.looseLabelHint")}>
-                <Input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={200} style={{ width: 200 }} />
-              </Form.Item>
+              {!detection && (
+                <Form.Item label={t("upload.looseLabel")} tooltip={t("upload.looseLabelHint")}>
+                  <Input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={200} style={{ width: 200 }} />
+                </Form.Item>
+              )}
               <Space>
                 <Button type="primary" onClick={() => void start()} loading={sending !== null} disabled={!canEdit}>
                   {t("upload.start")}
