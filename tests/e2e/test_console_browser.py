@@ -11,8 +11,9 @@ to the stack's ``var/screenshots/`` and to ``$SAMPAN_SCREENSHOT_DIR`` (default
 Covered now: sign in through the login page; create a project; the members page; create a
 dataset; upload the seed zip (400 digits) and three loose images through the upload control and
 read the import reports; the gallery and its filters; label the loose images by clicking a class
-and by a number key, reload and see the labels kept; switch the language to Chinese (kept across
-a reload) and back to English.
+and by its key (the digit itself: key 5 labels "5", the label stored checked through the API),
+undo it with Ctrl+Z (the server's label cleared) and redo it with Ctrl+Shift+Z, reload and see the
+labels kept; switch the language to Chinese (kept across a reload) and back to English.
 
 Then, from the datasets list the language step ends on: freeze a dataset version on the Versions
 tab and see its numbers, split counts and class-balance chart, and the versions table's row;
@@ -344,13 +345,27 @@ def label_and_reload(page: Page, screenshots: Any) -> None:
         expect(name_text).to_have_text(re.compile(r"^\d_\d+\.png$"))
         name = name_text.inner_text()
         digit = name[0]
+        # class buttons show their key then the name: "<kbd>3</kbd>3" is class "3" with key 3 (a
+        # class named by a digit has that digit as its key; it was 1 -> "0", 2 -> "1", ...)
+        button = panel.get_by_role("button").filter(has=page.locator("kbd")).filter(
+            has_text=re.compile(rf"^{re.escape(digit)}{re.escape(digit)}$"))
+        expect(button.locator("kbd")).to_have_text(digit)
         if how == "click":
-            # class buttons show their number key then the name: "<kbd>3</kbd>2" is class "2"
-            panel.get_by_role("button").filter(has=page.locator("kbd")).filter(
-                has_text=re.compile(rf"^\d{re.escape(digit)}$")).click()
+            button.click()
         else:
-            page.keyboard.press(str((int(digit) + 1) % 10))  # classes 0..9 are keys 1..9, 0
+            page.keyboard.press(digit)
         expect(page.locator(".ant-message").get_by_text(f"Saved: {digit}")).to_be_visible()
+        assert stored_label(page, name) == digit
+        if how == "key":
+            # Ctrl+Z clears it on the server and shows the sample again; Ctrl+Shift+Z labels it
+            # again and moves on, as the key did
+            page.keyboard.press("Control+z")
+            expect(name_text).to_have_text(name)
+            expect(panel).to_contain_text("Current label: none")
+            assert stored_label(page, name) is None
+            page.keyboard.press("Control+Shift+z")
+            expect(name_text).not_to_have_text(name)
+            assert stored_label(page, name) == digit
         labeled[name] = digit
         if len(labeled) < len(LOOSE):
             # labeling moves on to the next unlabeled sample
@@ -371,6 +386,18 @@ def label_and_reload(page: Page, screenshots: Any) -> None:
         choose_filter(page, f"Label: {digit}")
         expect(page.get_by_text("41 samples", exact=True)).to_be_visible()
         expect(gallery.get_by_role("button", name=f"{name}: {digit}")).to_be_visible()
+
+
+def stored_label(page: Page, name: str) -> str | None:
+    """The class label the API stores for the sample named ``name`` in the dataset on screen
+    (``/projects/<id>/datasets/<id>``), read with the page's own session."""
+    match = re.search(r"/projects/([0-9a-f-]+)/datasets/([0-9a-f-]+)", page.url)
+    assert match is not None, page.url
+    response = page.request.get(f"/api/v1/projects/{match[1]}/datasets/{match[2]}/samples/"
+                                "?page_size=500")
+    assert response.ok, response.status
+    [sample] = [s for s in response.json()["results"] if s["original_name"] == name]
+    return next((a["class_label"] for a in sample["annotations"] if a["kind"] == "class"), None)
 
 
 def switch_languages(page: Page, screenshots: Any) -> None:

@@ -5,10 +5,12 @@ queue (imports) run as real processes; no training worker is started, nothing he
 The project, an object-detection dataset with two classes and five generated 320x240 street-like
 images (a red "car" and a blue "person" rectangle at known places) are set up through the REST API
 as the console user; then Playwright drives Chromium at 1280x720 as a person: sign in, open the
-dataset's Samples tab and an image, draw a box around the car by a mouse drag, move it and resize
-it by dragging, give it another class with a number key, draw a second box, delete it with the
-Delete key and bring it back with Ctrl+Z, reload, and see both boxes kept; then the same drawer in
-Chinese. Each step asserts what the person sees (the box list, its classes, "Saved"), and the boxes
+dataset's Samples tab and an image, draw a box around the car by a mouse drag (it stays selected:
+a class key then picks the next box's class, Escape deselects it and the drawer stays), move it
+and resize it by dragging, give it another class with its key, draw a second box, delete it with
+the Delete key and bring it back with Ctrl+Z, reload, and see both boxes kept, on the gallery's
+thumbnail too; choose another key for a class in the key editor and see it kept after a reload;
+then the same drawer in Chinese. Each step asserts what the person sees (the box list, its classes, "Saved"), and the boxes
 the API stored, in pixels of the image, within a pixel of what the mouse did. Screenshots of the
 drawer go to ``$SAMPAN_SCREENSHOT_DIR`` (default ``test-artifacts/screenshots/``).
 """
@@ -87,6 +89,7 @@ def test_detection_draw_move_resize_class_delete_undo_reload(
     step("draw_move_resize", draw_move_resize_and_class, page, boxes, d, screenshots)
     step("delete_undo", delete_and_undo, page, boxes, d, screenshots)
     step("reload", reload_and_see_boxes_kept, page, boxes, d, screenshots)
+    step("keys", choose_a_key, page, d, screenshots)
     step("zh-CN", in_chinese, page, d, screenshots)
 
 
@@ -207,7 +210,9 @@ def open_first_sample(page: Page, d: dict[str, Any], screenshots: Any) -> None:
 
 
 def class_button(classes: Locator, name: str) -> Locator:
-    return classes.get_by_role("button").filter(has_text=re.compile(rf"^\d{re.escape(name)}$"))
+    """A class's button: its key (a digit or a letter) then its name, "1car"."""
+    return classes.get_by_role("button").filter(
+        has_text=re.compile(rf"^[0-9A-Z]{re.escape(name)}$"))
 
 
 def wait_for_image(page: Page) -> None:
@@ -291,16 +296,20 @@ def draw_move_resize_and_class(page: Page, boxes: BoxesApi, d: dict[str, Any],
     x1, y1, x2, y2 = car
     screenshots.take(page, "detection-drawn")
 
-    # the new box is not selected: a number key now picks the class of the NEXT box and leaves
-    # this one alone (labels were lost this way: draw a car, press 2 for a person, car relabeled)
+    # the new box stays selected, but a key now picks the class of the NEXT box and leaves this
+    # one alone (labels were lost this way: draw a car, press 2 for a person, car relabeled)
     classes = page.get_by_test_id("detection-panel").get_by_role("group", name="Classes")
-    expect(rows(page).first.get_by_role("button", pressed=True)).to_have_count(0)
+    expect(rows(page).first.get_by_role("button", pressed=True)).to_have_count(1)
     page.keyboard.press("2")
     expect(class_button(classes, "person")).to_have_attribute("aria-pressed", "true")
     expect(rows(page).first.get_by_test_id("box-class")).to_have_text("car")
     page.keyboard.press("1")
     expect(class_button(classes, "car")).to_have_attribute("aria-pressed", "true")
     boxes.wait_for([("car", *car)])
+    # Escape deselects the box just drawn; the drawer stays open (it closed here before)
+    page.keyboard.press("Escape")
+    expect(rows(page).first.get_by_role("button", pressed=True)).to_have_count(0)
+    expect(page.get_by_test_id("detection-panel")).to_be_visible()
 
     # move: a click selects the box, then drag it by its middle 24 px right and 12 px down
     middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
@@ -405,9 +414,16 @@ def reload_and_see_boxes_kept(page: Page, boxes: BoxesApi, d: dict[str, Any],
     gallery = page.get_by_test_id("gallery")
     expect(gallery.get_by_test_id("sample")).to_have_count(N_IMAGES)
     first = d["first"]["original_name"]
-    # the thumbnail counts the boxes
+    # the thumbnail counts the boxes, and draws them over its image
     thumbnail = gallery.get_by_role("button", name=f"{first}: 2 boxes", exact=True)
     expect(thumbnail).to_contain_text("2 boxes")
+    expect(thumbnail.get_by_test_id("thumbnail-boxes").locator("rect")).to_have_count(2)
+    on_image = thumbnail.locator("img").bounding_box()
+    drawn = thumbnail.get_by_test_id("thumbnail-boxes").locator("rect").first.bounding_box()
+    assert on_image is not None and drawn is not None
+    scale = on_image["width"] / WIDTH  # the 320x240 image in its 92x92 cell: 69 px high
+    car_x1 = min(b[1] for b in stored)
+    assert abs(drawn["x"] - (on_image["x"] + car_x1 * scale)) <= 2, (drawn, on_image, stored)
     # the other images have no boxes yet
     expect(gallery.get_by_role("button", name=re.compile(r": unlabeled$"))).to_have_count(
         N_IMAGES - 1)
@@ -436,6 +452,35 @@ def reload_and_see_boxes_kept(page: Page, boxes: BoxesApi, d: dict[str, Any],
     expect(page.get_by_test_id("detection-sample-name")).to_have_text(second)
     expect(page.get_by_text(f"2 / {N_IMAGES}", exact=True)).to_be_visible()
     expect(page.get_by_text("No boxes yet. Drag on the image to draw one.")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("detection-panel")).to_have_count(0)
+
+
+def choose_a_key(page: Page, d: dict[str, Any], screenshots: Any) -> None:
+    """The key editor: "person" gets key X instead of 2; kept on the server and after a reload."""
+    gallery = page.get_by_test_id("gallery")
+    gallery.get_by_role("button", name=re.compile(
+        rf"^{re.escape(d['first']['original_name'])}: ")).click()
+    panel = page.get_by_test_id("detection-panel")
+    classes = panel.get_by_role("group", name="Classes")
+    expect(classes.get_by_test_id("class-key")).to_have_text(["1", "2"])
+    panel.get_by_role("button", name=re.compile("Change keys")).click()
+    dialog = page.get_by_role("dialog", name="Labeling keys")
+    dialog.get_by_label("Key of person").fill("x")
+    expect(dialog.get_by_test_id("effective-key")).to_have_text(["1", "X"])
+    screenshots.take(page, "detection-keys")
+    dialog.get_by_role("button", name="Save keys").click()
+    expect(dialog).to_have_count(0)
+    expect(classes.get_by_test_id("class-key")).to_have_text(["1", "X"])
+    api: Client = d["client"]
+    stored = api.get(f"{d['prefix']}/datasets/{d['dataset']['id']}/")["class_labels"]
+    assert {c["name"]: c["hotkey"] for c in stored} == {"car": "", "person": "x"}
+    page.keyboard.press("Escape")
+    page.reload()
+    gallery.get_by_role("button", name=re.compile(
+        rf"^{re.escape(d['first']['original_name'])}: ")).click()
+    expect(page.get_by_test_id("detection-panel").get_by_role("group", name="Classes")
+           .get_by_test_id("class-key")).to_have_text(["1", "X"])
     page.keyboard.press("Escape")
     expect(page.get_by_test_id("detection-panel")).to_have_count(0)
 

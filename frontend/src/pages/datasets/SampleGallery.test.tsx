@@ -339,6 +339,8 @@ describe("labeling keys and undo", { timeout: 20_000 }, () => {
     await userEvent.keyboard("{Control>}{Shift>}z{/Shift}{/Control}");
     await waitFor(() => expect(puts).toHaveLength(3));
     expect(puts[2]).toEqual({ sampleId: "a", classLabelId: "c3", ifMatch: '"etag-a-2"' });
+    // a redone label moves on to the next unlabeled sample, as the label did
+    await waitFor(() => expect(panel()).toHaveTextContent("b.png"));
     await waitFor(() => expect(within(panel()).getByRole("button", { name: /Undo/ })).toBeEnabled());
     await userEvent.click(within(panel()).getByRole("button", { name: /Undo/ }));
     await waitFor(() => expect(puts).toHaveLength(4));

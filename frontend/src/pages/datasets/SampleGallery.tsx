@@ -16,7 +16,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { classColour } from "./boxes";
 import { DetectionLabelingPanel } from "./DetectionLabelingPanel";
 import { filterFromParams, paramsWithFilter } from "./galleryFilter";
-import { classLabelIdOf } from "./labeling";
+import { classLabelIdOf, nextUnlabeledId } from "./labeling";
 import { UndoRedoButtons } from "./LabelingControls";
 import { LabelingPanel, type LabelingPanelProps } from "./LabelingPanel";
 import { SampleGrid } from "./SampleGrid";
@@ -41,9 +41,19 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
   const samples = useSampleList(projectId, dataset.id, filter);
   const rows = useMemo(() => samples.data?.pages.flatMap((page) => page.results) ?? [], [samples.data]);
   const count = samples.data?.pages[0]?.count;
-  const current = rows.find((s) => s.id === currentId) ?? null;
+  // a sample an undo brought back may not be in the loaded rows yet (a filter of unlabeled
+  // samples drops it once labeled, and its refetch is on the way): the panel shows it meanwhile
+  const [pinned, setPinned] = useState<Sample | null>(null);
+  const current = rows.find((s) => s.id === currentId) ?? (pinned?.id === currentId ? pinned : null);
   const classification = dataset.task_type === "image_classification";
-  const history = useLabelHistory(projectId, dataset.id, { enabled: classification && canEdit, onShow: setCurrentId });
+  const history = useLabelHistory(projectId, dataset.id, {
+    enabled: classification && canEdit,
+    // an undo shows the sample; a redo of a label moves on as labeling does
+    onShow: (sample, labeled) => {
+      setPinned(sample);
+      setCurrentId(labeled ? (nextUnlabeledId(rows, sample.id) ?? sample.id) : sample.id);
+    },
+  });
   // boxes on the thumbnails in their class's colour, as in the drawer (colour by position)
   const colourOfClass = useMemo(() => {
     const colours = new Map(dataset.class_labels.map((c) => [c.id, classColour(c.position)]));

@@ -8,7 +8,7 @@ import { App, Button, Space } from "antd";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
 
-import { datasetKeys } from "../../api/queries/datasets";
+import { datasetKeys, type Sample } from "../../api/queries/datasets";
 import { isStaleWrite, postBulkLabel, putSampleLabel, replaceCachedSample } from "../../api/queries/labeling";
 import { useErrorText, useReportError } from "../../components/errors";
 import { emptyLabelHistory, labelHistoryRecord, labelHistoryRedone, labelHistoryUndone, labelWrites, nextRedo, nextUndo, type LabelHistory, type LabelStep } from "./labelHistory";
@@ -27,10 +27,16 @@ export interface LabelUndo {
 }
 
 /**
- * The gallery's label history. `onShow(sampleId)` opens the sample an undo or redo of one label
- * changed, so the person sees what came back. `enabled`: listen to the keys (classification).
+ * The gallery's label history. After an undo or redo of one sample's label, `onShow(sample,
+ * labeled)` gives the gallery the sample as stored now and whether a label was set (a redo of a
+ * label moves on as the label did; an undo shows the sample, so the person sees what came back).
+ * `enabled`: listen to the keys (classification).
  */
-export function useLabelHistory(projectId: string, datasetId: string, options: { enabled: boolean; onShow: (sampleId: string) => void }): LabelUndo {
+export function useLabelHistory(
+  projectId: string,
+  datasetId: string,
+  options: { enabled: boolean; onShow: (sample: Sample, labeled: boolean) => void },
+): LabelUndo {
   const { t } = useTranslation();
   const { message } = App.useApp();
   const queryClient = useQueryClient();
@@ -78,11 +84,12 @@ export function useLabelHistory(projectId: string, datasetId: string, options: {
       latest.current.busy = true; // a second key press before the re-render must not send it twice
       setBusy(true);
       const etags = new Map<string, string>();
+      let saved: Sample | null = null;
       try {
         for (const write of labelWrites(step, direction)) {
           if (step.changes.length === 1) {
             const [sampleId] = write.sampleIds as [string];
-            const saved = await putSampleLabel(projectId, sampleId, write.classLabelId, write.etag);
+            saved = await putSampleLabel(projectId, sampleId, write.classLabelId, write.etag);
             etags.set(sampleId, saved.etag);
             replaceCachedSample(queryClient, projectId, datasetId, saved);
           } else {
@@ -91,7 +98,7 @@ export function useLabelHistory(projectId: string, datasetId: string, options: {
         }
         setHistory((current) => (direction === "undo" ? labelHistoryUndone(current, step, etags) : labelHistoryRedone(current, step, etags)));
         const [only] = step.changes;
-        if (step.changes.length === 1 && only) latest.current.onShow(only.sampleId);
+        if (saved && only) latest.current.onShow(saved, direction === "redo" && only.after !== null);
         void message.info({ content: t(direction === "undo" ? "labeling.undone" : "labeling.redone", { count: step.changes.length }), duration: 1 });
       } catch (error) {
         reportLabelError(error);
