@@ -20,7 +20,9 @@ __all__ = [
     "MAX_PIXELS",
     "ImageDecodeError",
     "Preprocessing",
+    "RESIZE_MODES",
     "decode_image",
+    "letterbox_size",
     "preprocess",
     "resized_pixels",
     "preprocess_batch",
@@ -205,13 +207,19 @@ def _floats(values: Iterable[Any], name: str) -> tuple[float, float, float]:
     return result  # type: ignore[return-value]
 
 
+RESIZE_MODES = ("stretch", "letterbox")
+
+
 @dataclass(frozen=True)
 class Preprocessing:
     """How a decoded RGB image becomes a model input (the manifest's ``preprocessing`` object).
 
     ``size`` is (H, W) in px; ``mean`` and ``std`` are per channel (R, G, B) on 0..1 values.
-    Only ``resize="stretch"`` (bilinear resize of the whole image to H x W, aspect ratio not
-    kept), ``colour_order="RGB"``, ``layout="NCHW"`` and ``dtype="float32"`` exist today.
+    ``resize``: ``"stretch"`` (bilinear resize of the whole image to H x W, aspect ratio not
+    kept; classifiers) or ``"letterbox"`` (aspect ratio kept: scaled to fit H x W, placed at the
+    top-left corner, the rest filled with the mean colour, which normalises to 0; detectors, whose
+    boxes map back with :func:`letterbox_size`). Only ``colour_order="RGB"``, ``layout="NCHW"``
+    and ``dtype="float32"`` exist today.
 
     Raises:
         ValueError: on any other value, a non-positive size or a non-positive std.
@@ -234,8 +242,9 @@ class Preprocessing:
         object.__setattr__(self, "std", _floats(self.std, "std"))
         if min(self.std) <= 0:
             raise ValueError("preprocessing.std must be > 0")
+        if self.resize not in RESIZE_MODES:
+            raise ValueError(f"preprocessing.resize {self.resize!r} is not supported")
         for name, allowed in (
-            ("resize", "stretch"),
             ("colour_order", "RGB"),
             ("layout", "NCHW"),
             ("dtype", "float32"),
@@ -267,10 +276,20 @@ class Preprocessing:
         return cls(**dict(data))
 
 
+def letterbox_size(width: int, height: int, size: tuple[int, int]) -> tuple[int, int]:
+    """(w, h) in px of a ``width`` x ``height`` image scaled to fit ``size`` = (H, W) with its
+    aspect ratio kept (the longer side fills the box; each side at least 1 px). A box of the
+    image maps to the model input by x * w / width, y * h / height, and back by the inverse."""
+    box_h, box_w = size
+    scale = min(box_w / width, box_h / height)
+    return (max(1, min(box_w, round(width * scale))), max(1, min(box_h, round(height * scale))))
+
+
 def resized_pixels(image: Image.Image, p: Preprocessing) -> np.ndarray:
     """RGB image -> (H, W, 3) uint8 with (H, W) = ``p.size``: the resize step of
-    :func:`preprocess` alone (bilinear stretch, Pillow ``Image.resize``). Training caches these
-    bytes and normalises them itself, so its pixels are exactly the device's.
+    :func:`preprocess` alone (bilinear, Pillow ``Image.resize``; ``"letterbox"`` pads the right
+    and bottom with the mean colour). Training caches these bytes and normalises them itself, so
+    its pixels are exactly the device's.
 
     Raises:
         ValueError: if ``image.mode`` is not ``"RGB"`` (call :func:`decode_image` first).
@@ -278,6 +297,16 @@ def resized_pixels(image: Image.Image, p: Preprocessing) -> np.ndarray:
     if image.mode != "RGB":
         raise ValueError(f"preprocess needs an RGB image, got mode {image.mode!r}")
     height, width = p.size
+    if p.resize == "letterbox":
+        fitted = letterbox_size(image.width, image.height, p.size)
+        if image.size != fitted:
+            image = image.resize(fitted, Image.Resampling.BILINEAR)
+        if fitted != (width, height):
+            fill = tuple(int(round(255 * m)) for m in p.mean)
+            canvas = Image.new("RGB", (width, height), fill)
+            canvas.paste(image, (0, 0))
+            image = canvas
+        return np.asarray(image, dtype=np.uint8)
     if image.size != (width, height):
         image = image.resize((width, height), Image.Resampling.BILINEAR)
     return np.asarray(image, dtype=np.uint8)

@@ -25,6 +25,7 @@ from edge_agent.imaging import Preprocessing, decode_image, preprocess
 
 __all__ = [
     "ClassifierSession",
+    "DetectorSession",
     "ManifestError",
     "ModelLoadError",
     "canonical_json",
@@ -324,3 +325,122 @@ class ClassifierSession:
             {"label": self.labels[i], "index": int(i), "probability": float(probabilities[i])}
             for i in order
         ]
+
+
+class DetectorSession:
+    """An onnxruntime session for an object detection package (manifest ``task_type``
+    ``object_detection``; docs/contracts.md, "Detection models").
+
+    The graph has input ``images`` (N, 3, S, S) float32 (letterbox preprocessing) and outputs
+    ``boxes`` (N, A, 4) xyxy in input pixels and ``scores`` (N, A, C); the manifest's
+    ``detection`` object is :class:`edge_agent.detection.DetectionSettings`. Constructed like
+    :class:`ClassifierSession`; thread-safe predictions; no signature check here.
+
+    Raises:
+        ModelLoadError: the model cannot be loaded, needs a newer onnxruntime, or its graph does
+            not have that signature.
+        ManifestError: no labels, invalid preprocessing (it must be ``resize: letterbox``) or
+            invalid detection settings.
+    """
+
+    def __init__(self, source: Path | str, manifest: dict[str, Any] | None = None, *,
+                 threads: int = 1) -> None:
+        from edge_agent.detection import DetectionSettings
+
+        path = Path(source)
+        if manifest is None:
+            manifest_path = path / MANIFEST_FILE
+            try:
+                manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise ManifestError(f"cannot read {manifest_path}: {error}") from error
+            path = path / MODEL_FILE
+        self.manifest: dict[str, Any] = manifest
+        self.labels: list[str] = [str(label) for label in manifest.get("labels") or []]
+        if not self.labels:
+            raise ManifestError("manifest has no labels")
+        try:
+            self.preprocessing = Preprocessing.from_dict(manifest.get("preprocessing") or {})
+            self.settings = DetectionSettings.from_dict(manifest.get("detection") or {})
+        except (TypeError, ValueError) as error:
+            raise ManifestError(f"invalid detection manifest: {error}") from error
+        if self.preprocessing.resize != "letterbox":
+            raise ManifestError("a detection model needs preprocessing.resize 'letterbox'")
+        needed = str(manifest.get("min_onnxruntime") or "0")
+        if _version_tuple(ort.__version__) < _version_tuple(needed):
+            raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            self._session = ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        except _ORT_ERRORS as error:
+            raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+        inputs = {item.name for item in self._session.get_inputs()}
+        outputs = {item.name for item in self._session.get_outputs()}
+        if "images" not in inputs or not {"boxes", "scores"} <= outputs:
+            raise ModelLoadError(f"a detection model must have input 'images' and outputs "
+                                 f"'boxes', 'scores'; has {sorted(inputs)} -> {sorted(outputs)}")
+
+    @property
+    def version_id(self) -> str | None:
+        model = self.manifest.get("model") or {}
+        return model.get("version_id")
+
+    def run_batch(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 3, S, S) float32 -> (boxes (N, A, 4), scores (N, A, C)).
+
+        Raises:
+            ValueError: wrong dtype or shape.
+            ModelLoadError: onnxruntime fails, or C differs from the number of labels.
+        """
+        height, width = self.preprocessing.size
+        if x.dtype != np.float32 or x.ndim != 4 or x.shape[1:] != (3, height, width):
+            raise ValueError(f"expected (N, 3, {height}, {width}) float32, got {x.shape} {x.dtype}")
+        try:
+            boxes, scores = self._session.run(["boxes", "scores"], {"images": x})
+        except _ORT_ERRORS as error:
+            raise ModelLoadError(f"onnxruntime failed to run the model: {error}") from error
+        if scores.ndim != 3 or scores.shape[2] != len(self.labels) or boxes.shape[:2] != \
+                scores.shape[:2]:
+            raise ModelLoadError(f"model outputs {boxes.shape}, {scores.shape} do not match "
+                                 f"(N, A, 4), (N, A, C={len(self.labels)})")
+        return boxes, scores
+
+    def self_test(self) -> None:
+        """Run one all-zero input; the outputs must be finite and the scores within [0, 1].
+
+        Raises:
+            ModelLoadError: the model fails to run or gives impossible values.
+        """
+        height, width = self.preprocessing.size
+        boxes, scores = self.run_batch(np.zeros((1, 3, height, width), dtype=np.float32))
+        if not (np.all(np.isfinite(boxes)) and np.all(np.isfinite(scores))
+                and scores.min(initial=0.0) >= 0.0 and scores.max(initial=0.0) <= 1.0 + 1e-6):
+            raise ModelLoadError("model outputs are not finite boxes and scores in [0, 1]")
+
+    def predict_image(self, data: bytes, score_threshold: float | None = None
+                      ) -> dict[str, Any]:
+        """Image bytes -> its detections in the image's own pixels (upright, EXIF applied).
+
+        Returns ``{"width", "height", "tiles", "detections": [{"label", "index", "score",
+        "box": [x1, y1, x2, y2]}]}``, best first; ``score_threshold`` overrides the manifest's.
+
+        Raises:
+            ImageDecodeError: the bytes are not a usable image.
+            ValueError: ``score_threshold`` outside [0, 1].
+            ModelLoadError: onnxruntime fails to run.
+        """
+        from edge_agent.detection import detect
+
+        if score_threshold is not None and not 0.0 <= score_threshold <= 1.0:
+            raise ValueError("score_threshold must be in [0, 1]")
+        image = decode_image(data)
+        found = detect(image, lambda x: self.run_batch(x), self.preprocessing, self.settings,
+                       score_threshold)
+        return {"width": image.width, "height": image.height, "tiles": found.tiles,
+                "detections": [
+                    {"label": self.labels[int(c)], "index": int(c), "score": float(s),
+                     "box": [round(float(v), 2) for v in b]}
+                    for b, s, c in zip(found.boxes, found.scores, found.classes)]}

@@ -1,0 +1,118 @@
+"""The detector: FCOS (Tian et al. 2019, "FCOS: Fully Convolutional One-Stage Object Detection")
+on an ImageNet MobileNetV2 with a feature pyramid, built from torchvision's parts.
+
+Why this shape (docs/decisions/detection.md): no detector weights can be had offline, only the
+MobileNetV2 ImageNet backbone, so the head is trained from scratch on little data. FCOS is
+anchor-free (no anchor boxes to fit to the data), predicts one box per feature-map position and
+level, and handles the small, dense objects of aerial and inspection images from the stride-8
+level. The pyramid and head are narrow (``FPN_CHANNELS`` 64, ``HEAD_CONVS`` 2) so that one
+training step at 384 px fits a CPU budget; torchvision's FCOS defaults (256 channels, 4 convs)
+cost ~10x more FLOPs on the stride-8 level alone.
+
+Feature levels: MobileNetV2 ``features[6]`` (stride 8, 32 channels), ``features[13]`` (16, 96),
+``features[18]`` (32, 1280) -> FPN P3-P5, and P6 by max-pooling P5 (stride 64). FCOS assigns an
+object to the level whose range holds its largest side (torchvision: [0, 4s_next] ... with the
+anchor size = the stride), so objects of 8-512 px at the input size are covered.
+
+:class:`ExportedDetector` is the graph that goes to ONNX and to the device: it takes a
+letterboxed, normalised batch and returns every position's decoded box and class scores; score
+thresholding, top-k and non-maximum suppression run in :mod:`edge_agent.detection` (numpy), the
+same code on the worker (parity, evaluation) and on the device.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+from torch import nn
+from torchvision.models import mobilenet_v2
+from torchvision.models.detection.anchor_utils import AnchorGenerator
+from torchvision.models.detection.backbone_utils import BackboneWithFPN
+from torchvision.models.detection.fcos import FCOS, FCOSHead
+from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+from torchvision.ops.misc import FrozenBatchNorm2d
+
+from edge_agent.imaging import Preprocessing
+
+__all__ = ["FPN_CHANNELS", "HEAD_CONVS", "STRIDES", "ExportedDetector", "build_detector"]
+
+FPN_CHANNELS = 64
+HEAD_CONVS = 2
+#: feature strides of P3, P4, P5, P6 (px of the input image per feature-map cell)
+STRIDES = (8, 16, 32, 64)
+_RETURN_LAYERS = {"6": "p3", "13": "p4", "18": "p5"}
+_IN_CHANNELS = [32, 96, 1280]
+_DEFAULT = Preprocessing(size=(64, 64))  # ImageNet mean and std
+
+
+def build_detector(num_classes: int, input_size: int,
+                   backbone_state: dict[str, torch.Tensor] | None = None) -> FCOS:
+    """An FCOS detector for ``num_classes`` foreground classes at a square ``input_size`` (px, a
+    multiple of 64 so that every level's grid is whole).
+
+    ``backbone_state``: a torchvision MobileNetV2 state dict (ImageNet weights; only
+    ``features.*`` is used) or None for random initialisation. The model normalises its input
+    itself (ImageNet mean/std, 0-1 images) and does not resize it (``min_size == max_size ==
+    input_size``: letterboxed images pass through unchanged).
+    Raises ValueError when ``input_size`` is not a positive multiple of 64.
+    """
+    if input_size <= 0 or input_size % 64:
+        raise ValueError(f"input_size must be a positive multiple of 64, got {input_size}")
+    # BatchNorm frozen at ImageNet statistics, as torchvision's detection models do with a
+    # pretrained backbone: batches of 4-8 images give noisy statistics
+    trunk = mobilenet_v2(norm_layer=FrozenBatchNorm2d if backbone_state is not None else None)
+    if backbone_state is not None:
+        trunk.load_state_dict(backbone_state)
+    backbone = BackboneWithFPN(trunk.features, return_layers=_RETURN_LAYERS,
+                               in_channels_list=_IN_CHANNELS, out_channels=FPN_CHANNELS,
+                               extra_blocks=LastLevelMaxPool())
+    anchors = AnchorGenerator(sizes=tuple((s,) for s in STRIDES),
+                              aspect_ratios=((1.0,),) * len(STRIDES))
+    head = FCOSHead(FPN_CHANNELS, 1, num_classes, num_convs=HEAD_CONVS)
+    return FCOS(backbone, num_classes=num_classes, min_size=input_size, max_size=input_size,
+                image_mean=list(_DEFAULT.mean), image_std=list(_DEFAULT.std),
+                anchor_generator=anchors, head=head, score_thresh=0.05, nms_thresh=0.6,
+                detections_per_img=300, topk_candidates=1000)
+
+
+class ExportedDetector(nn.Module):
+    """The inference graph of a trained :func:`build_detector` model at one input size.
+
+    Input ``images``: float32 (N, 3, S, S), ImageNet-normalised RGB, letterboxed
+    (:func:`edge_agent.detection.letterbox`). Outputs ``boxes`` (N, A, 4) xyxy in input pixels
+    and ``scores`` (N, A, C) in [0, 1], one row per feature position of P3-P6
+    (A = sum((S / s)^2 for s in STRIDES)); the score of a class is
+    sqrt(sigmoid(class logit) * sigmoid(centerness)), FCOS's ranking score (torchvision's
+    ``FCOS.postprocess_detections``). Box decoding follows torchvision's ``BoxLinearCoder`` with
+    ``normalize_by_size=True``: (l, t, r, b) distances times the level's stride from the cell
+    centre. The anchors of the fixed size are constants of the graph.
+    """
+
+    def __init__(self, detector: FCOS, input_size: int) -> None:
+        super().__init__()
+        self.backbone = detector.backbone
+        self.head = detector.head
+        centres, sizes = [], []
+        for stride in STRIDES:
+            cells = input_size // stride
+            shifts = torch.arange(cells, dtype=torch.float32) * stride
+            ys, xs = torch.meshgrid(shifts, shifts, indexing="ij")
+            # torchvision's AnchorGenerator centres a stride-sized anchor on (i * s, j * s),
+            # rows (y) outer, and the head flattens its maps in the same order
+            centres.append(torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=1))
+            sizes.append(torch.full((cells * cells, 1), float(stride)))
+        self.register_buffer("centres", torch.cat(centres), persistent=False)
+        self.register_buffer("sizes", torch.cat(sizes), persistent=False)
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = list(self.backbone(images).values())
+        out = self.head(features)
+        logits, deltas, centerness = out["cls_logits"], out["bbox_regression"], \
+            out["bbox_ctrness"]
+        scores = torch.sqrt(torch.sigmoid(logits) * torch.sigmoid(centerness))
+        distances = deltas * self.sizes
+        x, y = self.centres[:, 0:1], self.centres[:, 1:2]
+        boxes = torch.cat([x - distances[..., 0:1], y - distances[..., 1:2],
+                           x + distances[..., 2:3], y + distances[..., 3:4]], dim=-1)
+        return boxes, scores
