@@ -383,6 +383,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/dataset-versions/{version_id}/items/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The named samples as the version froze them (split, image size, boxes or class), in
+         *     the order asked; samples not in the version are left out. At most 100 ids a request
+         *     (400 on ``sample_id``): an evaluation report's error browser draws the true boxes of the
+         *     page of images it shows.
+         */
+        get: operations["dataset_versions_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/datasets/": {
         parameters: {
             query?: never;
@@ -1425,6 +1447,25 @@ export interface components {
             /** @default  */
             note?: string;
         };
+        /**
+         * @description A sample as the version froze it: its split and annotations at freezing time, which later
+         *     edits of the sample do not change (what a model trained on the version was measured
+         *     against).
+         */
+        DatasetVersionItemOutput: {
+            /** Format: uuid */
+            sample_id: string;
+            /** @description train, val or test */
+            split: string;
+            /** @description px, upright image */
+            width: number;
+            /** @description px, upright image */
+            height: number;
+            /** @description Image classification: the label's index into the version's labels; null in an object detection version. */
+            class_index: number | null;
+            /** @description Object detection: [x1, y1, x2, y2, class_index] per box, xyxy px of the upright image, class_index into the version's labels; [] otherwise. */
+            boxes: number[][];
+        };
         DatasetVersionOutput: {
             /** Format: uuid */
             id: string;
@@ -1600,7 +1641,7 @@ export interface components {
             /** @description The split the report is computed on: test, or val when the version has no test split. */
             split: string;
             labels: string[];
-            /** @description accuracy, per_class, macro_f1, confusion_matrix, predictions on `split`; newer reports add validation {accuracy, macro_f1, n}. */
+            /** @description Image classification: accuracy, per_class, macro_f1, confusion_matrix, predictions on `split`; newer reports add validation {accuracy, macro_f1, n}. Object detection (task: object_detection): n, boxes, map50, map, score_threshold, precision, recall, f1, per_class, pr_curves, errors, error_counts, predictions, validation {map50, map, n, f1}, skipped_samples (docs/contracts.md, "Evaluation report of a detector"). */
             report: unknown;
             parity: unknown;
             /** @description False: trained from random initialisation. */
@@ -2004,7 +2045,7 @@ export interface components {
             progress: unknown;
             history: unknown;
             recipe: unknown;
-            /** @description val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs add evaluated_on (test or val) and, with a test split, test_accuracy and test_macro_f1. */
+            /** @description Image classification: val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs add evaluated_on (test or val) and, with a test split, test_accuracy and test_macro_f1. Object detection: val_map50, val_map, val_f1, score_threshold, best_step, evaluated_on and, with a test split, test_map50 and test_map. */
             metrics: unknown;
             pretrained: boolean | null;
             weights_note: string;
@@ -2586,6 +2627,31 @@ export interface operations {
                 };
                 content: {
                     "application/zip": string;
+                };
+            };
+        };
+    };
+    dataset_versions_items: {
+        parameters: {
+            query: {
+                /** @description Sample ids (repeat the parameter: ?sample_id=a&sample_id=b), 1 to 100. */
+                sample_id: string[];
+            };
+            header?: never;
+            path: {
+                project_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetVersionItemOutput"][];
                 };
             };
         };

@@ -261,6 +261,24 @@ class DatasetVersionDetailApi(ProjectApi):
         return Response(s.DatasetVersionOutput(version).data)
 
 
+class DatasetVersionItemsApi(ProjectApi):
+    @extend_schema(parameters=[s.DatasetVersionItemsQuery],
+                   responses=s.DatasetVersionItemOutput(many=True),
+                   operation_id="dataset_versions_items")
+    def get(self, request: Request, project_id: str, version_id: str) -> Response:
+        """The named samples as the version froze them (split, image size, boxes or class), in
+        the order asked; samples not in the version are left out. At most 100 ids a request
+        (400 on ``sample_id``): an evaluation report's error browser draws the true boxes of the
+        page of images it shows."""
+        version = selectors.dataset_version_get(project=self.get_project(request),
+                                                version_id=version_id)
+        query = s.DatasetVersionItemsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        items = selectors.dataset_version_items(version=version,
+                                                sample_ids=query.validated_data["sample_id"])
+        return Response(s.DatasetVersionItemOutput(items, many=True).data)
+
+
 class _FormatIsNotARenderer(DefaultContentNegotiation):
     """``?format=`` names the export's format here; DRF would read it as the renderer to use
     (``URL_FORMAT_OVERRIDE``) and answer 404 for ``coco``. Errors render as JSON."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet, Sum
@@ -66,6 +67,18 @@ def dataset_version_list(*, project: Project, dataset: Dataset | None = None
 def dataset_version_get(*, project: Project, version_id: Any) -> DatasetVersion:
     return get_or_not_found(DatasetVersion.objects.select_related("dataset"), "dataset version",
                 pk=version_id, project=project)
+
+
+def dataset_version_items(*, version: DatasetVersion, sample_ids: Iterable[Any]
+                          ) -> list[DatasetVersionItem]:
+    """The version's items (split and frozen annotations) of ``sample_ids``, in the order asked;
+    ids that are not in the version are left out. One query; the caller bounds the ids."""
+    ids = list(dict.fromkeys(sample_ids))
+    items = {item.sample_id: item for item in DatasetVersionItem.objects
+             .filter(version=version, sample_id__in=ids)
+             .select_related("sample").only("sample_id", "split", "class_index", "boxes",
+                                            "sample__width", "sample__height")}
+    return [items[i] for i in ids if i in items]
 
 
 def dataset_version_pixels(version: DatasetVersion) -> int:

@@ -211,6 +211,35 @@ class DatasetVersionExportQuery(serializers.Serializer):
                   "(one folder per class) for an image classification version (its default).")
 
 
+#: sample ids one request of a version's items may name (the console asks for a page of 48)
+MAX_VERSION_ITEMS = 100
+
+
+class DatasetVersionItemsQuery(serializers.Serializer):
+    sample_id = serializers.ListField(
+        child=serializers.UUIDField(), min_length=1, max_length=MAX_VERSION_ITEMS,
+        help_text=f"Sample ids (repeat the parameter: ?sample_id=a&sample_id=b), 1 to "
+                  f"{MAX_VERSION_ITEMS}.")
+
+
+class DatasetVersionItemOutput(serializers.Serializer):
+    """A sample as the version froze it: its split and annotations at freezing time, which later
+    edits of the sample do not change (what a model trained on the version was measured
+    against)."""
+
+    sample_id = serializers.UUIDField()
+    split = serializers.CharField(help_text="train, val or test")
+    width = serializers.IntegerField(source="sample.width", help_text="px, upright image")
+    height = serializers.IntegerField(source="sample.height", help_text="px, upright image")
+    class_index = serializers.IntegerField(
+        allow_null=True, help_text="Image classification: the label's index into the version's "
+                                   "labels; null in an object detection version.")
+    boxes = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField(), min_length=5, max_length=5),
+        help_text="Object detection: [x1, y1, x2, y2, class_index] per box, xyxy px of the "
+                  "upright image, class_index into the version's labels; [] otherwise.")
+
+
 class DatasetVersionRef(serializers.Serializer):
     """A dataset version as other resources name it (lineage): ``<dataset_name> v<number>``."""
 

@@ -27,6 +27,8 @@ urlpatterns = [
          name="sample-boxes"),
     path(P + "dataset-versions/<uuid:version_id>/", apis.DatasetVersionDetailApi.as_view(),
          name="dataset-version"),
+    path(P + "dataset-versions/<uuid:version_id>/items/", apis.DatasetVersionItemsApi.as_view(),
+         name="dataset-version-items"),
     path(P + "dataset-versions/<uuid:version_id>/export/", apis.DatasetVersionExportApi.as_view(),
          name="dataset-version-export"),
 ]

@@ -52,9 +52,11 @@ class TrainingJobOutput(serializers.Serializer):
     history = serializers.JSONField()
     recipe = serializers.JSONField()
     metrics = serializers.JSONField(
-        help_text="val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs "
-                  "add evaluated_on (test or val) and, with a test split, test_accuracy and "
-                  "test_macro_f1.")
+        help_text="Image classification: val_accuracy, macro_f1 (validation split), best_epoch, "
+                  "best_phase; newer jobs add evaluated_on (test or val) and, with a test split, "
+                  "test_accuracy and test_macro_f1. Object detection: val_map50, val_map, "
+                  "val_f1, score_threshold, best_step, evaluated_on and, with a test split, "
+                  "test_map50 and test_map.")
     pretrained = serializers.BooleanField(allow_null=True)
     weights_note = serializers.CharField()
     error = serializers.CharField()
@@ -71,8 +73,12 @@ class EvaluationReportOutput(serializers.Serializer):
                                             "when the version has no test split.")
     labels = serializers.ListField(child=serializers.CharField())
     report = serializers.JSONField(
-        help_text="accuracy, per_class, macro_f1, confusion_matrix, predictions on `split`; "
-                  "newer reports add validation {accuracy, macro_f1, n}.")
+        help_text="Image classification: accuracy, per_class, macro_f1, confusion_matrix, "
+                  "predictions on `split`; newer reports add validation {accuracy, macro_f1, "
+                  "n}. Object detection (task: object_detection): n, boxes, map50, map, "
+                  "score_threshold, precision, recall, f1, per_class, pr_curves, errors, "
+                  "error_counts, predictions, validation {map50, map, n, f1}, "
+                  "skipped_samples (docs/contracts.md, \"Evaluation report of a detector\").")
     parity = serializers.JSONField()
     pretrained = serializers.BooleanField(source="training_job.pretrained", allow_null=True,
                                           help_text="False: trained from random initialisation.")
