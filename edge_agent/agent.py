@@ -17,13 +17,14 @@ from typing import Any
 from edge_agent.home import AgentConfig, AgentHome, AgentState
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import (
-    ClassifierSession,
+    DetectorSession,
     ManifestError,
     ModelLoadError,
     public_key_id,
     verify_files,
     verify_manifest,
 )
+from edge_agent.sessions import ModelSession, open_session
 from edge_agent.telemetry import Telemetry
 
 __all__ = ["Agent", "NoModelError", "agent_version"]
@@ -55,10 +56,10 @@ class Agent:
         self.threads = threads
         self.telemetry = Telemetry()
         self._lock = threading.Lock()
-        self._session: ClassifierSession | None = None
+        self._session: ModelSession | None = None
 
     @property
-    def session(self) -> ClassifierSession | None:
+    def session(self) -> ModelSession | None:
         with self._lock:
             return self._session
 
@@ -67,13 +68,15 @@ class Agent:
         session = self.session
         return session.version_id if session else None
 
-    def load_package(self, version_id: str) -> ClassifierSession:
-        """Verify (signature, sizes, sha256) and load ``models/<version_id>/``, then run one
-        dummy input through it.
+    def load_package(self, version_id: str) -> ModelSession:
+        """Verify (signature, sizes, sha256) and load ``models/<version_id>/`` with the session
+        of its task (:func:`edge_agent.sessions.open_session`), then run one dummy input
+        through it.
 
         Raises:
-            ManifestError: missing/unreadable manifest, bad signature or checksum, or a manifest
-                for another version.
+            ManifestError: missing/unreadable manifest, bad signature or checksum, a manifest
+                for another version, or a task this agent does not serve
+                (``UnsupportedTaskError``).
             ModelLoadError: onnxruntime cannot load or run it.
         """
         directory = self.home.model_dir(version_id)
@@ -85,7 +88,7 @@ class Agent:
         if (manifest.get("model") or {}).get("version_id") != version_id:
             raise ManifestError(f"manifest in models/{version_id} is for another version")
         verify_files(manifest, directory)
-        session = ClassifierSession(directory / "model.onnx", manifest, threads=self.threads)
+        session = open_session(directory / "model.onnx", manifest, threads=self.threads)
         session.self_test()
         return session
 
@@ -128,31 +131,49 @@ class Agent:
                  ", ".join(sorted(public_key_id(key) for key in public_keys)), ", ".join(before))
         return True
 
-    def swap(self, session: ClassifierSession) -> None:
+    def swap(self, session: ModelSession) -> None:
         """Serve ``session`` from now on; requests already running finish on the old one."""
         with self._lock:
             self._session = session
-        self.telemetry.set_model(session.version_id)
+        self.telemetry.set_model(session.version_id, session.task)
         log.info("serving model version %s", session.version_id)
 
-    def predict(self, data: bytes, top_k: int = 5) -> dict[str, Any]:
-        """Image bytes -> ``{"model_version_id", "predictions": [...], "latency_ms"}``.
+    def predict(self, data: bytes, top_k: int = 5, score_threshold: float | None = None
+                ) -> dict[str, Any]:
+        """Image bytes -> the served model's answer, by its task (docs/contracts.md, "Agent
+        HTTP API"): ``{"model_version_id", "task": "image_classification", "predictions":
+        [{"label", "index", "probability"}], "latency_ms"}`` (the ``top_k`` most probable), or
+        ``{"model_version_id", "task": "object_detection", "width", "height", "tiles",
+        "detections": [{"label", "index", "score", "box": [x1, y1, x2, y2]}], "latency_ms"}``
+        (boxes xyxy in px of the upright image; ``score_threshold`` replaces the manifest's).
+        ``top_k`` is ignored by detectors and ``score_threshold`` by classifiers; both are
+        checked. Latency in ms, decode to answer.
 
         Raises:
             NoModelError: no model is loaded.
             ImageDecodeError: the bytes are not a usable image.
-            ValueError: ``top_k`` < 1.
+            ValueError: ``top_k`` < 1 or ``score_threshold`` outside [0, 1].
             ModelLoadError: onnxruntime failed while running.
         """
         started = time.perf_counter()
         session = self.session
         outcome = "error"
+        labels: list[str] = []
+        answer: dict[str, Any] = {}
         try:
             if session is None:
                 outcome = "no_model"
                 raise NoModelError("no model is loaded yet")
             try:
-                predictions = session.predict_image(data, top_k=top_k)
+                if top_k < 1:
+                    raise ValueError("top_k must be >= 1")
+                if score_threshold is not None and not 0.0 <= score_threshold <= 1.0:
+                    raise ValueError("score_threshold must be in [0, 1]")
+                if isinstance(session, DetectorSession):
+                    answer = session.predict_image(data, score_threshold=score_threshold)
+                    labels = [found["label"] for found in answer["detections"]]
+                else:
+                    answer = {"predictions": session.predict_image(data, top_k=top_k)}
             except (ImageDecodeError, ValueError):
                 outcome = "bad_request"
                 raise
@@ -160,9 +181,12 @@ class Agent:
         finally:
             elapsed = time.perf_counter() - started
             self.telemetry.record_request(outcome, elapsed)
+        if isinstance(session, DetectorSession):
+            self.telemetry.record_detections(labels)
         return {
             "model_version_id": session.version_id,
-            "predictions": predictions,
+            "task": session.task,
+            **answer,
             "latency_ms": round(elapsed * 1000.0, 3),
         }
 

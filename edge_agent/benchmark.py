@@ -10,14 +10,16 @@ runs them one at a time (a benchmark already done or in progress is not started 
    file's size and sha256, as a deployment does; a bad signature -> ``failed`` with the reason;
 3. measure in a CHILD PROCESS at lower priority (``os.nice(10)`` first thing in the child), so
    the model being served keeps its CPU: ``python -m edge_agent.benchmark <dir> --warmup W
-   --runs R`` loads the model (``ClassifierSession``, one intra-op thread; ``load_s``), runs
-   ``W`` untimed then ``R`` timed ``predict_image`` calls (decode, preprocess, batch 1) cycling
-   through the inputs, and prints ONE JSON line;
+   --runs R`` loads the model with the session of its task (``ClassifierSession`` or
+   ``DetectorSession``, :func:`edge_agent.sessions.open_session`; one intra-op thread;
+   ``load_s``), runs ``W`` untimed then ``R`` timed ``predict_image`` calls (decode,
+   preprocess, batch 1; a detector's include its post-processing: NMS, boxes back to the
+   image's pixels, tiles) cycling through the inputs, and prints ONE JSON line;
 4. report ``succeeded`` with p50/p99/mean latency (ms), throughput (images/s = runs / timed
    seconds), peak memory (the child's VmHWM), onnxruntime version and providers, plus the p99
    and count of the ``/v1/predict`` requests this agent served while the child ran
    (``serving_p99_ms``, null when none, ``serving_requests``); ``incompatible`` when onnxruntime
-   cannot load the model; ``failed`` for anything else, a child killed after its timeout
+   cannot load the model or its task is not one this agent serves; ``failed`` for anything else, a child killed after its timeout
    (``base_timeout_s`` + ``per_run_timeout_s`` x (warmup + runs)) included. The folder is removed.
 
 This module imports nothing heavy at import time: the child lowers its priority before it loads
@@ -363,14 +365,17 @@ def measure(directory: Path, warmup: int, runs: int) -> dict[str, Any]:
     """Load ``directory``'s package and time ``runs`` predictions of its ``inputs/<n>`` images.
 
     Returns ``{"status": "succeeded", "result": {...}}``, or ``{"status": "incompatible" |
-    "failed", "error"}``: onnxruntime cannot load the model (``incompatible``), an input does
-    not decode, the model fails to run (``failed``).
+    "failed", "error"}``: onnxruntime cannot load the model or its task is not served here
+    (``incompatible``), an input does not decode, the model fails to run (``failed``).
+    Classifiers and detectors alike: each run is the session's ``predict_image`` with its
+    defaults (a detector's includes its post-processing).
     """
     import numpy as np
     import onnxruntime
 
     from edge_agent.imaging import ImageDecodeError
-    from edge_agent.runtime import ClassifierSession, ManifestError, ModelLoadError
+    from edge_agent.runtime import ManifestError, ModelLoadError
+    from edge_agent.sessions import UnsupportedTaskError, open_session
 
     inputs_dir = directory / "inputs"
     paths = sorted(inputs_dir.iterdir(), key=lambda path: int(path.name)) if (
@@ -380,8 +385,8 @@ def measure(directory: Path, warmup: int, runs: int) -> dict[str, Any]:
         return {"status": "failed", "error": "the benchmark has no input images"}
     started = time.perf_counter()
     try:
-        session = ClassifierSession(directory, threads=1)
-    except ModelLoadError as error:
+        session = open_session(directory, threads=1)
+    except (ModelLoadError, UnsupportedTaskError) as error:
         return {"status": "incompatible", "error": str(error)}
     except ManifestError as error:
         return {"status": "failed", "error": str(error)}

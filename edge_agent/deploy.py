@@ -2,8 +2,8 @@
 
 Steps for a new desired model version (state persisted to ``state.json`` before each step):
 ``downloading`` (manifest, signature check, artifact to ``downloads/<id>.part`` with HTTP Range
-resume) -> ``verifying`` (size and sha256 of every file, test-load with onnxruntime and one dummy
-input) -> files moved into ``models/<id>/`` with ``os.replace`` -> predictor swapped -> ``running``.
+resume) -> ``verifying`` (size and sha256 of every file, test-load with the session of the manifest's task
+and one dummy input; a task this agent does not serve fails here) -> files moved into ``models/<id>/`` with ``os.replace`` -> predictor swapped -> ``running``.
 Any failure -> ``failed`` with the reason; the current model keeps serving throughout. Retryable
 failures (network, 5xx) back off exponentially; terminal ones (bad signature, checksum, a model
 that does not load) are reported and not retried until the desired state changes.
@@ -24,8 +24,8 @@ from edge_agent.agent import Agent, agent_version
 from edge_agent.benchmark import Benchmarker, runtime_info
 from edge_agent.client import DeviceApiError, DeviceClient, RetryableError, TerminalError
 from edge_agent.home import AgentState, DeploymentStatus
+from edge_agent.sessions import ModelSession
 from edge_agent.runtime import (
-    ClassifierSession,
     ManifestError,
     ModelLoadError,
     parse_trusted_keys,
@@ -225,7 +225,7 @@ class Converger:
 
     def _download_and_install(
         self, desired: dict[str, Any], status: DeploymentStatus
-    ) -> ClassifierSession:
+    ) -> ModelSession:
         version_id = status.model_version_id
         self._step(status, "downloading")
         manifest = self.client.get_json(desired["manifest_url"], "manifest")

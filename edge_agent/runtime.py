@@ -211,6 +211,9 @@ class ClassifierSession:
         ManifestError: the manifest has no labels or invalid preprocessing.
     """
 
+    #: the manifest ``task`` this session serves (edge_agent.sessions picks the class by it)
+    task = "image_classification"
+
     def __init__(
         self,
         source: Path | str,
@@ -328,7 +331,7 @@ class ClassifierSession:
 
 
 class DetectorSession:
-    """An onnxruntime session for an object detection package (manifest ``task_type``
+    """An onnxruntime session for an object detection package (manifest ``task``
     ``object_detection``; docs/contracts.md, "Detection models").
 
     The graph has input ``images`` (N, 3, S, S) float32 (letterbox preprocessing) and outputs
@@ -342,6 +345,8 @@ class DetectorSession:
         ManifestError: no labels, invalid preprocessing (it must be ``resize: letterbox``) or
             invalid detection settings.
     """
+
+    task = "object_detection"
 
     def __init__(self, source: Path | str, manifest: dict[str, Any] | None = None, *,
                  threads: int = 1) -> None:

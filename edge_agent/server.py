@@ -1,9 +1,13 @@
 """The agent's local HTTP API (stdlib ``ThreadingHTTPServer``, one thread per request).
 
-- ``POST /v1/predict`` body = image bytes, optional ``?top_k=5`` -> 200
-  ``{"model_version_id", "predictions": [{"label", "index", "probability"}], "latency_ms"}``;
-  400 ``{"error"}`` for an undecodable image or bad ``top_k``; 413 for a body over
-  :data:`MAX_BODY_BYTES`; 503 when no model is loaded.
+- ``POST /v1/predict`` body = image bytes, optional ``?top_k=5`` (classification) and
+  ``?score_threshold=0.5`` (detection) -> 200, by the served model's task:
+  ``{"model_version_id", "task": "image_classification", "predictions": [{"label", "index",
+  "probability"}], "latency_ms"}`` or ``{"model_version_id", "task": "object_detection",
+  "width", "height", "tiles", "detections": [{"label", "index", "score", "box": [x1, y1, x2,
+  y2]}], "latency_ms"}`` (boxes in px of the upright image; :meth:`Agent.predict`);
+  400 ``{"error"}`` for an undecodable image, a bad ``top_k`` or ``score_threshold`` (named);
+  413 for a body over :data:`MAX_BODY_BYTES`; 503 when no model is loaded.
 - ``GET /healthz`` -> ``{"status": "ok" | "no_model", "model_version_id"}`` (always 200).
 - ``GET /metrics`` -> Prometheus text format.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -87,13 +92,25 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         data = self.rfile.read(length)
+        query = parse_qs(url.query)
         try:
-            top_k = int(parse_qs(url.query).get("top_k", ["5"])[0])
+            top_k = int(query.get("top_k", ["5"])[0])
         except ValueError:
             self._json(HTTPStatus.BAD_REQUEST, {"error": "top_k must be an integer"})
             return
+        score_threshold = None
+        if "score_threshold" in query:
+            try:
+                score_threshold = float(query["score_threshold"][0])
+            except ValueError:
+                score_threshold = math.nan
+            if not 0.0 <= score_threshold <= 1.0:  # NaN fails too
+                self._json(HTTPStatus.BAD_REQUEST,
+                           {"error": "score_threshold must be a number in [0, 1]"})
+                return
         try:
-            self._json(HTTPStatus.OK, self.server.agent.predict(data, top_k=top_k))
+            self._json(HTTPStatus.OK, self.server.agent.predict(
+                data, top_k=top_k, score_threshold=score_threshold))
         except NoModelError as error:
             self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(error)})
         except (ImageDecodeError, ValueError) as error:

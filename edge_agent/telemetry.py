@@ -3,6 +3,11 @@
 Heartbeat ``requests`` and ``errors`` are cumulative counts since the agent process started (a
 lost heartbeat loses nothing; the control plane takes differences). Latency percentiles are over
 the last :data:`WINDOW` requests.
+
+While a detection model serves (or has served since the agent started), ``detections`` counts
+the objects its answers held, cumulative like ``requests``, and ``detections_by_class`` the
+same per class label: the :data:`MAX_CLASSES_REPORTED` most frequent, so a heartbeat stays small
+whatever the model's classes. Classification agents send neither key.
 """
 
 from __future__ import annotations
@@ -10,16 +15,19 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter as Tally
 from collections import deque
 from typing import Any
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["Telemetry", "memory_bytes"]
+__all__ = ["MAX_CLASSES_REPORTED", "Telemetry", "memory_bytes"]
 
 #: Number of most recent requests the latency percentiles are computed over.
 WINDOW = 1024
+#: Most class labels a heartbeat's ``detections_by_class`` names (the most frequent ones).
+MAX_CLASSES_REPORTED = 20
 _LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
@@ -70,6 +78,12 @@ class Telemetry:
             ["result"],
             registry=self.registry,
         )
+        self._detected = Counter(
+            "sampan_agent_detections",
+            "Objects detected, by class label (detection models).",
+            ["label"],
+            registry=self.registry,
+        )
         for outcome in self.OUTCOMES:
             self._requests.labels(outcome)
         self._lock = threading.Lock()
@@ -77,6 +91,8 @@ class Telemetry:
         self._served = 0  # successful requests ever appended to the window
         self._count = 0
         self._errors = 0
+        self._detections: int | None = None  # None until a detection model served
+        self._by_class: Tally[str] = Tally()
         self._cpu_mark = (time.monotonic(), sum(os.times()[:2]))
 
     def record_request(self, outcome: str, latency_s: float) -> None:
@@ -110,10 +126,23 @@ class Telemetry:
     def record_deployment(self, result: str) -> None:
         self._deployments.labels(result).inc()
 
-    def set_model(self, version_id: str | None) -> None:
+    def set_model(self, version_id: str | None, task: str | None = None) -> None:
+        """The model version now served; a detection model starts the ``detections`` count."""
         self._model.clear()
         if version_id:
             self._model.labels(version_id).set(1)
+        if task == "object_detection":
+            with self._lock:
+                if self._detections is None:
+                    self._detections = 0
+
+    def record_detections(self, labels: list[str]) -> None:
+        """The class labels of one detection answer's objects (one entry per object)."""
+        for label in labels:
+            self._detected.labels(label).inc()
+        with self._lock:
+            self._detections = (self._detections or 0) + len(labels)
+            self._by_class.update(labels)
 
     def _cpu_percent(self) -> float:
         """Process CPU time / wall time since the previous call, in % of one core."""
@@ -129,18 +158,25 @@ class Telemetry:
         with self._lock:
             window = np.fromiter(self._window, dtype=np.float64)
             count, errors = self._count, self._errors
+            detections = self._detections
+            # most frequent first, ties by label, so consecutive heartbeats name the same ones
+            by_class = sorted(self._by_class.items(), key=lambda item: (-item[1], item[0]))
         if window.size:
             p50, p95, p99 = (round(float(v), 3) for v in np.percentile(window, [50, 95, 99]))
             latency: dict[str, float | None] = {"p50": p50, "p95": p95, "p99": p99}
         else:
             latency = {"p50": None, "p95": None, "p99": None}
-        return {
+        snapshot: dict[str, Any] = {
             "requests": count,
             "errors": errors,
             "latency_ms": latency,
             "cpu_percent": self._cpu_percent(),
             "memory_bytes": memory_bytes(),
         }
+        if detections is not None:
+            snapshot["detections"] = detections
+            snapshot["detections_by_class"] = dict(by_class[:MAX_CLASSES_REPORTED])
+        return snapshot
 
     def exposition(self) -> bytes:
         """Prometheus text format of the private registry."""

@@ -1,4 +1,5 @@
-"""Shared pieces for the edge agent tests: a tiny signed ONNX classifier and image bytes."""
+"""Shared pieces for the edge agent tests: a tiny signed ONNX classifier, a tiny detector with a
+fixed answer, and image bytes."""
 
 from __future__ import annotations
 
@@ -135,6 +136,128 @@ def make_package(
         "created_at": "2026-11-29T12:00:00Z",
     }
     return ModelPackage(version_id, key.sign(manifest), model_bytes)
+
+
+DETECTION_LABELS = ["person", "car"]
+DETECTION_SIZE = 64
+
+
+@dataclass(frozen=True)
+class FixedBox:
+    """One anchor of :func:`build_detector`: a box xyxy in model input px and its class
+    scores (one per label)."""
+
+    box: tuple[float, float, float, float]
+    scores: tuple[float, ...]
+
+
+#: The anchors of the default tiny detector: two objects (the second also found by a weaker,
+#: overlapping anchor that NMS suppresses) and one faint object below the default threshold.
+DETECTOR_ANCHORS = (
+    FixedBox((2.0, 4.0, 12.0, 20.0), (0.9, 0.05)),
+    FixedBox((10.0, 30.0, 20.0, 34.0), (0.1, 0.8)),
+    FixedBox((10.5, 30.0, 20.0, 34.5), (0.0, 0.6)),
+    FixedBox((4.0, 8.0, 8.0, 16.0), (0.2, 0.0)),
+)
+
+
+def build_detector(anchors: tuple[FixedBox, ...] = DETECTOR_ANCHORS,
+                   size: int = DETECTION_SIZE) -> bytes:
+    """A real ONNX detector with the graph signature of a Sampan detection package whose
+    answer is fixed: input ``images`` (N, 3, size, size) float32 -> ``boxes`` (N, A, 4) =
+    the anchors' boxes (input px) and ``scores`` (N, A, C) = their scores, for every image.
+    The batch dimension follows the input (ReduceMean * 0 broadcast), so onnxruntime runs a
+    real graph and nothing is special-cased."""
+    boxes = np.array([[a.box for a in anchors]], dtype=np.float32)
+    scores = np.array([[a.scores for a in anchors]], dtype=np.float32)
+    nodes = [
+        helper.make_node("ReduceMean", ["images", "all_axes"], ["mean"], keepdims=0),
+        helper.make_node("Mul", ["mean", "zero"], ["nothing"]),
+        helper.make_node("Unsqueeze", ["nothing", "two_axes"], ["per_image"]),
+        helper.make_node("Add", ["per_image", "fixed_boxes"], ["boxes"]),
+        helper.make_node("Add", ["per_image", "fixed_scores"], ["scores"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fixed_detector",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["N", len(anchors), 4]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT,
+                                       ["N", len(anchors), scores.shape[2]])],
+        initializer=[
+            numpy_helper.from_array(np.array([1, 2, 3], dtype=np.int64), "all_axes"),
+            numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero"),
+            numpy_helper.from_array(np.array([1, 2], dtype=np.int64), "two_axes"),
+            numpy_helper.from_array(boxes, "fixed_boxes"),
+            numpy_helper.from_array(scores, "fixed_scores"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+def make_detection_package(key: SigningKey, model_bytes: bytes | None = None,
+                           labels: list[str] = DETECTION_LABELS, version: int = 1,
+                           size: int = DETECTION_SIZE,
+                           detection: dict[str, Any] | None = None) -> ModelPackage:
+    """A signed object detection package (contracts.md, "Detection models") around
+    ``model_bytes`` (default :func:`build_detector`)."""
+    model_bytes = build_detector(size=size) if model_bytes is None else model_bytes
+    version_id = str(uuid.uuid4())
+    manifest = {
+        "schema": "sampan.model-package/1",
+        "model": {"id": "m-2", "name": "street", "version": version, "version_id": version_id},
+        "task": "object_detection",
+        "labels": labels,
+        "preprocessing": {"size": [size, size], "resize": "letterbox",
+                          "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225],
+                          "colour_order": "RGB", "layout": "NCHW", "dtype": "float32"},
+        "detection": {"score_threshold": 0.3, "nms_iou": 0.6, "pre_nms_top_k": 1000,
+                      "max_detections": 100, "tile": None, **(detection or {})},
+        "inputs": [{"name": "images", "shape": ["N", 3, size, size], "dtype": "float32"}],
+        "outputs": [{"name": "boxes", "shape": ["N", "A", 4], "dtype": "float32"},
+                    {"name": "scores", "shape": ["N", "A", len(labels)], "dtype": "float32"}],
+        "metrics": {"map_50_95": 0.5},
+        "lineage": {"parent_model_version_id": None, "recipe": {}},
+        "files": {"model.onnx": {"sha256": hashlib.sha256(model_bytes).hexdigest(),
+                                 "size": len(model_bytes)}},
+        "onnx": {"opset": 18, "ir_version": 10},
+        "min_onnxruntime": "1.17.0",
+        "created_at": "2026-12-01T12:00:00Z",
+    }
+    return ModelPackage(version_id, key.sign(manifest), model_bytes)
+
+
+def expected_pixels(box: tuple[float, float, float, float], width: int, height: int,
+                    size: int = DETECTION_SIZE) -> list[float]:
+    """Where a box in model input px lies in a ``width`` x ``height`` image, computed here on
+    its own: the letterbox scales the image by min(size / width, size / height) (sides rounded)
+    into the top-left corner, so x maps back by width / fitted width, y by height / fitted
+    height, clipped to the image."""
+    scale = min(size / width, size / height)
+    fitted_w, fitted_h = round(width * scale), round(height * scale)
+    x1, y1, x2, y2 = box
+    return [min(max(x1 * width / fitted_w, 0.0), width),
+            min(max(y1 * height / fitted_h, 0.0), height),
+            min(max(x2 * width / fitted_w, 0.0), width),
+            min(max(y2 * height / fitted_h, 0.0), height)]
+
+
+def encoded_image(width: int, height: int, fmt: str = "PNG") -> bytes:
+    """Bytes of a ``width`` x ``height`` grey image in ``fmt``."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (90, 120, 150)).save(buffer, fmt)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def detection_package_factory(signing_key: SigningKey) -> Callable[..., ModelPackage]:
+    def factory(**kwargs: Any) -> ModelPackage:
+        return make_detection_package(signing_key, **kwargs)
+
+    return factory
 
 
 @pytest.fixture
