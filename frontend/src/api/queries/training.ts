@@ -26,15 +26,28 @@ export interface TrainingProgress {
   loss?: number;
   val_loss?: number;
   val_accuracy?: number;
+  /** object detection, at a validation: mAP at IoU 0.5 and 0.5:0.95 on the validation split */
+  val_map50?: number;
+  val_map?: number;
   /** seconds left for the whole job, when the engine knows */
   eta_s?: number;
   elapsed_s?: number;
 }
-/** One `history` entry per evaluated epoch. */
+/**
+ * One `history` entry per evaluated epoch; an object detector's per validation, at a training
+ * step (`step`, `val_map50`, `val_map`, `losses`; no `epoch` and no `val_accuracy`).
+ */
 export interface EpochRecord {
-  /** "head" (output layer on a frozen backbone) or "finetune" (all layers); each counts epochs from 1 */
+  /** "head" (output layer on a frozen backbone) or "finetune" (all layers); each counts epochs from 1; a detector's "train" */
   phase?: string;
-  epoch: number;
+  /** absent in a detector's entries, which have `step` */
+  epoch?: number;
+  step?: number;
+  steps?: number;
+  val_map50?: number;
+  val_map?: number;
+  /** a detector's loss terms (classification, bbox_regression, bbox_ctrness), summed in `loss` */
+  losses?: Record<string, number>;
   epochs?: number;
   loss?: number;
   val_loss?: number;
@@ -128,6 +141,14 @@ export interface TrainingMetrics {
   test_macro_f1?: number;
   /** classes with training images but none in the evaluated split (newer jobs) */
   classes_not_evaluated?: string[];
+  /** object detection: mAP@0.5 and mAP@0.5:0.95 on validation, and on test when there is one */
+  val_map50?: number;
+  val_map?: number;
+  test_map50?: number;
+  test_map?: number;
+  /** object detection: the serving score threshold (best F1 on validation) and the step kept */
+  score_threshold?: number;
+  best_step?: number;
 }
 
 export function metricsOf(job: { metrics?: unknown }): TrainingMetrics {
@@ -177,6 +198,108 @@ export function classificationReportOf(report: EvaluationReport): Classification
     predictions: raw.predictions ?? [],
     ...(typeof raw.imbalanced === "boolean" ? { imbalanced: raw.imbalanced } : {}),
     ...(Array.isArray(raw.train_class_counts) ? { train_class_counts: raw.train_class_counts } : {}),
+  };
+}
+
+/** An object detector's error at the serving threshold, IoU 0.5 (workers/ml/detection/evaluation.py). */
+export type DetectionErrorKind = "false_positive" | "wrong_class" | "missed";
+export interface DetectionError {
+  sample_id: string;
+  kind: DetectionErrorKind;
+  /** x1, y1, x2, y2 px of the upright image: the predicted box, or the missed true box */
+  box: [number, number, number, number];
+  /** the predicted class (null for a missed object) */
+  label: string | null;
+  /** the true class (wrong_class, missed; null for a false positive) */
+  true_label: string | null;
+  /** the prediction's score (null for a missed object) */
+  score: number | null;
+}
+export interface DetectionPerClassRow {
+  label: string;
+  index: number;
+  /** null for a class with no true box in the split (support 0) */
+  ap50: number | null;
+  ap: number | null;
+  /** true boxes of the class in the split */
+  support: number;
+  /** at the serving threshold, IoU 0.5 */
+  precision: number;
+  recall: number;
+}
+/** COCO's interpolated precision at 101 recall points (IoU 0.5); null where the class never reaches that recall. */
+export interface PrCurve {
+  label: string;
+  index: number;
+  recall: number[];
+  precision: (number | null)[];
+}
+export interface DetectionPrediction {
+  sample_id: string;
+  /** [x1, y1, x2, y2, class index, score] at the serving threshold */
+  boxes: number[][];
+}
+/** Images or boxes the engine could not use (undecodable file, a box under 1 px), with the reason. */
+export interface SkippedSample {
+  sample_id: string;
+  error: string;
+  path?: string;
+  box?: number;
+}
+/** `report` of an object detector's evaluation (workers/ml/detection/evaluation.py `detection_report`). */
+export interface DetectionReport {
+  task: "object_detection";
+  split?: string;
+  /** images */
+  n: number;
+  /** true boxes */
+  boxes: number;
+  map50: number;
+  map: number;
+  score_threshold: number;
+  /** all classes together at the serving threshold, IoU 0.5 */
+  precision: number;
+  recall: number;
+  f1: number;
+  per_class: DetectionPerClassRow[];
+  pr_curves: PrCurve[];
+  /** at most 500, worst first; `error_counts` counts them all */
+  errors: DetectionError[];
+  error_counts: Partial<Record<DetectionErrorKind, number>>;
+  predictions: DetectionPrediction[];
+  /** the validation split's figures: the split that chose the training step kept and the threshold */
+  validation?: { map50: number; map: number; n: number; f1?: number } | null;
+  skipped_samples?: SkippedSample[];
+}
+
+/** Whether an evaluation is an object detector's (`report.task`); every other report is a classifier's. */
+export function isDetectionReport(report: EvaluationReport): boolean {
+  const raw = report.report as { task?: unknown } | null;
+  return Boolean(raw && typeof raw === "object" && raw.task === "object_detection");
+}
+
+export function detectionReportOf(report: EvaluationReport): DetectionReport {
+  const raw = (report.report && typeof report.report === "object" ? report.report : {}) as Partial<DetectionReport>;
+  const list = <T,>(x: T[] | undefined): T[] => (Array.isArray(x) ? x : []);
+  const num = (x: number | undefined) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
+  return {
+    task: "object_detection",
+    ...(typeof raw.split === "string" ? { split: raw.split } : {}),
+    n: num(raw.n),
+    boxes: num(raw.boxes),
+    map50: num(raw.map50),
+    map: num(raw.map),
+    score_threshold: num(raw.score_threshold),
+    precision: num(raw.precision),
+    recall: num(raw.recall),
+    f1: num(raw.f1),
+    per_class: list(raw.per_class),
+    pr_curves: list(raw.pr_curves),
+    errors: list(raw.errors),
+    error_counts: raw.error_counts && typeof raw.error_counts === "object" ? raw.error_counts : {},
+    predictions: list(raw.predictions),
+    ...(raw.validation && typeof raw.validation === "object" ? { validation: raw.validation } : {}),
+    skipped_samples: list(raw.skipped_samples),
   };
 }
 

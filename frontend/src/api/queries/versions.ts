@@ -92,3 +92,29 @@ export function useFreezeVersion(projectId: string, datasetId: string) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: versionKeys.list(projectId, datasetId) }),
   });
 }
+
+/** A sample as a version froze it: split, upright size, boxes `[x1, y1, x2, y2, class index]` (px). */
+export type VersionItem = Schemas["DatasetVersionItemOutput"];
+/** The most sample ids one request of a version's items may name (the API's limit). */
+export const MAX_VERSION_ITEMS = 100;
+
+/**
+ * The version's frozen items of `sampleIds` (deduplicated, at most MAX_VERSION_ITEMS: the caller
+ * asks for a page at a time), by sample id. A version never changes, so they are kept.
+ */
+export function useVersionItems(projectId: string, versionId: string | undefined, sampleIds: string[]) {
+  const ids = [...new Set(sampleIds)].slice(0, MAX_VERSION_ITEMS);
+  return useQuery({
+    queryKey: [...versionKeys.detail(projectId, versionId ?? ""), "items", ids],
+    enabled: Boolean(versionId) && ids.length > 0,
+    staleTime: Infinity,
+    queryFn: async () => {
+      const items = unwrap(
+        await api().GET("/api/v1/projects/{project_id}/dataset-versions/{version_id}/items/", {
+          params: { path: { project_id: projectId, version_id: versionId ?? "" }, query: { sample_id: ids } },
+        }),
+      );
+      return new Map(items.map((item) => [item.sample_id, item]));
+    },
+  });
+}

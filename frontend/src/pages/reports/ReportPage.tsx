@@ -1,50 +1,61 @@
-// A training job's evaluation report: the split it was computed on (test: never used to choose the
-// model; else validation), accuracy and macro-F1 (per-class recall and macro-F1 first when the
-// classes are imbalanced), the validation figures beside test ones, where the weights came from,
-// the per-class table, the confusion matrix (click a cell for its samples), the misclassified samples.
+// A training job's evaluation report: an object detector's (report.task "object_detection") in
+// DetectionReport.tsx, every other a classifier's here: the split it was computed on (test: never
+// used to choose the model; else validation), accuracy and macro-F1 (per-class recall and
+// macro-F1 first when the classes are imbalanced), the validation figures beside test ones, where
+// the weights came from, the per-class table, the confusion matrix (click a cell for its
+// samples), the misclassified samples.
 import { useQuery } from "@tanstack/react-query";
-import { Alert, Breadcrumb, Card, Col, Empty, Pagination, Progress, Row, Skeleton, Space, Statistic, Table, Tooltip, Typography } from "antd";
+import { Alert, Card, Col, Empty, Pagination, Progress, Row, Skeleton, Space, Statistic, Table, Tooltip, Typography } from "antd";
 import { Fragment, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
-import { Link, useParams } from "react-router";
+import { useParams } from "react-router";
 
 import { api } from "../../api/client";
 import { unwrap } from "../../api/errors";
 import {
   classificationReportOf,
+  isDetectionReport,
   useTrainingJob,
   useTrainingReport,
   type ClassificationReport,
+  type EvaluationReport,
   type PerClassRow,
 } from "../../api/queries/training";
 import { useDatasetVersion } from "../../api/queries/versions";
 import { Chart, type ChartClick } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
 import { cellSamples, heatmapSeries, maxOffDiagonal } from "./confusion";
+import { DetectionReportView } from "./DetectionReport";
 import { classesWithoutEvaluation, notEvaluated, reportImbalance } from "./imbalance";
+import { notInSplitText, pct, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
 import { SampleThumb } from "./SampleThumb";
 
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const THUMBS_PER_PAGE = 48;
 
 export function ReportPage() {
-  const { t } = useTranslation();
   const { projectId = "", jobId = "" } = useParams();
   const evaluation = useTrainingReport(projectId, jobId);
   const job = useTrainingJob(projectId, jobId, 10_000);
-  const [cell, setCell] = useState<{ row: number; col: number } | null>(null);
-
-  const report = useMemo(() => (evaluation.data ? classificationReportOf(evaluation.data) : null), [evaluation.data]);
-  const labels = evaluation.data?.labels ?? [];
-  // the split the figures were computed on: the report's own word, else the evaluation's
-  const split = report?.split ?? evaluation.data?.split ?? "val";
-  // only reports without `predictions` need the evaluated samples' true labels (diagonal cells)
-  const trueLabels = useSplitTrueLabels(projectId, job.data?.dataset_version_id, split, Boolean(report && report.predictions.length === 0));
 
   if (evaluation.isError) return <ErrorAlert error={evaluation.error} onRetry={() => void evaluation.refetch()} />;
-  if (!evaluation.data || !report) return <Skeleton active />;
-  const e = evaluation.data;
+  if (!evaluation.data) return <Skeleton active />;
   const name = job.data?.model_name || jobId.slice(0, 8);
+  const props = { evaluation: evaluation.data, projectId, jobId, name, versionId: job.data?.dataset_version_id };
+  return isDetectionReport(evaluation.data) ? <DetectionReportView {...props} /> : <ClassificationReportView {...props} />;
+}
+
+function ClassificationReportView(props: { evaluation: EvaluationReport; projectId: string; jobId: string; name: string; versionId: string | undefined }) {
+  const { t } = useTranslation();
+  const { evaluation: e, projectId, jobId, name } = props;
+  const [cell, setCell] = useState<{ row: number; col: number } | null>(null);
+
+  const report = useMemo(() => classificationReportOf(e), [e]);
+  const labels = e.labels;
+  // the split the figures were computed on: the report's own word, else the evaluation's
+  const split = report.split ?? e.split ?? "val";
+  // only reports without `predictions` need the evaluated samples' true labels (diagonal cells)
+  const trueLabels = useSplitTrueLabels(projectId, props.versionId, split, report.predictions.length === 0);
+
   const selected = cell ? cellSamples(report, labels, cell.row, cell.col, trueLabels) : [];
   // imbalanced classes (judged on the training split when the report says): per-class recall
   // and macro-F1 lead, accuracy follows
@@ -56,16 +67,8 @@ export function ReportPage() {
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
-      <Breadcrumb
-        items={[
-          { title: <Link to={`/projects/${projectId}/training`}>{t("training.title")}</Link> },
-          { title: <Link to={`/projects/${projectId}/training/${jobId}`}>{name}</Link> },
-          { title: t("report.title") },
-        ]}
-      />
-      <Typography.Title level={3} style={{ margin: 0 }}>
-        {t("report.heading", { name })}
-      </Typography.Title>
+      <ReportBreadcrumb projectId={projectId} jobId={jobId} name={name} />
+      <ReportTitle name={name} />
       <Typography.Text data-testid="report-split">
         {split === "test" ? t("report.splitTest", { count: report.n }) : t("report.splitVal", { count: report.n })}{" "}
         <Typography.Text type="secondary">{t("report.onnxNote")}</Typography.Text>
@@ -110,13 +113,7 @@ export function ReportPage() {
           />
         )}
       </Space>
-      {e.pretrained === false ? (
-        <Alert type="warning" showIcon title={t("report.notPretrained")} description={e.weights_note || undefined} />
-      ) : e.pretrained === true ? (
-        <Alert type="info" showIcon title={t("report.pretrained")} description={e.weights_note || undefined} />
-      ) : e.weights_note ? (
-        <Alert type="info" showIcon title={e.weights_note} />
-      ) : null}
+      <WeightsAlert evaluation={e} />
       <Row gutter={[16, 16]}>
         <Col xs={24} xl={13}>
           <Card size="small" title={t("report.confusion")} extra={<Typography.Text type="secondary">{t("report.confusionHint")}</Typography.Text>}>
@@ -216,11 +213,6 @@ function ConfusionHeatmap(props: { report: ClassificationReport; labels: string[
       }}
     />
   );
-}
-
-/** "not in the test split" (or validation): a class with no image in the evaluated split. */
-function notInSplitText(t: ReturnType<typeof useTranslation>["t"], split: string): string {
-  return split === "test" ? t("report.notInTestSplit") : t("report.notInValSplit");
 }
 
 /**

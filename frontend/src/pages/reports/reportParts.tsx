@@ -1,0 +1,49 @@
+// What the classification and the detection report pages share: the breadcrumb and heading, where
+// the weights came from, the words for a class the evaluated split holds nothing of.
+import { Alert, Breadcrumb, Typography } from "antd";
+import { useTranslation } from "react-i18next";
+import { Link } from "react-router";
+
+import type { EvaluationReport } from "../../api/queries/training";
+
+export const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+export function ReportBreadcrumb({ projectId, jobId, name }: { projectId: string; jobId: string; name: string }) {
+  const { t } = useTranslation();
+  return (
+    <Breadcrumb
+      items={[
+        { title: <Link to={`/projects/${projectId}/training`}>{t("training.title")}</Link> },
+        { title: <Link to={`/projects/${projectId}/training/${jobId}`}>{name}</Link> },
+        { title: t("report.title") },
+      ]}
+    />
+  );
+}
+
+export function ReportTitle({ name }: { name: string }) {
+  const { t } = useTranslation();
+  return (
+    <Typography.Title level={3} style={{ margin: 0 }}>
+      {t("report.heading", { name })}
+    </Typography.Title>
+  );
+}
+
+/** Pretrained or from scratch, with the engine's note on the weights. */
+export function WeightsAlert({ evaluation }: { evaluation: Pick<EvaluationReport, "pretrained" | "weights_note"> }) {
+  const { t } = useTranslation();
+  const e = evaluation;
+  return e.pretrained === false ? (
+    <Alert type="warning" showIcon title={t("report.notPretrained")} description={e.weights_note || undefined} />
+  ) : e.pretrained === true ? (
+    <Alert type="info" showIcon title={t("report.pretrained")} description={e.weights_note || undefined} />
+  ) : e.weights_note ? (
+    <Alert type="info" showIcon title={e.weights_note} />
+  ) : null;
+}
+
+/** "not in the test split" (or validation): a class with nothing in the evaluated split. */
+export function notInSplitText(t: ReturnType<typeof useTranslation>["t"], split: string): string {
+  return split === "test" ? t("report.notInTestSplit") : t("report.notInValSplit");
+}
