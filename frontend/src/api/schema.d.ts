@@ -925,7 +925,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Try a model version on one image, as a device would run it. Viewers may try models. */
+        /**
+         * @description Try a model version on one image, as a device would run it: the agent's answer for the
+         *     version's task. Viewers may try models.
+         */
         post: operations["model_versions_predict"];
         delete?: never;
         options?: never;
@@ -1319,6 +1322,11 @@ export interface components {
         };
         BoxesInputRequest: {
             boxes: components["schemas"]["BoxInputRequest"][];
+            /**
+             * @description true (with boxes: []): checked, the image holds nothing to box (a background image). Every write sets the mark to this value, so a write with boxes clears it.
+             * @default false
+             */
+            no_objects?: boolean;
         };
         /**
          * @description Exactly one of ``class_label`` (a name; a new name creates the class) and
@@ -1343,6 +1351,23 @@ export interface components {
             /** @description The labeling key chosen for the class (0-9 or a-z), or "" for the automatic one: a class named by one digit or letter gets that key, the others the free keys in class order (1-9, 0, then a-z without N and P). */
             hotkey: string;
         };
+        ClassificationPredictOutput: {
+            /** Format: uuid */
+            model_version_id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "image_classification";
+            predictions: components["schemas"]["PredictionOutput"][];
+            /** Format: double */
+            latency_ms: number;
+        };
+        /**
+         * @description * `image_classification` - image_classification
+         * @enum {string}
+         */
+        ClassificationPredictOutputTaskEnum: "image_classification";
         CompressionJobInputRequest: {
             /**
              * Format: uuid
@@ -1557,6 +1582,38 @@ export interface components {
             /** @description bytes of model.onnx */
             size: number;
         };
+        DetectionOutput: {
+            label: string;
+            index: number;
+            /** Format: double */
+            score: number;
+            /** @description [x1, y1, x2, y2] in px of the upright image */
+            box: number[];
+        };
+        DetectionPredictOutput: {
+            /** Format: uuid */
+            model_version_id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "object_detection";
+            /** @description px of the upright image (EXIF applied) */
+            width: number;
+            /** @description px of the upright image (EXIF applied) */
+            height: number;
+            /** @description windows the image was cut into (1: none) */
+            tiles: number;
+            /** @description best first */
+            detections: components["schemas"]["DetectionOutput"][];
+            /** Format: double */
+            latency_ms: number;
+        };
+        /**
+         * @description * `object_detection` - object_detection
+         * @enum {string}
+         */
+        DetectionPredictOutputTaskEnum: "object_detection";
         DeviceOutput: {
             /** Format: uuid */
             id: string;
@@ -1780,6 +1837,12 @@ export interface components {
             /** Format: double */
             cpu_percent?: number | null;
             memory_bytes?: number | null;
+            /** @description Objects detected since the agent started (cumulative, like requests). */
+            detections?: number | null;
+            /** @description The same per class label: the 20 most frequent, cumulative. */
+            detections_by_class?: {
+                [key: string]: number;
+            } | null;
         };
         ModelOutput: {
             /** Format: uuid */
@@ -1885,16 +1948,18 @@ export interface components {
              * @description One image (JPEG, PNG, ...).
              */
             file: string;
-            /** @default 5 */
+            /**
+             * @description Image classification: the most probable k.
+             * @default 5
+             */
             top_k?: number;
+            /**
+             * Format: double
+             * @description Object detection: keep detections scoring above it (default: the manifest's detection.score_threshold).
+             */
+            score_threshold?: number;
         };
-        PredictOutput: {
-            /** Format: uuid */
-            model_version_id: string;
-            predictions: components["schemas"]["PredictionOutput"][];
-            /** Format: double */
-            latency_ms: number;
-        };
+        PredictOutput: components["schemas"]["ClassificationPredictOutput"] | components["schemas"]["DetectionPredictOutput"];
         PredictionOutput: {
             label: string;
             index: number;
@@ -1952,6 +2017,8 @@ export interface components {
             created_at: string;
             readonly image_url: string;
             annotations: components["schemas"]["AnnotationOutput"][];
+            /** @description Object detection: checked, the image holds nothing to box (a background image; in versions with no boxes). Set with PUT boxes/ {boxes: [], no_objects: true}; any box written clears it. */
+            no_objects: boolean;
             /** @description Entity tag of the sample's annotations (unquoted); it changes with every write of them. Send it as If-Match: "<etag>" with a label or boxes write, and a write made meanwhile by someone else is refused with 412. */
             readonly etag: string;
         };
@@ -1974,7 +2041,7 @@ export interface components {
             device_time: string | null;
             /** Format: uuid */
             current_model_version_id: string | null;
-            /** @description requests and errors are cumulative since the agent started; latency_ms p50/p95/p99; cpu_percent; memory_bytes. */
+            /** @description requests and errors are cumulative since the agent started; latency_ms p50/p95/p99; cpu_percent; memory_bytes; with a detection model, detections (cumulative) and detections_by_class (the 20 most frequent labels). */
             metrics: unknown;
         };
         TokenInputRequest: {
@@ -2840,6 +2907,8 @@ export interface operations {
             query?: {
                 /** @description Only samples with this class label. */
                 label?: string;
+                /** @description Only samples checked "no objects" (background images). */
+                no_objects?: boolean;
                 page?: number;
                 page_size?: number;
                 /**
@@ -2850,7 +2919,7 @@ export interface operations {
                  *     * `test` - Test
                  */
                 split?: "train" | "val" | "test";
-                /** @description Only samples without annotations. */
+                /** @description Only samples without annotations (and not checked "no objects"). */
                 unlabeled?: boolean;
                 /** @description A dataset version whose split to filter on. */
                 version?: string;

@@ -130,7 +130,9 @@ class TelemetryOutput(serializers.Serializer):
     device_time = serializers.DateTimeField(allow_null=True)
     current_model_version_id = serializers.UUIDField(allow_null=True)
     metrics = serializers.JSONField(help_text="requests and errors are cumulative since the agent "
-                                    "started; latency_ms p50/p95/p99; cpu_percent; memory_bytes.")
+                                    "started; latency_ms p50/p95/p99; cpu_percent; memory_bytes; "
+                                    "with a detection model, detections (cumulative) and "
+                                    "detections_by_class (the 20 most frequent labels).")
 
 
 class TelemetryQuery(serializers.Serializer):
@@ -197,6 +199,26 @@ class LatencyInput(serializers.Serializer):
     p99 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
 
 
+#: Most class labels a heartbeat's ``detections_by_class`` keeps (its most frequent ones; the
+#: agent sends no more), and the longest label kept (characters).
+MAX_DETECTION_CLASSES = 20
+MAX_DETECTION_LABEL_CHARS = 200
+
+
+class DetectionsByClassField(serializers.DictField):
+    """``{"<class label>": <objects detected, cumulative>}``; the
+    :data:`MAX_DETECTION_CLASSES` largest counts are kept (ties by label), labels cut to
+    :data:`MAX_DETECTION_LABEL_CHARS`, so what is stored stays small whatever a device sends."""
+
+    child = serializers.IntegerField(min_value=0)
+
+    def to_internal_value(self, data: Any) -> dict[str, int]:
+        counts: dict[str, int] = super().to_internal_value(data)
+        top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return {label[:MAX_DETECTION_LABEL_CHARS]: count
+                for label, count in top[:MAX_DETECTION_CLASSES]}
+
+
 class MetricsInput(serializers.Serializer):
     requests = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
     errors = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
@@ -205,6 +227,13 @@ class MetricsInput(serializers.Serializer):
                                          default=None)
     memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
                                             default=None)
+    # detection models only: absent (not null) from a classifier's heartbeat
+    detections = serializers.IntegerField(
+        min_value=0, allow_null=True, required=False,
+        help_text="Objects detected since the agent started (cumulative, like requests).")
+    detections_by_class = DetectionsByClassField(
+        allow_null=True, required=False,
+        help_text="The same per class label: the 20 most frequent, cumulative.")
 
 
 class DeploymentReportInput(serializers.Serializer):

@@ -9,7 +9,7 @@ from typing import Any
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -97,7 +97,12 @@ class ModelVersionDetailApi(ProjectApi):
 
 class PredictInput(serializers.Serializer):
     file = serializers.FileField(help_text="One image (JPEG, PNG, ...).")
-    top_k = serializers.IntegerField(default=5, min_value=1, max_value=100)
+    top_k = serializers.IntegerField(default=5, min_value=1, max_value=100,
+                                     help_text="Image classification: the most probable k.")
+    score_threshold = serializers.FloatField(
+        required=False, min_value=0.0, max_value=1.0,
+        help_text="Object detection: keep detections scoring above it (default: the "
+                  "manifest's detection.score_threshold).")
 
 
 class PredictionOutput(serializers.Serializer):
@@ -106,19 +111,48 @@ class PredictionOutput(serializers.Serializer):
     probability = serializers.FloatField()
 
 
-class PredictOutput(serializers.Serializer):
+class ClassificationPredictOutput(serializers.Serializer):
     model_version_id = serializers.UUIDField()
+    task = serializers.ChoiceField(choices=["image_classification"])
     predictions = PredictionOutput(many=True)
     latency_ms = serializers.FloatField()
 
 
+class DetectionOutput(serializers.Serializer):
+    label = serializers.CharField()
+    index = serializers.IntegerField()
+    score = serializers.FloatField()
+    box = serializers.ListField(child=serializers.FloatField(), min_length=4, max_length=4,
+                                help_text="[x1, y1, x2, y2] in px of the upright image")
+
+
+class DetectionPredictOutput(serializers.Serializer):
+    model_version_id = serializers.UUIDField()
+    task = serializers.ChoiceField(choices=["object_detection"])
+    width = serializers.IntegerField(help_text="px of the upright image (EXIF applied)")
+    height = serializers.IntegerField(help_text="px of the upright image (EXIF applied)")
+    tiles = serializers.IntegerField(help_text="windows the image was cut into (1: none)")
+    detections = DetectionOutput(many=True, help_text="best first")
+    latency_ms = serializers.FloatField()
+
+
+_PREDICT_OUTPUTS: dict[str, type[serializers.Serializer]] = {
+    "image_classification": ClassificationPredictOutput,
+    "object_detection": DetectionPredictOutput,
+}
+
+
 class ModelVersionPredictApi(ProjectApi):
-    """Try a model version on one image, as a device would run it. Viewers may try models."""
+    """Try a model version on one image, as a device would run it: the agent's answer for the
+    version's task. Viewers may try models."""
 
     write_role = Role.VIEWER
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request={"multipart/form-data": PredictInput}, responses=PredictOutput,
+    @extend_schema(request={"multipart/form-data": PredictInput},
+                   responses=PolymorphicProxySerializer(
+                       component_name="PredictOutput", serializers=_PREDICT_OUTPUTS,
+                       resource_type_field_name="task"),
                    operation_id="model_versions_predict")
     def post(self, request: Request, project_id: str, version_id: str) -> Response:
         version = selectors.model_version_get(project=self.get_project(request),
@@ -127,8 +161,9 @@ class ModelVersionPredictApi(ProjectApi):
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
         result = model_version_predict(version=version, data=upload.read(),
-                                       top_k=data.validated_data["top_k"])
-        return Response(PredictOutput(result).data)
+                                       top_k=data.validated_data["top_k"],
+                                       score_threshold=data.validated_data.get("score_threshold"))
+        return Response(_PREDICT_OUTPUTS[result["task"]](result).data)
 
 
 class ModelVersionFileApi(ProjectApi):

@@ -1,7 +1,10 @@
 """Try a registered model on one image in the control plane ("try it in the browser").
 
-The web process runs the model package exactly as a device does: ``edge_agent.runtime``'s
-onnxruntime session and the one image rule of ``edge_agent.imaging``. No torch here.
+The web process runs the model package exactly as a device does: the session of the manifest's
+task (``edge_agent.sessions.open_session``: an image classifier or an object detector, with the
+detector's post-processing of ``edge_agent.detection``) and the one image rule of
+``edge_agent.imaging``. No torch here. Answers have the shape of the agent's ``POST
+/v1/predict`` (docs/contracts.md, "Agent HTTP API").
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from collections import OrderedDict
 from typing import Any
 
 from edge_agent.imaging import ImageDecodeError
-from edge_agent.runtime import ClassifierSession, ManifestError, ModelLoadError
+from edge_agent.runtime import DetectorSession, ManifestError, ModelLoadError
+from edge_agent.sessions import ModelSession, open_session
 from sampan.core.errors import ApplicationError, ValidationFailed
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
 
 MAX_SESSIONS = 4  # loaded model versions kept in memory per web process
-_sessions: OrderedDict[str, ClassifierSession] = OrderedDict()
+_sessions: OrderedDict[str, ModelSession] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -27,15 +31,16 @@ class ModelUnavailable(ApplicationError):
     code = "model_unavailable"
 
 
-def _session(version: ModelVersion) -> ClassifierSession:
+def _session(version: ModelVersion) -> ModelSession:
+    """The version's loaded session; a version never changes, so it is cached by its id."""
     key = str(version.pk)
     with _lock:
         if key in _sessions:
             _sessions.move_to_end(key)
             return _sessions[key]
     try:
-        session = ClassifierSession(model_version_file(version, "model.onnx"), version.manifest)
-    except (ManifestError, ModelLoadError) as exc:
+        session = open_session(model_version_file(version, "model.onnx"), version.manifest)
+    except (ManifestError, ModelLoadError) as exc:  # an unknown task is a ManifestError
         raise ModelUnavailable(f"{version.label} cannot be loaded: {exc}") from None
     with _lock:
         _sessions[key] = session
@@ -44,22 +49,27 @@ def _session(version: ModelVersion) -> ClassifierSession:
     return session
 
 
-def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5
-                          ) -> dict[str, Any]:
-    """Top-k predictions of ``version`` for one image (any format the one image rule reads).
+def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
+                          score_threshold: float | None = None) -> dict[str, Any]:
+    """Run ``version`` on one image (any format the one image rule reads), as a device would.
 
-    Returns ``{"model_version_id", "predictions": [{"label", "index", "probability"}],
-    "latency_ms"}`` — the same shape as the edge agent's ``POST /v1/predict``. Raises
-    ValidationFailed (field ``file``) for an undecodable image, ModelUnavailable (409) when the
-    package cannot be loaded or is not an image classifier.
+    Returns, by the package's task: ``{"model_version_id", "task": "image_classification",
+    "predictions": [{"label", "index", "probability"}], "latency_ms"}`` (the ``top_k`` most
+    probable), or ``{"model_version_id", "task": "object_detection", "width", "height",
+    "tiles", "detections": [{"label", "index", "score", "box": [x1, y1, x2, y2]}],
+    "latency_ms"}`` (boxes xyxy in px of the upright image, best first; ``score_threshold``
+    replaces the manifest's ``detection.score_threshold``). Raises ValidationFailed (field
+    ``file``) for an undecodable image, ModelUnavailable (409) when the package cannot be
+    loaded or its task is not one the agent serves.
     """
-    if version.task_type != "image_classification":
-        raise ModelUnavailable(f"trying {version.task_type} models is not available yet")
     session = _session(version)
     started = time.perf_counter()
     try:
-        predictions = session.predict_image(data, top_k=top_k)
+        if isinstance(session, DetectorSession):
+            answer = session.predict_image(data, score_threshold=score_threshold)
+        else:
+            answer = {"predictions": session.predict_image(data, top_k=top_k)}
     except ImageDecodeError as exc:
         raise ValidationFailed(f"file: {exc}", field="file") from None
-    return {"model_version_id": str(version.pk), "predictions": predictions,
+    return {"model_version_id": str(version.pk), "task": session.task, **answer,
             "latency_ms": round((time.perf_counter() - started) * 1000.0, 3)}

@@ -47,6 +47,8 @@ def test_a_viewer_gets_the_same_answer_as_the_package_on_a_device(
     assert body["predictions"][0]["probability"] == pytest.approx(expected[0]["probability"],
                                                                   abs=1e-6)
     assert body["model_version_id"] == str(version.pk) and body["latency_ms"] >= 0
+    assert body["task"] == "image_classification"
+    assert set(body) == {"model_version_id", "task", "predictions", "latency_ms"}
 
 
 def test_an_undecodable_image_is_a_400_naming_the_file(project_with_roles: dict[str, Any],

@@ -34,19 +34,23 @@ export function useModelVersions(projectId: string, modelId: string) {
   });
 }
 
-/** Runs a model version on one image (multipart `file`, `top_k`). */
+/**
+ * Runs a model version on one image (multipart `file`; `top_k` for a classifier,
+ * `score_threshold` for a detector). The answer is the agent's for the version's task.
+ */
 export function usePredict(projectId: string, versionId: string) {
   return useMutation({
-    mutationFn: async (vars: { file: File; topK: number }) =>
+    mutationFn: async (vars: { file: File; topK?: number; scoreThreshold?: number }) =>
       unwrap(
         await api().POST("/api/v1/projects/{project_id}/model-versions/{version_id}/predict/", {
           params: { path: { project_id: projectId, version_id: versionId } },
           // the schema types the binary as a string; the serializer sends the File itself
-          body: { file: vars.file as unknown as string, top_k: vars.topK },
+          body: { file: vars.file as unknown as string, top_k: vars.topK, score_threshold: vars.scoreThreshold },
           bodySerializer: (body) => {
             const form = new FormData();
             form.append("file", body.file as unknown as Blob);
             if (body.top_k !== undefined) form.append("top_k", String(body.top_k));
+            if (body.score_threshold !== undefined) form.append("score_threshold", String(body.score_threshold));
             return form;
           },
         }),

@@ -13,6 +13,7 @@ import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { formatBytes, formatDate } from "../../format";
 import { CompressCard, CompressedFrom } from "./CompressPanel";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
+import { defaultScoreThreshold } from "./detections";
 import { TryItCard } from "./TryItCard";
 
 interface FileRow {
@@ -67,7 +68,7 @@ export function ModelVersionPage() {
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
       <CompressedFrom projectId={projectId} version={v} />
-      <TryItCard projectId={projectId} versionId={v.id} />
+      <TryItCard projectId={projectId} versionId={v.id} task={v.task_type} scoreThreshold={defaultScoreThreshold(v.manifest)} />
       <DeploymentsCard projectId={projectId} versionId={v.id} />
       <CompressCard projectId={projectId} version={v} />
       <Descriptions

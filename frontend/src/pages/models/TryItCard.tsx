@@ -1,19 +1,41 @@
-// "Try it": one image in, the version's top-k predictions out (POST .../predict/), as the device
-// would run it. Nothing is uploaded until the image is dropped; the preview is a local object URL.
+// "Try it": one image in, the version's answer out (POST .../predict/), as the device would run
+// it: an image classifier's top-k classes, or an object detector's boxes drawn over the image
+// with a score slider (the server is asked down to SCORE_FLOOR once; the slider filters here).
+// Nothing is uploaded until the image is dropped; the preview is a local object URL.
 import { InboxOutlined } from "@ant-design/icons";
-import { Button, Card, Col, Empty, Image, InputNumber, Progress, Row, Space, Spin, Statistic, Typography, Upload } from "antd";
+import { Button, Card, Col, Empty, Image, InputNumber, Progress, Row, Slider, Space, Spin, Statistic, Tag, Typography, Upload } from "antd";
 import { useEffect, useState } from "react";
 import { useTranslation } from "react-i18next";
 
-import { usePredict } from "../../api/queries/models";
+import { usePredict, type PredictResult } from "../../api/queries/models";
 import { ErrorAlert } from "../../components/errors";
+import { classColour } from "../datasets/boxes";
+import { DetectionOverlay } from "./DetectionOverlay";
+import { classCounts, DEFAULT_SCORE_THRESHOLD, SCORE_FLOOR, visibleDetections } from "./detections";
 
-export function TryItCard({ projectId, versionId }: { projectId: string; versionId: string }) {
+type DetectionResult = Extract<PredictResult, { task: "object_detection" }>;
+type ClassificationResult = Extract<PredictResult, { task: "image_classification" }>;
+
+export function TryItCard({
+  projectId,
+  versionId,
+  task = "image_classification",
+  scoreThreshold = DEFAULT_SCORE_THRESHOLD,
+}: {
+  projectId: string;
+  versionId: string;
+  /** the version's task: which controls to show before any answer came */
+  task?: string;
+  /** where the score slider starts (the manifest's detection.score_threshold) */
+  scoreThreshold?: number;
+}) {
   const { t } = useTranslation();
   const predict = usePredict(projectId, versionId);
   const [file, setFile] = useState<File | null>(null);
   const [preview, setPreview] = useState<string | null>(null);
   const [topK, setTopK] = useState(5);
+  const [threshold, setThreshold] = useState(scoreThreshold);
+  const detector = task === "object_detection";
 
   useEffect(() => {
     if (!file) return undefined;
@@ -23,7 +45,8 @@ export function TryItCard({ projectId, versionId }: { projectId: string; version
   }, [file]);
 
   const [small, setSmall] = useState(false);
-  const run = (image: File, k: number) => predict.mutate({ file: image, topK: k });
+  const run = (image: File, k: number) => predict.mutate(detector ? { file: image, scoreThreshold: SCORE_FLOOR } : { file: image, topK: k });
+  const result = predict.isPending ? undefined : predict.data;
 
   return (
     <Card
@@ -31,8 +54,12 @@ export function TryItCard({ projectId, versionId }: { projectId: string; version
       title={t("models.tryIt")}
       extra={
         <Space>
-          {t("models.topK")}
-          <InputNumber size="small" min={1} max={20} value={topK} onChange={(value) => setTopK(value ?? 5)} aria-label={t("models.topK")} />
+          {!detector && (
+            <>
+              {t("models.topK")}
+              <InputNumber size="small" min={1} max={20} value={topK} onChange={(value) => setTopK(value ?? 5)} aria-label={t("models.topK")} />
+            </>
+          )}
           <Button size="small" disabled={!file || predict.isPending} onClick={() => file && run(file, topK)}>
             {t("models.predict")}
           </Button>
@@ -74,24 +101,63 @@ export function TryItCard({ projectId, versionId }: { projectId: string; version
         <Col xs={24} md={14}>
           {predict.isError && <ErrorAlert error={predict.error} onRetry={() => file && run(file, topK)} />}
           {predict.isPending && <Spin />}
-          {!predict.isPending && predict.data && (
-            <Space orientation="vertical" style={{ width: "100%" }}>
-              <Statistic data-testid="predict-latency" title={t("models.latency")} value={t("models.latencyMs", { ms: predict.data.latency_ms.toFixed(1) })} />
-              <Typography.Text strong>{t("models.predictions")}</Typography.Text>
-              {predict.data.predictions.map((p, i) => (
-                <div key={p.index} data-testid="prediction">
-                  <Space style={{ width: "100%", justifyContent: "space-between" }}>
-                    <Typography.Text strong={i === 0}>{p.label}</Typography.Text>
-                    <Typography.Text type="secondary">{(100 * p.probability).toFixed(1)}%</Typography.Text>
-                  </Space>
-                  <Progress percent={Math.round(1000 * p.probability) / 10} showInfo={false} status={i === 0 ? "success" : "normal"} />
-                </div>
-              ))}
-            </Space>
+          {result?.task === "object_detection" && (
+            <DetectionAnswer result={result} src={preview} alt={file?.name} threshold={threshold} onThreshold={setThreshold} />
           )}
+          {result && result.task !== "object_detection" && <ClassificationAnswer result={result} />}
           {!predict.isPending && !predict.data && !predict.isError && <Empty image={Empty.PRESENTED_IMAGE_SIMPLE} description={t("models.tryHint")} />}
         </Col>
       </Row>
     </Card>
+  );
+}
+
+function ClassificationAnswer({ result }: { result: ClassificationResult }) {
+  const { t } = useTranslation();
+  return (
+    <Space orientation="vertical" style={{ width: "100%" }}>
+      <Statistic data-testid="predict-latency" title={t("models.latency")} value={t("models.latencyMs", { ms: result.latency_ms.toFixed(1) })} />
+      <Typography.Text strong>{t("models.predictions")}</Typography.Text>
+      {result.predictions.map((p, i) => (
+        <div key={p.index} data-testid="prediction">
+          <Space style={{ width: "100%", justifyContent: "space-between" }}>
+            <Typography.Text strong={i === 0}>{p.label}</Typography.Text>
+            <Typography.Text type="secondary">{(100 * p.probability).toFixed(1)}%</Typography.Text>
+          </Space>
+          <Progress percent={Math.round(1000 * p.probability) / 10} showInfo={false} status={i === 0 ? "success" : "normal"} />
+        </div>
+      ))}
+    </Space>
+  );
+}
+
+function DetectionAnswer(props: { result: DetectionResult; src: string | null; alt?: string; threshold: number; onThreshold: (value: number) => void }) {
+  const { t } = useTranslation();
+  const { result } = props;
+  const shown = visibleDetections(result.detections, props.threshold);
+  return (
+    <Space orientation="vertical" style={{ width: "100%" }}>
+      <Space size="large" wrap>
+        <Statistic data-testid="predict-latency" title={t("models.latency")} value={t("models.latencyMs", { ms: result.latency_ms.toFixed(1) })} />
+        <Statistic data-testid="detection-count" title={t("models.objects")} value={shown.length} />
+        <Statistic title={t("models.imageSize")} value={`${result.width} × ${result.height}`} />
+      </Space>
+      <div>
+        <Typography.Text>{t("models.scoreThreshold", { value: props.threshold.toFixed(2) })}</Typography.Text>
+        <Slider min={SCORE_FLOOR} max={1} step={0.01} value={props.threshold} onChange={props.onThreshold} aria-label={t("models.scoreThresholdLabel")} />
+      </div>
+      {props.src && <DetectionOverlay src={props.src} alt={props.alt} width={result.width} height={result.height} detections={shown} />}
+      {shown.length === 0 ? (
+        <Typography.Text type="secondary">{t("models.noObjects")}</Typography.Text>
+      ) : (
+        <Space wrap size={[4, 4]}>
+          {classCounts(shown).map(([label, count]) => (
+            <Tag key={label} color={classColour(shown.find((d) => d.label === label)?.index ?? 0)} data-testid="detection-class">
+              {label} × {count}
+            </Tag>
+          ))}
+        </Space>
+      )}
+    </Space>
   );
 }
