@@ -129,7 +129,7 @@ class SampleListApi(ProjectApi):
             version = selectors.dataset_version_get(project=project, version_id=filters["version"])
         queryset = selectors.sample_list(
             dataset=dataset, label=filters.get("label"), unlabeled=filters["unlabeled"],
-            split_version=version, split=filters.get("split"))
+            no_objects=filters["no_objects"], split_version=version, split=filters.get("split"))
         return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
 
 
@@ -214,6 +214,7 @@ class SampleBoxesApi(ProjectApi):
         data = s.BoxesInput(data=request.data)
         data.is_valid(raise_exception=True)
         services.sample_boxes_set(sample=sample, boxes=data.validated_data["boxes"],
+                                  no_objects=data.validated_data["no_objects"],
                                   if_match=request.headers.get("If-Match"))
         return _sample_response(project, sample_id)
 

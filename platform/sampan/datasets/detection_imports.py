@@ -2,8 +2,8 @@
 box annotations of the stored samples, and the import report says what happened to each.
 
 The report's ``detection`` part (docs/contracts.md, "Detection dataset formats"): ``formats``
-read, ``images`` imported from zips, ``boxes`` stored, ``background_images`` (imported with no
-box), ``classes`` ([{"name", "boxes"}] in class order), ``clipped_boxes``, and the lists
+read, ``images`` imported from zips, ``boxes`` stored, ``background_images`` (imported as
+"checked: no objects", :func:`is_background`), ``classes`` ([{"name", "boxes"}] in class order), ``clipped_boxes``, and the lists
 ``skipped_annotations``, ``missing_images``, ``unannotated_images`` ({"name", "reason"}),
 ``warnings`` (text), ``source`` (the ``sampan.json`` of a Sampan export, or null).
 """
@@ -65,7 +65,7 @@ class DetectionTally:
         self.boxes += len(placement.boxes)
         self.clipped += placement.clipped
         self.per_class.update(label for label, *_ in placement.boxes)
-        if not placement.boxes:
+        if is_background(annotations, fmt, placement):
             self.background += 1
         for ref, reason in placement.skipped:
             self.note("skipped_annotations", ref, reason)
@@ -101,9 +101,25 @@ def place(data: bytes, image: Image.Image, annotations: ImageAnnotations, shown:
     return place_boxes(annotations, image_frame(data, image.size), shown)
 
 
-def boxes_create(sample: Sample, placement: Placement, labels: dict[str, ClassLabel]) -> int:
+def is_background(annotations: ImageAnnotations, fmt: str, placement: Placement) -> bool:
+    """Whether the zip says the image holds no object: its annotation file lists it with no box
+    (a COCO image without annotations, a VOC XML without objects, an empty YOLO label file), or
+    it is a YOLO image without a label file (Ultralytics reads those as background images). An
+    image no COCO or VOC file mentions is not checked by anyone, and one whose boxes were all
+    skipped did have objects: neither is a background image."""
+    if annotations.boxes or annotations.skipped or placement.boxes or placement.skipped:
+        return False
+    return annotations.annotated or fmt == "yolo"
+
+
+def boxes_create(sample: Sample, placement: Placement, labels: dict[str, ClassLabel], *,
+                 background: bool = False) -> int:
     """Store the placed boxes of ``sample`` (inside the caller's transaction); ``labels`` holds
-    every class they name. Returns how many were stored."""
+    every class they name; ``background`` (:func:`is_background`) marks the sample "checked: no
+    objects". Returns how many boxes were stored."""
+    if background:
+        Sample.objects.filter(pk=sample.pk).update(no_objects=True)
+        sample.no_objects = True
     Annotation.objects.bulk_create([
         Annotation(sample=sample, kind=AnnotationKind.BOX, class_label=labels[label],
                    x1=x1, y1=y1, x2=x2, y2=y2)

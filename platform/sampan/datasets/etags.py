@@ -6,7 +6,8 @@ every sample carries an entity tag (``ETag`` on ``GET samples/<id>/``, the ``eta
 every sample in the API) that changes with every write of its annotations, and a write that
 sends ``If-Match`` with an older tag is refused with 412 (RFC 9110, sections 8.8.3 and 13.1.1).
 
-The tag is a digest of the annotations themselves (id, kind, class, corners), not a counter
+The tag is a digest of the annotations themselves (id, kind, class, corners) and of the sample's
+``no_objects`` mark (a background image checked by a person), not a counter
 kept beside them: a write that goes around the services (an import, a format importer, the
 admin) changes it too, with nothing to remember. Annotation ids are new on every write (the
 box endpoint replaces all boxes), so the tag is a strong validator of the sample's
@@ -27,15 +28,19 @@ LABEL_CHANGED = ("this sample's label was changed by someone else since you open
                  "to see it")
 
 
-def annotations_etag(sample_id: Any, annotations: Iterable[Any]) -> str:
+def annotations_etag(sample_id: Any, annotations: Iterable[Any], no_objects: bool = False) -> str:
     """The entity tag of a sample's annotations: 32 hex digits (sha256, truncated), unquoted.
 
-    ``annotations``: the sample's Annotation rows, in any order (sorted by id here).
+    ``annotations``: the sample's Annotation rows, in any order (sorted by id here);
+    ``no_objects``: the sample's mark "checked: no objects" (it changes the tag only when set,
+    so the tags of every other sample stay what they were before the mark existed).
     """
     digest = hashlib.sha256(str(sample_id).encode())
     for a in sorted(annotations, key=lambda a: str(a.pk)):
         digest.update(f"\n{a.pk}|{a.kind}|{a.class_label_id}|{a.x1!r}|{a.y1!r}|{a.x2!r}|"
                       f"{a.y2!r}".encode())
+    if no_objects:
+        digest.update(b"\nno_objects")
     return digest.hexdigest()[:32]
 
 

@@ -61,7 +61,9 @@ class Sample(BaseModel):
 
     ``file`` is a storage name (``sampan.core.storage``: relative to MEDIA_ROOT, or a key in the
     bucket); ``width`` and ``height`` (px) are those of the upright image.
-    ``content_sha256`` is the sha256 of the uploaded bytes.
+    ``content_sha256`` is the sha256 of the uploaded bytes. ``no_objects`` (object detection):
+    a person (or the annotation file it was imported with) checked the image and found nothing
+    to box: a background image, kept in versions with no boxes. Any box written clears it.
     """
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="samples")
@@ -73,6 +75,7 @@ class Sample(BaseModel):
     import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="samples")
     source = models.CharField(max_length=32, default="upload")  # upload | device
+    no_objects = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -22,9 +22,10 @@ def dataset_get(*, project: Project, dataset_id: Any) -> Dataset:
 
 
 def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool = False,
-                split_version: DatasetVersion | None = None, split: str | None = None
-                ) -> QuerySet[Sample]:
-    """Samples of a dataset with their annotations; filter by class label name, unlabeled, or the
+                no_objects: bool = False, split_version: DatasetVersion | None = None,
+                split: str | None = None) -> QuerySet[Sample]:
+    """Samples of a dataset with their annotations; filter by class label name, unlabeled (no
+    annotation and not checked "no objects"), checked "no objects" (background images), or the
     split of a dataset version."""
     queryset = dataset.samples.prefetch_related(
         Prefetch("annotations", queryset=Annotation.objects.select_related("class_label")))
@@ -32,7 +33,9 @@ def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool =
         queryset = queryset.filter(annotations__class_label__name=label).distinct()
     if unlabeled:
         queryset = queryset.annotate(labeled=Exists(Annotation.objects.filter(
-            sample=OuterRef("pk")))).filter(labeled=False)
+            sample=OuterRef("pk")))).filter(labeled=False, no_objects=False)
+    if no_objects:
+        queryset = queryset.filter(no_objects=True)
     if split_version is not None and split:
         queryset = queryset.filter(pk__in=split_version.items.filter(split=split)
                                    .values("sample_id"))

@@ -81,6 +81,10 @@ class SampleOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     image_url = serializers.SerializerMethodField()
     annotations = AnnotationOutput(many=True, source="annotations.all")
+    no_objects = serializers.BooleanField(
+        help_text="Object detection: checked, the image holds nothing to box (a background "
+                  "image; in versions with no boxes). Set with PUT boxes/ {boxes: [], "
+                  "no_objects: true}; any box written clears it.")
     etag = serializers.SerializerMethodField(
         help_text="Entity tag of the sample's annotations (unquoted); it changes with every "
                   "write of them. Send it as If-Match: \"<etag>\" with a label or boxes write, "
@@ -91,13 +95,17 @@ class SampleOutput(serializers.Serializer):
 
     def get_etag(self, sample: Any) -> str:
         # from the prefetched annotations: no query per sample in a page of the list
-        return annotations_etag(sample.pk, sample.annotations.all())
+        return annotations_etag(sample.pk, sample.annotations.all(), sample.no_objects)
 
 
 class SampleListQuery(serializers.Serializer):
     label = serializers.CharField(required=False, help_text="Only samples with this class label.")
-    unlabeled = serializers.BooleanField(required=False, default=False,
-                                         help_text="Only samples without annotations.")
+    unlabeled = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Only samples without annotations (and not checked \"no objects\").")
+    no_objects = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Only samples checked \"no objects\" (background images).")
     version = serializers.UUIDField(required=False,
                                     help_text="A dataset version whose split to filter on.")
     split = serializers.ChoiceField(choices=Split.choices, required=False,
@@ -140,6 +148,11 @@ class BoxInput(serializers.Serializer):
 
 class BoxesInput(serializers.Serializer):
     boxes = BoxInput(many=True)
+    no_objects = serializers.BooleanField(
+        required=False, default=False,
+        help_text="true (with boxes: []): checked, the image holds nothing to box (a background "
+                  "image). Every write sets the mark to this value, so a write with boxes clears "
+                  "it.")
 
 
 class ImportInput(serializers.Serializer):

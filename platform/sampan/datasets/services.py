@@ -112,8 +112,10 @@ def _check_unchanged(sample: Sample, if_match: str | None, message: str) -> None
     pass (PostgreSQL; SQLite serialises writers)."""
     if if_match is None:
         return
-    Sample.objects.select_for_update().filter(pk=sample.pk).values_list("pk").first()
-    current = annotations_etag(sample.pk, Annotation.objects.filter(sample=sample))
+    no_objects = (Sample.objects.select_for_update().filter(pk=sample.pk)
+                  .values_list("no_objects", flat=True).first())
+    current = annotations_etag(sample.pk, Annotation.objects.filter(sample=sample),
+                               bool(no_objects))
     check_if_match(if_match, current, message)
 
 
@@ -173,9 +175,13 @@ def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, 
 
 @transaction.atomic
 def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
-                     if_match: str | None = None) -> list[Annotation]:
+                     if_match: str | None = None, no_objects: bool = False) -> list[Annotation]:
     """Replace the bounding boxes of a sample. Each box: x1, y1, x2, y2 (px, upright image) and
     ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid.
+
+    ``no_objects`` marks the sample "checked: no objects" (a background image, kept in versions
+    with no boxes); it needs an empty ``boxes`` (else ValidationFailed on ``no_objects``). Every
+    write sets the mark to ``no_objects``: a write with boxes clears it.
 
     Raises ValidationFailed on a dataset whose task is not object detection: boxes there would
     add classes that an image classifier would learn as dead outputs. Raises PreconditionFailed
@@ -185,6 +191,9 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     if sample.dataset.task_type != TaskType.OBJECT_DETECTION:
         raise ValidationFailed(f"bounding boxes need an {TaskType.OBJECT_DETECTION} dataset; this "
                                f"one is {sample.dataset.task_type}", field="boxes")
+    if no_objects and boxes:
+        raise ValidationFailed(f"no_objects says the image holds nothing to box, and boxes has "
+                               f"{len(boxes)}: send one or the other", field="no_objects")
     _check_unchanged(sample, if_match, BOXES_CHANGED)
     checked = []
     for index, box in enumerate(boxes):
@@ -193,6 +202,8 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
                                    box.get("class_label_id"))
         checked.append((coords, class_label))
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.BOX).delete()
+    Sample.objects.filter(pk=sample.pk).update(no_objects=no_objects)
+    sample.no_objects = no_objects
     return [Annotation.objects.create(sample=sample, kind=AnnotationKind.BOX, class_label=label,
                                       x1=c[0], y1=c[1], x2=c[2], y2=c[3])
             for c, label in checked]
@@ -436,8 +447,10 @@ def _import_one(job: ImportJob, staged: StagedFile, labels: dict[str, ClassLabel
         with transaction.atomic():
             sample = _create_sample(job, digest, relative, name, image.width, image.height,
                                     label, labels)
-            if placement is not None:
-                detection_imports.boxes_create(sample, placement, labels)
+            if placement is not None and staged.annotations is not None:
+                detection_imports.boxes_create(sample, placement, labels, background=(
+                    detection_imports.is_background(staged.annotations, staged.format,
+                                                    placement)))
     except IntegrityError:  # another import stored the same bytes meanwhile
         return "duplicate", f"same content as a file imported at the same time{not_added}", set()
     if placement is not None and staged.annotations is not None:

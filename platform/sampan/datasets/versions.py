@@ -99,6 +99,11 @@ def class_imbalance_flag(counts: dict[str, int]) -> dict[str, Any] | None:
         f"per-class recall, or label more {small!r} samples")}
 
 
+# The group key of background images (detection samples checked "no objects") in the split: they
+# are split like a class of their own, so every split gets its share of negatives.
+BACKGROUND = -1
+
+
 def dataset_version_create(*, dataset: Dataset, seed: int = 0,
                            val_fraction: float = DEFAULT_VAL_FRACTION,
                            test_fraction: float = DEFAULT_TEST_FRACTION,
@@ -106,8 +111,11 @@ def dataset_version_create(*, dataset: Dataset, seed: int = 0,
     """Freeze the dataset's labeled samples into a new immutable version.
 
     Labels keep the dataset's explicit order (``ClassLabel.position``); only classes with samples
-    are kept, and their index in ``labels`` is the model's output index. Raises ValidationFailed
-    when nothing is labeled or the fractions are out of range.
+    are kept, and their index in ``labels`` is the model's output index. An object detection
+    version holds the samples with boxes and the background images (``Sample.no_objects``, with
+    no boxes); suggestions of a model (``Suggestion``) are never part of it. Raises
+    ValidationFailed when nothing is labeled (a detection version needs at least one box) or the
+    fractions are out of range.
     """
     if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
         raise ValidationFailed("val_fraction and test_fraction must be in [0, 1) with a sum < 1",
@@ -136,7 +144,7 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         boxes = [a for a in anns if a.kind == AnnotationKind.BOX]
         if dataset.task_type == TaskType.IMAGE_CLASSIFICATION and cls is None:
             continue
-        if dataset.task_type == TaskType.OBJECT_DETECTION and not boxes:
+        if dataset.task_type == TaskType.OBJECT_DETECTION and not boxes and not s.no_objects:
             continue
         if dataset.task_type == TaskType.IMAGE_CLASSIFICATION:
             boxes = []  # a classifier learns image-level labels only
@@ -147,17 +155,28 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         used.update(b.class_label_id for b in boxes)
     if not per_sample:
         raise ValidationFailed("no labeled samples: label some samples before freezing a version")
+    if not used:
+        raise ValidationFailed("no boxes: every labeled sample is a background image (no "
+                               "objects); draw boxes on some samples before freezing a version")
 
     kept = [c for c in class_rows if c.pk in used]
     index_of = {c.pk: i for i, c in enumerate(kept)}
     labels = [c.name for c in kept]
     groups: dict[int, list[str]] = defaultdict(list)
     by_hash = {s.content_sha256: s for s in samples if s.pk in per_sample}
+    background: list[str] = []
     for h, s in by_hash.items():
         cls, boxes = per_sample[s.pk]
+        if cls is None and not boxes:
+            background.append(h)
+            continue
         key = index_of[cls] if cls is not None else index_of[boxes[0].class_label_id]
         groups[key].append(h)
     assignment, flags = stratified_split(groups, val=val, test=test, seed=seed)
+    if background:
+        # split like a class, but without flags: a class's flags speak of classes
+        assignment.update(stratified_split({BACKGROUND: background}, val=val, test=test,
+                                           seed=seed)[0])
     for flag in flags:
         if "class_index" in flag:
             flag["class"] = labels[flag["class_index"]]
@@ -166,6 +185,8 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
     items, digest_rows, shorter_sides = [], [], []
     stats: dict[str, Any] = {"samples": 0, "pixels": 0, "splits": defaultdict(int),
                              "classes": {name: defaultdict(int) for name in labels}}
+    if dataset.task_type == TaskType.OBJECT_DETECTION:
+        stats["background_images"] = defaultdict(int)  # per split: images with no boxes
     for h in sorted(by_hash):
         s = by_hash[h]
         cls, boxes = per_sample[s.pk]
@@ -182,6 +203,8 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         for name in {labels[i] for i in ([class_index] if class_index is not None else [])
                      + [b[4] for b in box_rows]}:
             stats["classes"][name][split] += 1
+        if "background_images" in stats and not box_rows:
+            stats["background_images"][split] += 1
     # the images' typical size: the console's expected latency per model choice reads it
     stats["shorter_side_median"] = int(statistics.median(shorter_sides)) if shorter_sides else 0
     imbalance = class_imbalance_flag({name: sum(per_split.values())

@@ -23,13 +23,17 @@ from tests.fixtures.detection import (class_names, coco_json, dataset_context, i
 pytestmark = pytest.mark.django_db
 
 # (name, colour, stored size (w, h), EXIF orientation, boxes (class, x1, y1, x2, y2) in px of
-# the stored pixels). Every image's first box is a cat, so the version has a test split.
+# the stored pixels). Every image's first box is a cat, so the version has a test split; the
+# last image is a background image (no objects: an image without annotations in COCO, a VOC
+# XML without objects, an empty YOLO label file).
 SOURCE = [
     (f"img{i:02d}", (20 * i, 255 - 15 * i, (37 * i) % 256), (64 + 4 * i, 48 + 2 * i), None,
      [("cat", 1 + i, 2.5, 20.25 + i, 30), *([("traffic light", 30, 10, 50.5, 40.75)] * (i % 2)),
       *([("6", 0, 0, 64, 48)] * (i % 3 == 0))])
     for i in range(11)
-] + [("rotated", (250, 120, 10), (80, 40), 6, [("cat", 0, 0, 20, 10), ("dog", 60, 30, 80, 40)])]
+] + [("rotated", (250, 120, 10), (80, 40), 6, [("cat", 0, 0, 20, 10), ("dog", 60, 30, 80, 40)]),
+     ("empty-road", (128, 128, 120), (70, 50), None, [])]
+IMAGES = len(SOURCE)  # 13, one of them a background image
 
 
 def source_zip(fmt: str) -> bytes:
@@ -94,6 +98,12 @@ def stored_sha256(sample: Sample) -> str:
     return hashlib.sha256(shared_storage.read_bytes(sample.file)).hexdigest()
 
 
+def background_images(dataset_id: str) -> set[str]:
+    """sha256 of the stored images checked "no objects"."""
+    return {stored_sha256(s) for s in Sample.objects.filter(dataset_id=dataset_id,
+                                                              no_objects=True)}
+
+
 def boxes_by_image(dataset_id: str) -> dict[str, list[tuple[str, float, float, float, float]]]:
     """sha256 of the stored normalised image -> its boxes, sorted."""
     found = {}
@@ -111,8 +121,12 @@ def test_import_export_import_loses_nothing(client: Any, project_with_roles: dic
     first = dataset_context(client, project, "first")
     job = run_import(first, f"source-{fmt}.zip", source_zip(fmt))
     assert job["report"]["detection"]["boxes"] == sum(len(s[4]) for s in SOURCE) == 22
+    assert job["report"]["detection"]["background_images"] == 1
     version = freeze(first)
     assert set(version["stats"]["splits"]) == {"train", "val", "test"}
+    # the background image is in the version, with no boxes, and counted as one
+    assert sum(version["stats"]["splits"].values()) == IMAGES
+    assert sum(version["stats"]["background_images"].values()) == 1
 
     response = export(first, version, f"?format={fmt}")
     data = download(response)
@@ -125,16 +139,33 @@ def test_import_export_import_loses_nothing(client: Any, project_with_roles: dic
     assert report["detection"]["skipped_annotations"] == []
     assert report["detection"]["source"]["labels"] == version["labels"]
 
+    assert report["counts"]["imported"] == IMAGES  # count in == count out
+    assert report["detection"]["background_images"] == 1
     before, after = boxes_by_image(first["dataset"]["id"]), boxes_by_image(again["dataset"]["id"])
     assert sorted(after) == sorted(before)  # the same stored images, byte for byte
+    assert len(after) == IMAGES
+    # the background image came back as one, with no box
+    assert background_images(again["dataset"]["id"]) \
+        == background_images(first["dataset"]["id"])
+    (background,) = background_images(again["dataset"]["id"])
+    assert after[background] == []
     assert class_names(again) == version["labels"] == class_names(first)
     for image, boxes in before.items():
         assert len(after[image]) == len(boxes), image
         for (name_a, *a), (name_b, *b) in zip(boxes, after[image]):
             assert name_a == name_b and max(abs(x - y) for x, y in zip(a, b)) <= 0.5, image
-    # the version's split came along: every image has a cat, so the cats count the images
-    assert {split: per["cat"] for split, per in report["archive_splits"].items()} \
-        == version["stats"]["splits"]
+    # the version's split came along: every image has a cat but the background image, which
+    # counts as "" (no class)
+    assert {split: per.get("cat", 0) + per.get("", 0)
+            for split, per in report["archive_splits"].items()} == version["stats"]["splits"]
+    assert again_version_stats(again)["background_images"] == version["stats"][
+        "background_images"]
+
+
+def again_version_stats(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The stats of a version frozen from the re-imported dataset with the same seed and
+    fractions."""
+    return freeze(ctx)["stats"]
 
 
 def test_the_layouts_are_the_ecosystems(client: Any, project_with_roles: dict[str, Any]) -> None:
@@ -150,8 +181,8 @@ def test_the_layouts_are_the_ecosystems(client: Any, project_with_roles: dict[st
         "test/_annotations.coco.json", "sampan.json"}
     assert sum(n.startswith("valid/") and n.endswith(".png") for n in coco) == splits["val"]
     voc = names["voc"]
-    assert sum(n.startswith("JPEGImages/") for n in voc) == 12
-    assert sum(n.startswith("Annotations/") and n.endswith(".xml") for n in voc) == 12
+    assert sum(n.startswith("JPEGImages/") for n in voc) == IMAGES
+    assert sum(n.startswith("Annotations/") and n.endswith(".xml") for n in voc) == IMAGES
     assert {n for n in voc if n.startswith("ImageSets/")} == {
         "ImageSets/Main/train.txt", "ImageSets/Main/val.txt", "ImageSets/Main/test.txt"}
     yolo = names["yolo"]
@@ -169,6 +200,29 @@ def test_the_layouts_are_the_ecosystems(client: Any, project_with_roles: dict[st
     sizes = {Image.open(io.BytesIO(archive.read(n))).size for n in archive.namelist()
              if n.startswith("images/") and "rotated" in n}
     assert sizes == {(40, 80)}
+
+
+def test_a_background_image_is_written_as_each_format_writes_one(
+        client: Any, project_with_roles: dict[str, Any]) -> None:
+    ctx = dataset_context(client, project_with_roles["project"].pk, "background")
+    run_import(ctx, "s.zip", source_zip("yolo"))
+    version = freeze(ctx)
+    (split,) = [k for k, n in version["stats"]["background_images"].items() if n]
+
+    yolo = zipfile.ZipFile(io.BytesIO(download(export(ctx, version, "?format=yolo"))))
+    (label,) = [n for n in yolo.namelist() if n.startswith("labels/") and "empty-road" in n]
+    assert label.startswith(f"labels/{split}/") and yolo.read(label) == b""  # empty label file
+
+    coco = zipfile.ZipFile(io.BytesIO(download(export(ctx, version, "?format=coco"))))
+    folder = {"train": "train", "val": "valid", "test": "test"}[split]
+    document = json.loads(coco.read(f"{folder}/_annotations.coco.json"))
+    (image,) = [i for i in document["images"] if i["file_name"].startswith("empty-road")]
+    assert (image["width"], image["height"]) == (70, 50)
+    assert [a for a in document["annotations"] if a["image_id"] == image["id"]] == []
+
+    voc = zipfile.ZipFile(io.BytesIO(download(export(ctx, version, "?format=voc"))))
+    (xml,) = [n for n in voc.namelist() if n.startswith("Annotations/empty-road")]
+    assert b"<object>" not in voc.read(xml) and b"<width>70</width>" in voc.read(xml)
 
 
 def test_a_wrong_format_is_a_400_naming_format(client: Any,
@@ -295,7 +349,7 @@ def test_under_asgi_the_chunks_are_sent_as_they_are_made(client: Any,
 
     chunks = async_to_sync(collect)()
     assert len(chunks) > 10
-    assert len(zipfile.ZipFile(io.BytesIO(b"".join(chunks))).namelist()) == 12 * 2 + 3 + 1
+    assert len(zipfile.ZipFile(io.BytesIO(b"".join(chunks))).namelist()) == IMAGES * 2 + 3 + 1
 
 
 def test_the_zip_stream_is_a_valid_zip_with_stored_images_and_deflated_text() -> None:

@@ -120,7 +120,10 @@ export function useImportJob(projectId: string, jobId: string) {
 /** What the gallery filters on; `split` applies only together with a dataset `version`. */
 export interface SampleFilter {
   label?: string;
+  /** no annotation, and not checked "no objects" */
   unlabeled?: boolean;
+  /** object detection: checked "no objects" (background images) */
+  noObjects?: boolean;
   version?: string;
   split?: Split;
 }
@@ -149,6 +152,7 @@ export function useSampleList(projectId: string, datasetId: string, filter: Samp
               page_size: pageSize,
               ...(filter.label ? { label: filter.label } : {}),
               ...(filter.unlabeled ? { unlabeled: true } : {}),
+              ...(filter.noObjects ? { no_objects: true } : {}),
               ...(filter.version && filter.split ? { version: filter.version, split: filter.split } : {}),
             },
           },

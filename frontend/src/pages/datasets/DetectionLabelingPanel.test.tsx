@@ -36,6 +36,7 @@ function sample(id: string, boxes: [string, number, number, number, number][]): 
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
     etag: `etag-${id}`,
+    no_objects: false,
     annotations: boxes.map(([cls, x1, y1, x2, y2], i) => ({
       id: `${id}-${i}`,
       kind: "box",
@@ -61,6 +62,7 @@ const samples = [
 interface Put {
   sampleId: string;
   boxes: { x1: number; y1: number; x2: number; y2: number; class_label_id: string }[];
+  no_objects?: boolean;
 }
 
 function setup(options: { current?: Sample; answer?: (put: Put) => Response; get?: (sampleId: string) => Response } = {}) {
@@ -319,6 +321,34 @@ describe("DetectionLabelingPanel", { timeout: 20_000 }, () => {
     await waitFor(() => expect(screen.getByTestId("save-status")).toHaveTextContent("Saved"));
     expect(ifMatch).toEqual(['"etag-s1"', '"etag-theirs"']);
     expect(puts[1]).toEqual({ sampleId: "s1", boxes: [{ x1: 5, y1: 5, x2: 60, y2: 60, class_label_id: CAR }] });
+  });
+
+  it("marks an image without boxes \"no objects\" with its key or its button, and undoes it", async () => {
+    const user = userEvent.setup();
+    const { puts } = setup({ current: samples[1] });
+    expect(screen.getByTestId("no-boxes")).toHaveTextContent("No boxes yet.");
+    await user.keyboard("-");
+    expect(screen.getByTestId("no-objects")).toHaveAttribute("aria-pressed", "true");
+    expect(screen.getByTestId("no-boxes")).toHaveTextContent("Checked: this image holds no objects");
+    await waitFor(() => expect(puts).toEqual([{ sampleId: "s2", boxes: [], no_objects: true }]));
+    // undone like a box: the mark goes, and the write says so (no_objects left out: false)
+    await user.keyboard("{Control>}z{/Control}");
+    expect(screen.getByTestId("no-objects")).toHaveAttribute("aria-pressed", "false");
+    await waitFor(() => expect(puts).toHaveLength(2));
+    expect(puts[1]).toEqual({ sampleId: "s2", boxes: [] });
+    await user.click(screen.getByTestId("no-objects"));
+    await waitFor(() => expect(puts).toHaveLength(3));
+    expect(puts[2]).toEqual({ sampleId: "s2", boxes: [], no_objects: true });
+  });
+
+  it("cannot mark an image with boxes \"no objects\"", async () => {
+    const user = userEvent.setup();
+    const { puts } = setup();
+    expect(screen.getByTestId("no-objects")).toBeDisabled();
+    await user.keyboard("-");
+    expect(rows().map(classOf)).toEqual(["car", "person"]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(puts).toEqual([]);
   });
 
   it("shows each class's key, a chosen one included, and labels with it", async () => {

@@ -4,6 +4,10 @@
 // boxes save themselves (useBoxAutosave), refused when someone else saved them meanwhile (412:
 // the message and a Reload).
 //
+// "No objects" (the button, or the - key) marks an image that holds nothing to box: a background
+// image, kept in dataset versions with no boxes. It is part of the undo history like a box, and
+// a box drawn afterwards clears it (the server clears it on any write with boxes, too).
+//
 // Selection: a box just drawn stays selected (Escape deselects it, Delete removes it), but a
 // class key then chooses the class of the NEXT box and leaves the drawn one alone: people press
 // the next box's class right after drawing, and that relabeled the box just drawn. A box clicked
@@ -26,7 +30,7 @@ import { ErrorAlert, useReportError } from "../../components/errors";
 import { ReadOnlyTag } from "../../components/ReadOnly";
 import { boxesOfSample, classColour, toApiBoxes, withClass, withoutBox, withRect, type Box, type Rect } from "./boxes";
 import { canRedo, canUndo, historyCommit, historyInit, historyRedo, historyUndo, type BoxHistory } from "./boxHistory";
-import { BoxList, ClassPicker, SaveState, type ClassLabel } from "./DetectionSidebar";
+import { BoxList, ClassPicker, NoObjectsButton, NO_OBJECTS_KEY, SaveState, type ClassLabel } from "./DetectionSidebar";
 import { assignHotkeys, classIdForKey } from "./hotkeys";
 import { isTypingTarget, undoRedoOfKey } from "./labeling";
 import { UndoRedoButtons } from "./LabelingControls";
@@ -37,6 +41,12 @@ const BoxAnnotator = lazy(() => import("./BoxAnnotator"));
 
 export type DetectionLabelingPanelProps = LabelingPanelProps;
 
+/** What one undo step of a sample holds: its boxes and its "no objects" mark. */
+export interface EditorState {
+  boxes: Box[];
+  noObjects: boolean;
+}
+
 export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
   const { t } = useTranslation();
   const classes = useMemo(() => [...props.dataset.class_labels].sort((a, b) => a.position - b.position), [props.dataset.class_labels]);
@@ -46,7 +56,7 @@ export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
   const autosave = useBoxAutosave(props.projectId, props.dataset.id);
   // the box history of each sample seen in this panel: coming back to a sample shows its last
   // list even before its save has been answered, and Ctrl+Z still undoes there
-  const histories = useRef(new Map<string, BoxHistory>());
+  const histories = useRef(new Map<string, BoxHistory<EditorState>>());
   const index = props.samples.findIndex((s) => s.id === props.current.id);
   const canEdit = useCanEdit(props.projectId);
   const move = (step: number) => {
@@ -133,7 +143,7 @@ interface EditorProps {
   activeClass: ClassLabel | null;
   onActiveClass: (id: string) => void;
   autosave: BoxAutosave;
-  histories: Map<string, BoxHistory>;
+  histories: Map<string, BoxHistory<EditorState>>;
   onMove: (step: number) => void;
   onClose: () => void;
   /** Read the sample again from the server, dropping this panel's list of it (after a 412). */
@@ -152,11 +162,14 @@ interface Selection {
 function SampleBoxesEditor(props: EditorProps) {
   const { t } = useTranslation();
   const { sample, classes, autosave } = props;
-  const [history, setHistory] = useState<BoxHistory>(() => props.histories.get(sample.id) ?? historyInit(boxesOfSample(sample)));
+  const [history, setHistory] = useState<BoxHistory<EditorState>>(
+    () => props.histories.get(sample.id) ?? historyInit<EditorState>({ boxes: boxesOfSample(sample), noObjects: sample.no_objects }),
+  );
   // the revision this editor started from: only a change made here saves
   const startRevision = useRef(history.revision);
   const [selection, setSelection] = useState<Selection | null>(null);
-  const boxes = history.present;
+  const boxes = history.present.boxes;
+  const noObjects = history.present.noObjects;
   // a selected box that an undo took away is no longer selected
   const selected = selection && boxes.some((b) => b.id === selection.id) ? selection : null;
   const selectedId = selected?.id ?? null;
@@ -171,7 +184,17 @@ function SampleBoxesEditor(props: EditorProps) {
   const { readOnly } = props;
   const update = useCallback((change: (boxes: Box[]) => Box[], mergeKey: string | null = null) => {
     if (readOnly) return; // a viewer's change would only be refused by the server
-    setHistory((h) => historyCommit(h, change(h.present), mergeKey));
+    setHistory((h) => {
+      const next = change(h.present.boxes);
+      if (next === h.present.boxes) return h;
+      // a box clears "no objects"
+      return historyCommit(h, { ...h.present, boxes: next, noObjects: next.length > 0 ? false : h.present.noObjects }, mergeKey);
+    });
+  }, [readOnly]);
+  // only an image without boxes can be checked "no objects"
+  const toggleNoObjects = useCallback(() => {
+    if (readOnly) return;
+    setHistory((h) => (h.present.boxes.length > 0 ? h : historyCommit(h, { ...h.present, noObjects: !h.present.noObjects })));
   }, [readOnly]);
 
   // every change (drawn, moved, undone ...) saves the whole list, debounced, with If-Match of the
@@ -181,7 +204,7 @@ function SampleBoxesEditor(props: EditorProps) {
   useEffect(() => {
     if (history.revision === startRevision.current) return;
     props.histories.set(sample.id, history);
-    schedule(sample.id, toApiBoxes(history.present, sample.width, sample.height));
+    schedule(sample.id, toApiBoxes(history.present.boxes, sample.width, sample.height), history.present.noObjects);
   }, [history.revision]); // only a change saves, not a new `props` object
   // another sample or closing: what is pending goes now
   useEffect(() => () => void flush(), [flush]);
@@ -214,7 +237,7 @@ function SampleBoxesEditor(props: EditorProps) {
   const redo = () => !readOnly && setHistory(historyRedo);
 
   // the latest handlers for the one window listener
-  const latest = { chooseClass, deleteBox, undo, redo, selectedId, classes, keys: props.keys, setSelection, onMove: props.onMove, onClose: props.onClose };
+  const latest = { chooseClass, deleteBox, undo, redo, toggleNoObjects, selectedId, classes, keys: props.keys, setSelection, onMove: props.onMove, onClose: props.onClose };
   const handlers = useRef(latest);
   handlers.current = latest;
 
@@ -239,6 +262,9 @@ function SampleBoxesEditor(props: EditorProps) {
       if (cls) {
         event.preventDefault();
         h.chooseClass(cls);
+      } else if (event.key === NO_OBJECTS_KEY) {
+        event.preventDefault();
+        h.toggleNoObjects();
       } else if ((event.key === "Delete" || event.key === "Backspace") && h.selectedId) {
         event.preventDefault();
         h.deleteBox(h.selectedId);
@@ -312,7 +338,8 @@ function SampleBoxesEditor(props: EditorProps) {
           ) : (
             <ErrorAlert error={autosave.error} onRetry={() => void flush()} />
           ))}
-        <BoxList boxes={boxes} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={pick} onDelete={deleteBox} readOnly={readOnly} />
+        <NoObjectsButton checked={noObjects} disabled={readOnly || boxes.length > 0} onToggle={toggleNoObjects} />
+        <BoxList boxes={boxes} noObjects={noObjects} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={pick} onDelete={deleteBox} readOnly={readOnly} />
         <Typography.Text type="secondary" style={{ fontSize: 12 }}>
           {t("detection.hint")}
         </Typography.Text>

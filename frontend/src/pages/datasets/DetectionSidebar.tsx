@@ -1,7 +1,8 @@
 // The side column of the detection drawer: the classes (with their keys and colours, a field to
-// add one, and the key editor), the save state, and the list of the open sample's boxes.
-import { DeleteOutlined, PlusOutlined } from "@ant-design/icons";
-import { Alert, Button, Input, Space, Tag, Typography } from "antd";
+// add one, and the key editor), the save state, the "No objects" mark, and the list of the open
+// sample's boxes.
+import { DeleteOutlined, PlusOutlined, StopOutlined } from "@ant-design/icons";
+import { Alert, Button, Input, Space, Tag, Tooltip, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 
@@ -12,6 +13,22 @@ import { HotkeyEditorButton, KeyBadge, type ClassLabel } from "./LabelingControl
 import type { BoxAutosave } from "./useBoxAutosave";
 
 export type { ClassLabel };
+
+/** The key that marks an image "no objects" (and unmarks it): not a class key (0-9, a-z). */
+export const NO_OBJECTS_KEY = "-";
+
+/** "No objects": checks an image without boxes as holding nothing to box (a background image). */
+export function NoObjectsButton(props: { checked: boolean; disabled: boolean; onToggle: () => void }) {
+  const { t } = useTranslation();
+  return (
+    <Tooltip title={props.checked ? t("detection.noObjectsUndo") : t("detection.noObjectsHint")}>
+      <Button size="small" icon={<StopOutlined />} type={props.checked ? "primary" : "default"} aria-pressed={props.checked} onClick={props.onToggle} disabled={props.disabled} data-testid="no-objects">
+        <KeyBadge hotkey={NO_OBJECTS_KEY} />
+        {t("detection.noObjects")}
+      </Button>
+    </Tooltip>
+  );
+}
 
 export function ClassPicker(props: {
   projectId: string;
@@ -94,6 +111,8 @@ export function SaveState({ autosave }: { autosave: BoxAutosave }) {
 
 export function BoxList(props: {
   boxes: Box[];
+  /** the image is checked "no objects" */
+  noObjects?: boolean;
   selectedId: string | null;
   nameOf: (classLabelId: string) => string;
   colourOf: (box: Box) => string;
@@ -106,8 +125,8 @@ export function BoxList(props: {
     <div>
       <Typography.Text strong>{t("detection.boxes", { count: props.boxes.length })}</Typography.Text>
       {props.boxes.length === 0 ? (
-        <Typography.Paragraph type="secondary" style={{ margin: "4px 0 0" }}>
-          {t("detection.noBoxes")}
+        <Typography.Paragraph type={props.noObjects ? "success" : "secondary"} style={{ margin: "4px 0 0" }} data-testid="no-boxes">
+          {props.noObjects ? t("detection.checkedNoObjects") : t("detection.noBoxes")}
         </Typography.Paragraph>
       ) : (
         <ul aria-label={t("detection.boxList")} style={{ listStyle: "none", margin: "4px 0 0", padding: 0 }} data-testid="box-list">

@@ -43,6 +43,7 @@ function sample(index: number): Sample {
     created_at: "2026-11-29T00:00:00Z",
     image_url: `/img/${index}.png`,
     etag: `etag-${index}`,
+    no_objects: false,
     annotations: [],
   };
 }
@@ -484,5 +485,41 @@ describe("detection thumbnails", () => {
     expect(within(screen.getByRole("button", { name: "2.png: unlabeled" })).queryByTestId("thumbnail-boxes")).toBeNull();
     // the boxes came with the page: no request per thumbnail
     expect(requests.filter((p) => p.includes("/samples/"))).toHaveLength(1);
+  });
+});
+
+describe("background images", () => {
+  it("tell \"no objects\" apart from unlabeled: on the thumbnail, and as a filter of their own", async () => {
+    const street = {
+      id: "d5",
+      name: "street",
+      task_type: "object_detection",
+      sample_count: 2,
+      class_labels: [{ id: "car", name: "car", position: 0, hotkey: "" }],
+    } as Dataset;
+    const background: Sample = { ...sample(1), width: 320, height: 240, no_objects: true };
+    const unlabeled: Sample = { ...sample(2), width: 320, height: 240 };
+    const queries: Record<string, string>[] = [];
+    const fetcher = (async (request: Request) => {
+      const url = new URL(request.url);
+      if (url.pathname.endsWith("/versions/")) return json(200, []);
+      if (!url.pathname.endsWith("/samples/")) return json(404, { error: { code: "not_found", message: url.pathname } });
+      queries.push(Object.fromEntries(url.searchParams));
+      const results = url.searchParams.get("no_objects") === "true" ? [background] : [background, unlabeled];
+      return json(200, { count: results.length, next: null, previous: null, results });
+    }) as unknown as typeof globalThis.fetch;
+    const { router } = renderRoutes(
+      [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={street} /> }],
+      "/projects/p1/datasets/d5?tab=samples",
+      fetcher,
+    );
+    expect(await screen.findByRole("button", { name: "1.png: no objects" })).toBeInTheDocument();
+    expect(screen.getByRole("button", { name: "2.png: unlabeled" })).toBeInTheDocument();
+
+    fireEvent.mouseDown(screen.getByRole("combobox", { name: "Show" }));
+    fireEvent.click(await screen.findByTitle("No objects (background images)"));
+    await waitFor(() => expect(queries.at(-1)).toEqual({ page: "1", page_size: "500", no_objects: "true" }));
+    expect(router.state.location.search).toBe("?tab=samples&no_objects=1");
+    await waitFor(() => expect(screen.queryByRole("button", { name: "2.png: unlabeled" })).not.toBeInTheDocument());
   });
 });

@@ -23,6 +23,7 @@ import { SampleGrid } from "./SampleGrid";
 import { useLabelHistory } from "./useLabelHistory";
 
 const UNLABELED = "\u0000unlabeled";
+const NO_OBJECTS = "\u0000no-objects";
 const ALL = "\u0000all";
 
 export function SampleGallery({ projectId, dataset }: { projectId: string; dataset: Dataset }) {
@@ -64,9 +65,13 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
     setParams((p) => paramsWithFilter(p, { ...filterFromParams(p), ...change }), { replace: true });
     setSelected(new Set());
   };
-  const labelFilter = filter.unlabeled ? UNLABELED : (filter.label ?? ALL);
+  const labelFilter = filter.unlabeled ? UNLABELED : filter.noObjects ? NO_OBJECTS : (filter.label ?? ALL);
   const changeLabelFilter = (value: string) =>
-    changeFilter({ unlabeled: value === UNLABELED, label: value === UNLABELED || value === ALL ? undefined : value });
+    changeFilter({
+      unlabeled: value === UNLABELED,
+      noObjects: value === NO_OBJECTS,
+      label: value === UNLABELED || value === NO_OBJECTS || value === ALL ? undefined : value,
+    });
 
   const { hasNextPage, isFetchingNextPage, fetchNextPage } = samples;
   const loadMore = useCallback(() => void fetchNextPage(), [fetchNextPage]);
@@ -128,6 +133,8 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
             options={[
               { value: ALL, label: t("gallery.all") },
               { value: UNLABELED, label: t("gallery.unlabeled") },
+              // a detection image checked "no objects" is labeled, and apart from the unlabeled
+              ...(classification ? [] : [{ value: NO_OBJECTS, label: t("gallery.noObjects") }]),
               ...dataset.class_labels.map((c) => ({ value: c.name, label: t("gallery.byLabel", { label: c.name }) })),
             ]}
           />

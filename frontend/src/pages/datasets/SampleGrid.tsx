@@ -78,6 +78,7 @@ export function SampleGrid(props: {
   }, [props.currentId, columns, virtualizer]);
 
   const unlabeledText = t("gallery.unlabeledTag");
+  const noObjectsText = t("gallery.noObjectsTag");
   const boxesText = useCallback((count: number) => t("detection.boxes", { count }), [t]);
   return (
     <div
@@ -102,6 +103,7 @@ export function SampleGrid(props: {
                   checked={props.selected ? props.selected.has(sample.id) : undefined}
                   onClick={props.onClick}
                   unlabeledText={unlabeledText}
+                  noObjectsText={noObjectsText}
                   boxesText={boxesText}
                   colourOfClass={props.colourOfClass}
                 />
@@ -134,6 +136,7 @@ const Thumbnail = memo(function Thumbnail(props: {
   checked: boolean | undefined;
   onClick: (sampleId: string) => void;
   unlabeledText: string;
+  noObjectsText: string;
   boxesText: (count: number) => string;
   colourOfClass: ((classLabelId: string) => string) | undefined;
 }) {
@@ -154,8 +157,9 @@ const Thumbnail = memo(function Thumbnail(props: {
   }, [url]);
   const label = classLabelOf(sample);
   const boxes = boxCountOf(sample);
-  // a detection sample with boxes is labeled: "street.png: 2 boxes"
-  const text = label ?? (boxes > 0 ? props.boxesText(boxes) : props.unlabeledText);
+  // a detection sample with boxes is labeled: "street.png: 2 boxes"; so is one checked "no
+  // objects" (a background image)
+  const text = label ?? (boxes > 0 ? props.boxesText(boxes) : sample.no_objects ? props.noObjectsText : props.unlabeledText);
   return (
     <button
       type="button"
@@ -177,7 +181,7 @@ const Thumbnail = memo(function Thumbnail(props: {
         className={sample.width < 92 ? `${styles.image} ${styles.pixelated}` : styles.image}
       />
       {boxes > 0 && <ThumbnailBoxes sample={sample} colourOfClass={props.colourOfClass} />}
-      <span className={label !== null ? `${styles.tag} ${styles.label}` : styles.tag}>
+      <span className={label !== null || sample.no_objects ? `${styles.tag} ${styles.label}` : styles.tag}>
         {text}
       </span>
     </button>

@@ -1,12 +1,14 @@
 // The undo history of one sample's box list: snapshots of the whole list (a sample has tens of
 // boxes, so copying the list is cheaper and simpler than inverse operations). One drag of a box
-// fires many moves; they share a `mergeKey` and make one undo step.
+// fires many moves; they share a `mergeKey` and make one undo step. The snapshot may be more
+// than the list (the detection panel keeps the "no objects" mark and the model's suggestions in
+// it, so that undo covers them too): `T`, compared by identity.
 import type { Box } from "./boxes";
 
-export interface BoxHistory {
-  past: Box[][];
-  present: Box[];
-  future: Box[][];
+export interface BoxHistory<T = Box[]> {
+  past: T[];
+  present: T;
+  future: T[];
   /** The merge key of the last commit; a commit with the same key replaces it. */
   mergeKey: string | null;
   /** Counts every change (commit, undo, redo): the autosave runs when it moves. */
@@ -16,15 +18,15 @@ export interface BoxHistory {
 /** Undo steps kept per sample. */
 export const HISTORY_LIMIT = 200;
 
-export function historyInit(boxes: Box[]): BoxHistory {
-  return { past: [], present: boxes, future: [], mergeKey: null, revision: 0 };
+export function historyInit<T = Box[]>(present: T): BoxHistory<T> {
+  return { past: [], present, future: [], mergeKey: null, revision: 0 };
 }
 
 /**
  * `next` becomes the present. With the `mergeKey` of the previous commit (the same drag going on)
  * it replaces the present without a new undo step. A commit clears the redo list.
  */
-export function historyCommit(h: BoxHistory, next: Box[], mergeKey: string | null = null): BoxHistory {
+export function historyCommit<T>(h: BoxHistory<T>, next: T, mergeKey: string | null = null): BoxHistory<T> {
   if (next === h.present) return h;
   if (mergeKey !== null && mergeKey === h.mergeKey && h.future.length === 0) {
     return { ...h, present: next, revision: h.revision + 1 };
@@ -33,7 +35,7 @@ export function historyCommit(h: BoxHistory, next: Box[], mergeKey: string | nul
   return { past, present: next, future: [], mergeKey, revision: h.revision + 1 };
 }
 
-export function historyUndo(h: BoxHistory): BoxHistory {
+export function historyUndo<T>(h: BoxHistory<T>): BoxHistory<T> {
   const previous = h.past[h.past.length - 1];
   if (previous === undefined) return h;
   return {
@@ -45,11 +47,11 @@ export function historyUndo(h: BoxHistory): BoxHistory {
   };
 }
 
-export function historyRedo(h: BoxHistory): BoxHistory {
+export function historyRedo<T>(h: BoxHistory<T>): BoxHistory<T> {
   const [next, ...rest] = h.future;
   if (next === undefined) return h;
   return { past: [...h.past, h.present], present: next, future: rest, mergeKey: null, revision: h.revision + 1 };
 }
 
-export const canUndo = (h: BoxHistory) => h.past.length > 0;
-export const canRedo = (h: BoxHistory) => h.future.length > 0;
+export const canUndo = <T>(h: BoxHistory<T>) => h.past.length > 0;
+export const canRedo = <T>(h: BoxHistory<T>) => h.future.length > 0;

@@ -147,7 +147,7 @@ describe("box history", () => {
   });
 
   it(`keeps the last ${HISTORY_LIMIT} steps`, () => {
-    let h = historyInit([]);
+    let h = historyInit<Box[]>([]);
     for (let i = 0; i < HISTORY_LIMIT + 20; i += 1) h = historyCommit(h, [box(`b${i}`, 0, 0, 5, 5)]);
     expect(h.past).toHaveLength(HISTORY_LIMIT);
   });

@@ -1,15 +1,16 @@
 // The gallery's filter lives in the URL's search params, so a reload or a shared link keeps it:
-// `label=<class name>` or `unlabeled=1`, and `version=<dataset version id>&split=train|val|test`.
+// `label=<class name>`, `unlabeled=1` or `no_objects=1` (background images), and `version=<dataset version id>&split=train|val|test`.
 // Other params (the dataset page's `tab`) are left as they are.
 import type { SampleFilter } from "../../api/queries/datasets";
 import { SPLITS, type Split } from "../../api/queries/versions";
 
-const KEYS = ["label", "unlabeled", "version", "split"] as const;
+const KEYS = ["label", "unlabeled", "no_objects", "version", "split"] as const;
 
 export function filterFromParams(params: URLSearchParams): SampleFilter {
   const filter: SampleFilter = {};
   const label = params.get("label");
   if (params.get("unlabeled") === "1") filter.unlabeled = true;
+  else if (params.get("no_objects") === "1") filter.noObjects = true;
   else if (label) filter.label = label;
   const version = params.get("version");
   const split = params.get("split");
@@ -25,6 +26,7 @@ export function paramsWithFilter(params: URLSearchParams, filter: SampleFilter):
   const next = new URLSearchParams(params);
   for (const key of KEYS) next.delete(key);
   if (filter.unlabeled) next.set("unlabeled", "1");
+  else if (filter.noObjects) next.set("no_objects", "1");
   else if (filter.label) next.set("label", filter.label);
   if (filter.version) {
     next.set("version", filter.version);

@@ -15,6 +15,7 @@ function sample(id: string, label: string | null): Sample {
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
     etag: `etag-${id}`,
+    no_objects: false,
     annotations: label
       ? [{ id: `a-${id}`, kind: "class", class_label: label, class_label_id: "c", x1: null, y1: null, x2: null, y2: null }]
       : [],

@@ -1,5 +1,5 @@
 // Autosave of bounding boxes, without a save button: every change schedules a PUT of the sample's
-// whole box list, sent once the person pauses for SAVE_DELAY_MS (a drag fires a change per pointer
+// whole box list (and its "no objects" mark), sent once the person pauses for SAVE_DELAY_MS (a drag fires a change per pointer
 // move). PUTs go one at a time, in order, so an older list never lands after a newer one. A failed
 // list stays queued until the next change or Retry. Switching samples or closing the panel sends
 // what is pending at once.
@@ -17,6 +17,12 @@ import type { ApiBox } from "./boxes";
 
 export const SAVE_DELAY_MS = 400;
 
+/** What one PUT of a sample sends: its whole box list, and whether it is checked "no objects". */
+interface Pending {
+  boxes: ApiBox[];
+  noObjects: boolean;
+}
+
 export type SaveStatus = "idle" | "pending" | "saving" | "saved" | "error";
 
 export interface BoxAutosave {
@@ -28,8 +34,8 @@ export interface BoxAutosave {
   stale: boolean;
   /** The etag the sample's boxes were read with, unless a save of this panel answered a newer one. */
   base: (sampleId: string, etag: string) => void;
-  /** Queues the sample's whole box list; sent SAVE_DELAY_MS after the last call. */
-  schedule: (sampleId: string, boxes: ApiBox[]) => void;
+  /** Queues the sample's whole box list (`noObjects`: none, checked); sent SAVE_DELAY_MS after the last call. */
+  schedule: (sampleId: string, boxes: ApiBox[], noObjects?: boolean) => void;
   /** Sends what is queued now; resolves when every queued list has been answered. */
   flush: () => Promise<void>;
   /** Drops the sample's queued list and starts again from the boxes stored under `etag` (a reload). */
@@ -42,7 +48,7 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
   const [error, setError] = useState<unknown>(null);
   const [failedSampleId, setFailedSampleId] = useState<string | null>(null);
   const failedRef = useRef<string | null>(null);
-  const pending = useRef(new Map<string, ApiBox[]>());
+  const pending = useRef(new Map<string, Pending>());
   const etags = useRef(new Map<string, string>());
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
   const queue = useRef<Promise<void>>(Promise.resolve());
@@ -59,16 +65,16 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
     queue.current = queue.current.then(async () => {
       let failure: unknown = null;
       let failed: string | null = null;
-      for (const [sampleId, boxes] of batch) {
+      for (const [sampleId, list] of batch) {
         try {
-          const saved = await putSampleBoxes(projectId, sampleId, boxes, etags.current.get(sampleId));
+          const saved = await putSampleBoxes(projectId, sampleId, list.boxes, etags.current.get(sampleId), list.noObjects);
           etags.current.set(sampleId, saved.etag);
           replaceCachedSample(queryClient, projectId, datasetId, saved);
         } catch (e) {
           failure = e;
           failed = sampleId;
           // kept for the next try, unless a newer list of that sample is already waiting
-          if (!pending.current.has(sampleId)) pending.current.set(sampleId, boxes);
+          if (!pending.current.has(sampleId)) pending.current.set(sampleId, list);
         }
       }
       inFlight.current -= 1;
@@ -88,8 +94,8 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
   }, [queryClient, projectId, datasetId]);
 
   const schedule = useCallback(
-    (sampleId: string, boxes: ApiBox[]) => {
-      pending.current.set(sampleId, boxes);
+    (sampleId: string, boxes: ApiBox[], noObjects = false) => {
+      pending.current.set(sampleId, { boxes, noObjects });
       setStatus("pending");
       if (timer.current !== null) clearTimeout(timer.current);
       timer.current = setTimeout(() => void flush(), delayMs);

@@ -112,6 +112,7 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
             images[iid] = {"id": iid, "file_name": name, "width": image.get("width"),
                            "height": image.get("height")}
     annotations: list[dict[str, Any]] = []
+    skipped: dict[int | str, int] = {}  # image id -> its annotations that were skipped
     for position, annotation in enumerate(data["annotations"]):
         if not isinstance(annotation, dict):
             read.skip(f"{path} annotations[{position}]", "not a JSON object")
@@ -125,13 +126,16 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
             continue
         if cid is None or cid not in categories:
             read.skip(ref, f"category_id {annotation.get('category_id')!r} is not in categories")
+            skipped[iid] = skipped.get(iid, 0) + 1
             continue
         if annotation.get("iscrowd") in (1, True):
             read.skip(ref, "a crowd region (iscrowd: 1), not an object box")
+            skipped[iid] = skipped.get(iid, 0) + 1
             continue
         box, problem = _box(annotation)
         if box is None:
             read.skip(ref, problem)
+            skipped[iid] = skipped.get(iid, 0) + 1
             continue
         annotations.append({"id": position, "image_id": iid, "category_id": cid, "bbox": box,
                             "ref": ref})
@@ -161,7 +165,7 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
             else None
         read.images[found] = ImageAnnotations(
             boxes=boxes, declared_size=declared, split=file_split or split_of_path(found),
-            annotated=True, source=path)
+            annotated=True, source=path, skipped=skipped.get(iid, 0))
 
 
 # ------------------------------------------------------------------------------------ out

@@ -69,7 +69,9 @@ class SourceBox:
 class ImageAnnotations:
     """The boxes of one image of the zip. ``declared_size`` is (width, height) in px as the file
     states it (COCO, VOC), else None; ``annotated`` is False for an image no annotation file
-    mentions; ``source`` names the annotation file."""
+    mentions; ``source`` names the annotation file; ``skipped`` counts the annotations of this
+    image that could not be used (so an image whose boxes were all skipped is not taken for a
+    background image)."""
 
     boxes: list[SourceBox] = field(default_factory=list)
     normalised: bool = False
@@ -77,6 +79,7 @@ class ImageAnnotations:
     split: str | None = None
     annotated: bool = False
     source: str = ""
+    skipped: int = 0
 
 
 @dataclass

@@ -91,6 +91,7 @@ def read_voc(files: list[tuple[str, ElementTree.Element]], index: ImageIndex,
         image_id = PurePosixPath(found).stem
         read.images[found] = ImageAnnotations(
             boxes=boxes, declared_size=declared, annotated=True, source=path,
+            skipped=len(root.findall("object")) - len(boxes),
             split=split_of_path(found) or split_of_path(path) or splits.get(image_id)
             or splits.get(stem))
     return sort_labels(names)

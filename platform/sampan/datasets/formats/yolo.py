@@ -171,12 +171,14 @@ def read_yolo(images: list[str], texts: dict[str, Path], names: list[str] | None
     for image in images:
         label = next((c for c in label_candidates(image) if c in texts), None)
         boxes: list[SourceBox] = []
+        skipped_before = len(read.skipped)
         if label is not None:
             used.add(label)
             boxes = read_label_file(label, texts[label], names, limits, read)
         read.images[image] = ImageAnnotations(
             boxes=boxes, normalised=True, split=split_of_path(image),
-            annotated=label is not None, source=label or "")
+            annotated=label is not None, source=label or "",
+            skipped=len(read.skipped) - skipped_before)
     return used
 
 
