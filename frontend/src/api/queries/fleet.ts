@@ -10,13 +10,17 @@ export type DeploymentState = Schemas["DeploymentOutputStateEnum"];
 export type Telemetry = Schemas["TelemetryOutput"];
 export type ModelVersionRef = Schemas["ModelVersionRefOutput"];
 
-/** What the agent reports as `metrics` (requests and errors count since the agent started). */
+/** What the agent reports as `metrics` (requests, errors and detections count since the agent started). */
 export interface DeviceMetrics {
   requests?: number;
   errors?: number;
   latency_ms?: { p50?: number | null; p95?: number | null; p99?: number | null } | null;
   cpu_percent?: number | null;
   memory_bytes?: number | null;
+  /** objects detected since the agent started (detection models only) */
+  detections?: number | null;
+  /** the same per class label: the 20 most frequent */
+  detections_by_class?: Record<string, number> | null;
 }
 
 /** `deployment` of a device: the active deployment's summary (fleet/serializers.py). */

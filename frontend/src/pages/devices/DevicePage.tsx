@@ -1,5 +1,5 @@
 // One device: its info, current deployment and telemetry charts, refreshed every 5 s.
-import { Breadcrumb, Card, Col, Descriptions, Empty, Row, Skeleton, Space, Statistic, Typography } from "antd";
+import { Breadcrumb, Card, Col, Descriptions, Empty, Row, Skeleton, Space, Statistic, Tag, Typography } from "antd";
 import { useMemo } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
@@ -10,7 +10,7 @@ import { ErrorAlert } from "../../components/errors";
 import { formatBytes, formatDate } from "../../format";
 import { DeploymentStateTag, DeviceStatusBadge } from "./DeploymentStateTag";
 import { LastSeen } from "./DevicesPage";
-import { telemetrySeries, type Point } from "./telemetry";
+import { lastValue, telemetrySeries, type Point } from "./telemetry";
 
 /** A time-series option: one line (or bar) per series, time on x. */
 export function timeOption(
@@ -76,7 +76,11 @@ export function DevicePage() {
         />
         <Statistic title={t("devices.cpu")} value={typeof metrics.cpu_percent === "number" ? `${metrics.cpu_percent.toFixed(1)}%` : "—"} />
         <Statistic title={t("devices.memory")} value={typeof metrics.memory_bytes === "number" ? formatBytes(metrics.memory_bytes) : "—"} />
+        {series.hasDetections && (
+          <Statistic data-testid="detections-per-second" title={t("devices.detectionsPerSecond")} value={lastValue(series.detectionsPerSecond)?.toFixed(2) ?? "—"} />
+        )}
       </Space>
+      <DetectionsByClass counts={metrics.detections_by_class} />
       <Descriptions
         size="small"
         bordered
@@ -146,8 +150,33 @@ export function DevicePage() {
           <Col xs={24} lg={8}>
             <ChartCard title={t("devices.chartMemory")} option={timeOption([{ name: t("devices.memory"), data: series.memoryMb }])} />
           </Col>
+          {series.hasDetections && (
+            <Col xs={24} lg={12}>
+              <ChartCard title={t("devices.chartDetections")} option={timeOption([{ name: t("devices.detectionsPerSecond"), data: series.detectionsPerSecond }])} />
+            </Col>
+          )}
         </Row>
       )}
+    </Space>
+  );
+}
+
+/** A detection model's objects per class since the agent started (the 20 most frequent it reports). */
+function DetectionsByClass({ counts }: { counts: Record<string, number> | null | undefined }) {
+  const { t } = useTranslation();
+  const entries = counts && typeof counts === "object" ? Object.entries(counts).filter(([, n]) => typeof n === "number") : [];
+  if (entries.length === 0) return null;
+  entries.sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return (
+    <Space wrap size={[4, 4]} data-testid="detections-by-class">
+      <Typography.Text type="secondary" title={t("devices.detectionsByClassHint", { count: entries.length })}>
+        {t("devices.detectionsByClass")}:
+      </Typography.Text>
+      {entries.map(([label, count]) => (
+        <Tag key={label}>
+          {label} {count}
+        </Tag>
+      ))}
     </Space>
   );
 }

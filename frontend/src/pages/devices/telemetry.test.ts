@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { deploymentsInFlight } from "../../api/queries/fleet";
-import { counterDeltas, relativeTime, telemetrySeries } from "./telemetry";
+import { counterDeltas, counterRates, lastValue, relativeTime, telemetrySeries } from "./telemetry";
 
 const row = (t: string, metrics: unknown) => ({ received_at: t, device_time: null, current_model_version_id: null, metrics });
 
@@ -31,6 +31,28 @@ describe("telemetrySeries", () => {
     expect(s.p95.map((p) => p[1])).toEqual([8, 9, null]);
     expect(s.cpu.map((p) => p[1])).toEqual([12.5, 20, null]);
     expect(s.memoryMb.map((p) => p[1])).toEqual([100, 105, null]);
+  });
+});
+
+describe("detections per second", () => {
+  const t0 = Date.parse("2026-12-01T12:00:00Z");
+  it("divides each increment by the seconds since the last known count", () => {
+    expect(counterRates([10, 40, 40, 100], [t0, t0 + 10000, t0 + 15000, t0 + 25000])).toEqual([null, 3, 0, 6]);
+  });
+  it("bridges an unknown count and restarts with the agent", () => {
+    // the third sample is unknown: the fourth's 30 more came over 20 s; then the agent restarted
+    expect(counterRates([5, 25, null, 55, 8], [t0, t0 + 5000, t0 + 10000, t0 + 25000, t0 + 29000])).toEqual([null, 4, null, 1.5, 2]);
+  });
+  it("charts only a detection model's rows, and the statistic is the newest rate", () => {
+    const series = telemetrySeries([
+      row("2026-12-01T12:00:00Z", { requests: 1, detections: 0 }),
+      row("2026-12-01T12:00:05Z", { requests: 4, detections: 12 }),
+      row("2026-12-01T12:00:10Z", { requests: 5 }),
+    ]);
+    expect(series.hasDetections).toBe(true);
+    expect(series.detectionsPerSecond.map((p) => p[1])).toEqual([null, 2.4, null]);
+    expect(lastValue(series.detectionsPerSecond)).toBe(2.4);
+    expect(telemetrySeries([row("2026-12-01T12:00:00Z", { requests: 1 })]).hasDetections).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
-// Telemetry rows -> chart series. `requests` and `errors` are cumulative since the agent started,
-// so the charts plot the difference between consecutive samples; a counter that goes down means
-// the agent restarted, and the new value is what it counted since then.
+// Telemetry rows -> chart series. `requests`, `errors` and `detections` are cumulative since the
+// agent started, so the charts plot the difference between consecutive samples (detections as a
+// rate: the difference over the seconds between them); a counter that goes down means the agent
+// restarted, and the new value is what it counted since then.
 import { metricsOf, type Telemetry } from "../../api/queries/fleet";
 
 /** [time in ms, value]; null draws a gap. */
@@ -14,6 +15,10 @@ export interface TelemetrySeries {
   p99: Point[];
   cpu: Point[];
   memoryMb: Point[];
+  /** objects detected per second between heartbeats (detection models) */
+  detectionsPerSecond: Point[];
+  /** whether any row counts detections: a detection model served in the window */
+  hasDetections: boolean;
 }
 
 const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
@@ -29,12 +34,31 @@ export function counterDeltas(values: readonly (number | null)[]): (number | nul
   });
 }
 
+/**
+ * Per-second rates of a cumulative counter sampled at `times` (ms): the increment since the last
+ * known value (counterDeltas' restart rule) over the seconds since that value's sample; null for
+ * the first known value, an unknown one, or no time between the two.
+ */
+export function counterRates(values: readonly (number | null)[], times: readonly number[]): (number | null)[] {
+  const deltas = counterDeltas(values);
+  let previousTime: number | null = null;
+  return values.map((value, i) => {
+    if (value === null) return null;
+    const delta = deltas[i] ?? null;
+    const time = times[i] ?? 0;
+    const seconds = previousTime === null ? 0 : (time - previousTime) / 1000;
+    previousTime = time;
+    return delta === null || seconds <= 0 ? null : Math.round((delta / seconds) * 1000) / 1000;
+  });
+}
+
 export function telemetrySeries(rows: readonly Telemetry[]): TelemetrySeries {
   const times = rows.map((row) => new Date(row.received_at).getTime());
   const metrics = rows.map((row) => metricsOf(row.metrics));
   const zip = (values: (number | null)[]): Point[] => values.map((value, i) => [times[i] ?? 0, value]);
   const latency = (key: "p50" | "p95" | "p99") => zip(metrics.map((m) => num(m.latency_ms?.[key])));
   const memory = metrics.map((m) => num(m.memory_bytes));
+  const detections = metrics.map((m) => num(m.detections));
   return {
     requests: zip(counterDeltas(metrics.map((m) => num(m.requests)))),
     errors: zip(counterDeltas(metrics.map((m) => num(m.errors)))),
@@ -43,7 +67,18 @@ export function telemetrySeries(rows: readonly Telemetry[]): TelemetrySeries {
     p99: latency("p99"),
     cpu: zip(metrics.map((m) => num(m.cpu_percent))),
     memoryMb: zip(memory.map((bytes) => (bytes === null ? null : Math.round((bytes / 1024 / 1024) * 10) / 10))),
+    detectionsPerSecond: zip(counterRates(detections, times)),
+    hasDetections: detections.some((value) => value !== null),
   };
+}
+
+/** The newest known value of a series (null when none). */
+export function lastValue(points: readonly Point[]): number | null {
+  for (let i = points.length - 1; i >= 0; i -= 1) {
+    const value = points[i]?.[1];
+    if (value !== null && value !== undefined) return value;
+  }
+  return null;
 }
 
 export type RelativeTimeKey = "time.justNow" | "time.secondsAgo" | "time.minutesAgo" | "time.hoursAgo" | "time.daysAgo";
