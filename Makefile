@@ -63,8 +63,9 @@ test-python-sqlite: install frontend
 test-frontend: frontend
 	cd frontend && npm run test
 
+# make demo: the digits classification demo; make demo TASK=detection: the aerial trees detector
 demo: install
-	$(PY) -m sampan.devstack.demo
+	$(PY) -m sampan.devstack.demo $(if $(TASK),--task $(TASK))
 
 # make bench: every benchmark; make bench BENCH=training (or serving, upload, compression): one
 bench: install

@@ -11,6 +11,8 @@ with a ``"bench"`` key, and nothing is asserted):
   bare ``session.run`` on pre-decoded tensors.
 - ``compression``: :mod:`workers.bench_compression`, auto-compression measured on the real local
   agent against the float model on the same agent (digits at 96 px, photos at 224 px).
+- ``detection``: :mod:`workers.bench_detection`, Sampan's detector vs Ultralytics YOLOv8n from
+  scratch in the same wall-clock time on the same split of ``seeds/trees``, COCO mAP@0.5.
 - ``upload``: :mod:`workers.bench_upload`, a 2 GiB resumable (tus) upload into the real web
   server, cut once and resumed, vs one multipart POST of 256 MiB: the web process's peak
   resident memory and MB/s of each.
@@ -253,7 +255,8 @@ def bench_serving_main(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("training", "serving", "upload", "compression"),
+    parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
+                                           "detection"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -277,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_compression
 
         bench_compression.main([])
+    if args.only in (None, "detection"):
+        from workers import bench_detection
+
+        bench_detection.main(["--seed", str(args.seed)])
     return 0
 
 

@@ -14,6 +14,8 @@ from workers.ml.export import onnx_info
 from workers.tasks.heartbeat import heartbeating
 from workers.ml.classification import (SampleRef, TrainingCancelled, TrainRequest,
                                        train_image_classifier)
+from workers.ml.detection.data import BoxSample
+from workers.ml.detection.train import DetectRequest, train_detector
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +23,28 @@ log = logging.getLogger(__name__)
 # ~0.1 s; 3 s left every job at 70-86 % of its budget, issue 7). Time spent before the engine
 # starts (loading inputs) is subtracted as well.
 OVERHEAD_S = 0.5
+
+
+def _classify_request(inputs: services.TrainingInputs, budget_s: float) -> TrainRequest:
+    def refs(rows: list[tuple[str, int, str]]) -> list[SampleRef]:
+        return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
+
+    return TrainRequest(
+        train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
+        labels=inputs.labels, out_dir=Path(inputs.out_dir), budget_s=budget_s,
+        seed=inputs.seed, augmentation=inputs.augmentation,
+        model_preference=inputs.model_preference, allow_flips=inputs.allow_flips)
+
+
+def _detect_request(inputs: services.TrainingInputs, budget_s: float) -> DetectRequest:
+    def refs(rows: list[tuple[str, list[list[float]], str]]) -> list[BoxSample]:
+        return [BoxSample(path=p, sample_id=i, boxes=tuple(
+            (float(b[0]), float(b[1]), float(b[2]), float(b[3]), int(b[4])) for b in boxes))
+            for p, boxes, i in rows]
+
+    return DetectRequest(train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
+                         labels=inputs.labels, out_dir=Path(inputs.out_dir), budget_s=budget_s,
+                         seed=inputs.seed)
 
 
 @shared_task(name="training.run", acks_late=True)
@@ -38,19 +62,17 @@ def run_training(training_job_id: str) -> None:
             alive["value"] = services.training_job_progress(job_id=training_job_id,
                                                             progress=progress)
 
-        def refs(rows: list[tuple[str, int, str]]) -> list[SampleRef]:
-            return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
-
-        request = TrainRequest(
-            train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
-            labels=inputs.labels, out_dir=Path(inputs.out_dir),
-            budget_s=max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started)),
-            seed=inputs.seed, augmentation=inputs.augmentation,
-            model_preference=inputs.model_preference, allow_flips=inputs.allow_flips)
+        budget_s = max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started))
         try:
             with heartbeating(training_job_id, alive, services.training_job_heartbeat):
-                result = train_image_classifier(request, on_progress=on_progress,
-                                                should_stop=lambda: not alive["value"])
+                if inputs.task_type == "object_detection":
+                    result = train_detector(_detect_request(inputs, budget_s),
+                                            on_progress=on_progress,
+                                            should_stop=lambda: not alive["value"])
+                else:
+                    result = train_image_classifier(_classify_request(inputs, budget_s),
+                                                    on_progress=on_progress,
+                                                    should_stop=lambda: not alive["value"])
         except TrainingCancelled:
             log.info("training job %s stopped: cancelled or reaped", training_job_id)
             return
@@ -65,6 +87,7 @@ def run_training(training_job_id: str) -> None:
                 "pretrained": result.pretrained, "weights_note": result.weights_note,
                 "metrics": result.metrics, "history": result.history, "report": result.report,
                 "parity": result.parity, "recipe": result.recipe,
+                "detection": getattr(result, "detection", None),
                 "onnx": onnx_info(result.onnx_path)})
         except Exception as exc:  # storing artifacts or registering (the bucket, the database)
             log.exception("training job %s could not be stored or registered", training_job_id)

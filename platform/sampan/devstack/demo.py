@@ -1,8 +1,10 @@
 """``make demo``: the main job, headless, through the REST API, on real services.
 
 Starts Redis, the web server, a Celery worker and (later) a local edge agent in a fresh data
-folder, runs ``run_main_job`` with ``seeds/demo.json``, stops everything, and prints ONE JSON
-object as the last line of stdout. Exit status 0 only if every stage succeeded.
+folder, runs ``run_main_job`` with ``seeds/demo.json`` (``--task detection``:
+``seeds/demo_detection.json``, ``make demo TASK=detection``), stops everything, and prints ONE
+JSON object as the last line of stdout (its ``task`` names the task). Exit status 0 only if
+every stage succeeded.
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ from sampan.devstack.stack import Stack
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--recipe", default=str(SEEDS_DIR / "demo.json"))
+    parser.add_argument("--recipe", default=None,
+                        help="a recipe file (default: seeds/demo.json, or with --task "
+                             "detection seeds/demo_detection.json)")
+    parser.add_argument("--task", default="classification",
+                        choices=["classification", "image_classification", "detection",
+                                 "object_detection"])
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--data-dir", default=None, help="keep the data here (default: temp)")
     args = parser.parse_args(argv)
-    recipe = json.loads(Path(args.recipe).read_text())
+    default = "demo_detection.json" if "detection" in args.task else "demo.json"
+    recipe = json.loads(Path(args.recipe or SEEDS_DIR / default).read_text())
     if args.budget_s:
         recipe["budget_s"] = args.budget_s
     data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="sampan-demo-"))
@@ -50,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"demo failed: {exc}")
         for name in ("web", "worker", "agent"):
             say(f"--- {name} log ---\n{stack.log_tail(name, 40)}")
-        result = {"ok": False, "error": str(exc)}
+        result = {"ok": False, "error": str(exc), "task": recipe.get("task")}
     finally:
         stack.stop()
         if not args.data_dir:

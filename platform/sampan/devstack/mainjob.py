@@ -3,6 +3,9 @@ model version -> enroll agent -> deploy -> predictions from the agent.
 
 ``run_main_job`` is shared by ``make demo`` (``sampan.devstack.demo``) and the integration test, so
 both exercise exactly the same path. It returns a plain dict of results and per-stage seconds.
+The recipe's ``task`` chooses image classification (``seeds/demo.json``: class folders, top-1
+accuracy of the agent on held-out images) or object detection (``seeds/demo_detection.json``:
+a Pascal VOC folder, COCO mAP@0.5 of the agent's boxes on held-out images, :func:`edge_map50`).
 """
 
 from __future__ import annotations
@@ -75,8 +78,10 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     stage("import")
 
     # label: the folder names are the labels (set by the import); freeze a version
-    version = client.post(f"{p}/datasets/{dataset['id']}/versions/",
-                          {"seed": recipe.get("seed", 0)})
+    task = recipe.get("task", "image_classification")
+    version = client.post(f"{p}/datasets/{dataset['id']}/versions/", {
+        "seed": recipe.get("seed", 0),
+        **{k: recipe[k] for k in ("val_fraction", "test_fraction") if k in recipe}})
     say(f"dataset version {version['number']}: {version['stats']['splits']} "
         f"flags={version['flags']}")
 
@@ -88,11 +93,12 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
 
     def show(j: dict[str, Any]) -> None:
         prog = j.get("progress") or {}
-        key = (prog.get("phase"), prog.get("epoch"))
+        key = (prog.get("phase"), prog.get("epoch"), prog.get("val_map50"))
         if key != seen.get("key") and prog:
             seen["key"] = key
             say(f"  training {j['status']} phase={prog.get('phase')} epoch={prog.get('epoch')} "
-                f"loss={prog.get('loss')} val_acc={prog.get('val_accuracy')}")
+                f"step={prog.get('step')} loss={prog.get('loss')} "
+                f"val_acc={prog.get('val_accuracy')} val_map50={prog.get('val_map50')}")
 
     job = client.wait_job(f"{p}/training-jobs/{job['id']}/", timeout_s=budget * 1.1 + 120,
                           on_poll=show)
@@ -128,7 +134,44 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     stage("deploy")
 
     # predict: held-out images through the agent's HTTP API
-    held = heldout_images(SEEDS_DIR / recipe["heldout_dir"])
+    if task == "object_detection":
+        edge = _predict_detection(stack, SEEDS_DIR / recipe["heldout_dir"])
+    else:
+        edge = _predict_classification(stack, SEEDS_DIR / recipe["heldout_dir"])
+    stage("predict")
+
+    result = {
+        "task": task,
+        # the report is computed on the test split when the version has one (else validation)
+        "report_split": evaluation["report"].get("split", "val"),
+        **edge,
+        "model_version": f"{model_version['model_name']} v{model_version['version']}",
+        "model_version_id": model_version["id"],
+        "pretrained": bool(job["pretrained"]),
+        "train_wall_s": round(train_wall, 2),
+        "budget_s": budget,
+        "recipe": job["recipe"],
+        "imported": report["counts"],
+        "stages_s": stages,
+    }
+    if task == "object_detection":
+        result.update({"report_map50": round(float(evaluation["report"]["map50"]), 4),
+                       "report_map": round(float(evaluation["report"]["map"]), 4),
+                       "val_map50": job["metrics"].get("val_map50"),
+                       "test_map50": job["metrics"].get("test_map50")})
+    else:
+        result.update({"report_accuracy": round(float(evaluation["report"]["accuracy"]), 4),
+                       "macro_f1": round(float(evaluation["report"]["macro_f1"]), 4)})
+    return result
+
+
+def _latency(latencies: list[float]) -> dict[str, float]:
+    return {"p50": round(statistics.median(latencies), 2),
+            "p99": round(percentile(latencies, 99), 2)}
+
+
+def _predict_classification(stack: Stack, folder: Path) -> dict[str, Any]:
+    held = heldout_images(folder)
     correct, latencies = 0, []
     session = requests.Session()
     for label, path in held:
@@ -139,26 +182,82 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
         response.raise_for_status()
         top = response.json()["predictions"][0]
         correct += int(top["label"] == label)
-    stage("predict")
+    return {"edge_accuracy": round(correct / len(held), 4), "edge_samples": len(held),
+            "edge_latency_ms": _latency(latencies)}
 
-    return {
-        # the report is computed on the test split when the version has one (else validation)
-        "report_split": evaluation["report"].get("split", "val"),
-        "report_accuracy": round(float(evaluation["report"]["accuracy"]), 4),
-        "macro_f1": round(float(evaluation["report"]["macro_f1"]), 4),
-        "edge_accuracy": round(correct / len(held), 4),
-        "edge_samples": len(held),
-        "edge_latency_ms": {"p50": round(statistics.median(latencies), 2),
-                            "p99": round(percentile(latencies, 99), 2)},
-        "model_version": f"{model_version['model_name']} v{model_version['version']}",
-        "model_version_id": model_version["id"],
-        "pretrained": bool(job["pretrained"]),
-        "train_wall_s": round(train_wall, 2),
-        "budget_s": budget,
-        "recipe": job["recipe"],
-        "imported": report["counts"],
-        "stages_s": stages,
-    }
+
+def voc_boxes(xml_path: Path) -> list[tuple[str, list[float]]]:
+    """(class name, [x1, y1, x2, y2]) of every object of a Pascal VOC file (trusted seed data)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(xml_path).getroot()
+    return [(o.findtext("name", "").strip(),
+             [float(o.findtext(f"bndbox/{k}", "0")) for k in ("xmin", "ymin", "xmax", "ymax")])
+            for o in root.findall("object")]
+
+
+def edge_map50(truth: list[list[tuple[str, list[float]]]],
+               found: list[list[dict[str, Any]]], sizes: list[tuple[int, int]]) -> float:
+    """COCO mAP@0.5 (pycocotools ``COCOeval``, ``stats[1]``: 101-point interpolated AP at IoU
+    0.5, up to 100 detections an image, mean over classes) of the agent's answers ``found``
+    (``detections`` of ``POST /v1/predict``: label, score, box xyxy px) against ``truth``."""
+    import contextlib
+    import io as stdio
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    names = sorted({name for boxes in truth for name, _ in boxes})
+    ids = {name: i + 1 for i, name in enumerate(names)}
+    images, annotations, detections = [], [], []
+    for image_id, (boxes, answers, (width, height)) in enumerate(zip(truth, found, sizes), 1):
+        images.append({"id": image_id, "width": width, "height": height})
+        for name, (x1, y1, x2, y2) in boxes:
+            annotations.append({"id": len(annotations) + 1, "image_id": image_id,
+                                "category_id": ids[name], "bbox": [x1, y1, x2 - x1, y2 - y1],
+                                "area": (x2 - x1) * (y2 - y1), "iscrowd": 0})
+        for answer in answers:
+            if answer["label"] in ids:
+                x1, y1, x2, y2 = answer["box"]
+                detections.append({"image_id": image_id, "category_id": ids[answer["label"]],
+                                   "bbox": [x1, y1, x2 - x1, y2 - y1], "score": answer["score"]})
+    if not detections or not annotations:
+        return 0.0
+    with contextlib.redirect_stdout(stdio.StringIO()):
+        coco = COCO()
+        coco.dataset = {"images": images, "annotations": annotations,
+                        "categories": [{"id": i, "name": n} for n, i in ids.items()]}
+        coco.createIndex()
+        evaluation = COCOeval(coco, coco.loadRes(detections), "bbox")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return float(evaluation.stats[1])
+
+
+def _predict_detection(stack: Stack, folder: Path) -> dict[str, Any]:
+    """Every held-out image of a VOC folder (``JPEGImages/`` + ``Annotations/``) through the
+    agent with a low score threshold (the whole precision-recall curve), scored by
+    :func:`edge_map50`."""
+    from PIL import Image
+
+    truth, found, sizes, latencies = [], [], [], []
+    session = requests.Session()
+    for path in sorted((folder / "JPEGImages").iterdir()):
+        data = path.read_bytes()
+        started = time.perf_counter()
+        response = session.post(stack.agent_url + "/v1/predict?score_threshold=0.05", data=data,
+                                timeout=60)
+        latencies.append((time.perf_counter() - started) * 1000.0)
+        response.raise_for_status()
+        answer = response.json()
+        found.append(answer["detections"])
+        with Image.open(path) as image:
+            sizes.append(image.size)
+        truth.append(voc_boxes(folder / "Annotations" / f"{path.stem}.xml"))
+    return {"edge_map50": round(edge_map50(truth, found, sizes), 4),
+            "edge_samples": len(truth), "edge_boxes": sum(len(t) for t in truth),
+            "edge_latency_ms": _latency(latencies)}
 
 
 def deploy_and_wait(client: Client, project_path: str, version_id: str, device_id: str, *,

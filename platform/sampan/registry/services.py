@@ -42,10 +42,13 @@ def model_get_or_create(*, project: Project, name: str, task_type: str) -> Regis
 def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str],
                      preprocessing: dict[str, Any], input_shape: list[Any],
                      metrics: dict[str, Any], lineage: dict[str, Any], sha256: str, size: int,
-                     onnx_info: dict[str, Any]) -> dict[str, Any]:
+                     onnx_info: dict[str, Any], detection: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
     """The unsigned manifest of a model package (format in docs/contracts.md); ``model`` is its
-    ``{"id", "name", "version", "version_id"}``."""
-    return {
+    ``{"id", "name", "version", "version_id"}``. An ``object_detection`` package has the graph
+    ``images`` -> ``boxes``, ``scores`` and a ``detection`` object (the post-processing settings
+    of ``edge_agent.detection.DetectionSettings``, required for that task)."""
+    manifest = {
         "schema": PACKAGE_SCHEMA,
         "model": model,
         "task": task_type,
@@ -60,6 +63,15 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
         "min_onnxruntime": MIN_ONNXRUNTIME,
         "created_at": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+    if task_type == "object_detection":
+        if detection is None:
+            raise ValueError("an object_detection package needs its detection settings")
+        manifest["detection"] = detection
+        manifest["inputs"] = [{"name": "images", "shape": input_shape, "dtype": "float32"}]
+        manifest["outputs"] = [
+            {"name": "boxes", "shape": ["N", "A", 4], "dtype": "float32"},
+            {"name": "scores", "shape": ["N", "A", len(labels)], "dtype": "float32"}]
+    return manifest
 
 
 def model_version_register(*, project: Project, model_name: str, task_type: str,
@@ -67,8 +79,8 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                            input_shape: list[Any], metrics: dict[str, Any],
                            lineage: dict[str, Any], onnx_info: dict[str, Any],
                            pretrained: bool, dataset_version: Any = None,
-                           training_job: Any = None, parent: ModelVersion | None = None
-                           ) -> ModelVersion:
+                           training_job: Any = None, parent: ModelVersion | None = None,
+                           detection: dict[str, Any] | None = None) -> ModelVersion:
     """Register ``onnx_path`` as the next immutable version of ``model_name``.
 
     Stores the file as ``models/<model id>/<version id>/model.onnx`` in the shared storage
@@ -101,7 +113,7 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                                "version_id": str(version_id)},
                         task_type=task_type, labels=labels, preprocessing=preprocessing,
                         input_shape=input_shape, metrics=metrics, lineage=lineage,
-                        sha256=sha256, size=size, onnx_info=onnx_info))
+                        sha256=sha256, size=size, onnx_info=onnx_info, detection=detection))
                     (staging / "manifest.json").write_text(
                         json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
                     storage.save_file(f"{final}/manifest.json", staging / "manifest.json")

@@ -16,21 +16,29 @@ IMAGES_DECODED_PER_S = 100
 # (a 12-megapixel photo took 0.16 s to decode and resize on a 2-core machine, measured; the
 # worker's own planner uses the same rate, workers/ml/recipe.py _DECODE_S_PER_PIXEL).
 DECODE_S_PER_PIXEL = 1.5e-8
+# An object detector's fixed part: 5 timed steps of ~1-3 s (a detector step at 384 px is ~10x a
+# classifier's at 96 px), the ONNX export (12-20 s with torch's dynamo exporter on 2 cores,
+# measured) and the box parity check and evaluation passes (workers/ml/detection/train.py).
+BUDGET_FIXED_DETECTION_S = 60.0
 
 
-def minimum_budget_s(n_images: int, pixels: int = 0) -> float:
+def minimum_budget_s(n_images: int, pixels: int = 0,
+                     task_type: str = "image_classification") -> float:
     """Seconds a job on ``n_images`` images (all splits of the version) with ``pixels`` pixels in
     all (sum of width x height; 0 when unknown) needs before it can train at all:
     ``15 + 0.01 * n_images + 1.5e-8 * pixels`` (model setup + step calibration + decode + linear
     probe + ONNX export), figures measured on 2-core machines, the smallest the platform
     supports. A faster machine needs less: this is a floor against budgets that can only fail,
     not an estimate of a good budget. Dividing by 100 keeps whole hundreds exact (400 -> 19.0).
-    1,000 photos of 12 megapixels: 15 + 10 + 180 = 205 s.
+    1,000 photos of 12 megapixels: 15 + 10 + 180 = 205 s. An ``object_detection`` job's fixed
+    part is ``BUDGET_FIXED_DETECTION_S`` (60 s) instead of 15 s.
     """
-    return (BUDGET_FIXED_S + max(0, n_images) / IMAGES_DECODED_PER_S
+    fixed = BUDGET_FIXED_DETECTION_S if task_type == "object_detection" else BUDGET_FIXED_S
+    return (fixed + max(0, n_images) / IMAGES_DECODED_PER_S
             + max(0, pixels) * DECODE_S_PER_PIXEL)
 
 
-def minimum_budget_text(n_images: int, pixels: int = 0) -> str:
+def minimum_budget_text(n_images: int, pixels: int = 0,
+                        task_type: str = "image_classification") -> str:
     """The minimum in whole seconds as shown to users, rounded up so it is always enough."""
-    return f"{math.ceil(minimum_budget_s(n_images, pixels))}"
+    return f"{math.ceil(minimum_budget_s(n_images, pixels, task_type))}"

@@ -53,9 +53,10 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     rule of ``sampan.core.names`` refuses. An empty test split is fine: the engine then reports on
     the validation split.
     """
-    if dataset_version.task_type != TaskType.IMAGE_CLASSIFICATION:
-        raise ValidationFailed(f"training {dataset_version.task_type} is not available yet; "
-                               "only image_classification", field="dataset_version_id")
+    task = dataset_version.task_type
+    if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION):
+        raise ValidationFailed(f"training {task} is not available yet",
+                               field="dataset_version_id")
     for name, value, choices in (("augmentation", augmentation, Augmentation),
                                  ("model_preference", model_preference, ModelPreference)):
         if value not in choices.values:
@@ -64,15 +65,20 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     n_images = int(dataset_version.stats.get("samples", 0))
     pixels = dataset_version_pixels(dataset_version)
     # the whole seconds users are told, so that the number said is the number enforced
-    if budget_s < math.ceil(minimum_budget_s(n_images, pixels)):
+    if budget_s < math.ceil(minimum_budget_s(n_images, pixels, task)):
         size = f"{n_images} images" + (f" of {pixels / 1e6 / n_images:.1f} megapixels on average"
                                        if n_images and pixels / n_images >= 1e6 else "")
         raise ValidationFailed(f"budget_s {budget_s:g} is too short for {size}: at least "
-                               f"{minimum_budget_text(n_images, pixels)} s", field="budget_s")
+                               f"{minimum_budget_text(n_images, pixels, task)} s",
+                               field="budget_s")
     if budget_s > MAX_BUDGET_S:
         raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most "
                                f"{MAX_BUDGET_S:.0f} s (24 h)", field="budget_s")
-    if len(dataset_version.labels) < 2:
+    if task == TaskType.OBJECT_DETECTION:
+        if not dataset_version.labels:
+            raise ValidationFailed("a detector needs at least 1 class with boxes; this version "
+                                   "has none", field="dataset_version_id")
+    elif len(dataset_version.labels) < 2:
         raise ValidationFailed("a classifier needs at least 2 classes with labeled samples; "
                                f"this version has {len(dataset_version.labels)}",
                                field="dataset_version_id")
@@ -112,14 +118,20 @@ def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
 
 @dataclass
 class TrainingInputs:
-    """Plain inputs for the ML engine: no models, only ids, paths and numbers."""
+    """Plain inputs for the ML engine: no models, only ids, paths and numbers.
+
+    ``train``/``val``/``test`` rows are ``(path, class index, sample id)`` for
+    image_classification and ``(path, boxes, sample id)`` for object_detection, ``boxes`` being
+    ``DatasetVersionItem.boxes`` (``[[x1, y1, x2, y2, class index], ...]``, px of the upright
+    image; empty for a background image)."""
 
     job_id: str
     attempt: int
     labels: list[str]
-    train: list[tuple[str, int, str]] = field(default_factory=list)  # (path, class, sample id)
-    val: list[tuple[str, int, str]] = field(default_factory=list)
-    test: list[tuple[str, int, str]] = field(default_factory=list)  # held out; may be empty
+    train: list[tuple[str, Any, str]] = field(default_factory=list)
+    val: list[tuple[str, Any, str]] = field(default_factory=list)
+    test: list[tuple[str, Any, str]] = field(default_factory=list)  # held out; may be empty
+    task_type: str = TaskType.IMAGE_CLASSIFICATION
     budget_s: float = 60.0
     seed: int = 0
     augmentation: str = Augmentation.AUTO
@@ -137,9 +149,10 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
                             labels=list(job.dataset_version.labels), budget_s=job.budget_s,
                             seed=job.seed, augmentation=str(job.augmentation),
                             model_preference=str(job.model_preference),
-                            allow_flips=bool(job.allow_flips))
+                            allow_flips=bool(job.allow_flips), task_type=str(job.task_type))
     try:
-        rows = dataset_version_local_rows(job.dataset_version)
+        rows = dataset_version_local_rows(
+            job.dataset_version, boxes=job.task_type == TaskType.OBJECT_DETECTION)
     except (shared_storage.StorageUnavailable, FileNotFoundError) as exc:
         missing = f"sample file {exc} is missing from storage" \
             if isinstance(exc, FileNotFoundError) else str(exc)
@@ -159,16 +172,19 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
     return inputs
 
 
-def dataset_version_local_rows(version: DatasetVersion) -> dict[str, list[tuple[str, int, str]]]:
+def dataset_version_local_rows(version: DatasetVersion, *, boxes: bool = False
+                               ) -> dict[str, list[tuple[str, Any, str]]]:
     """A version's images as ``{split: [(path on this host, class index, sample id), ...]}`` for
-    the train, val and test splits (ordered by content hash: the same order on every host).
+    the train, val and test splits (ordered by content hash: the same order on every host);
+    with ``boxes`` the middle element is the item's boxes (``[[x1, y1, x2, y2, class], ...]``).
     Raises StorageUnavailable, FileNotFoundError (a sample file missing from storage)."""
     items = list(version.items.select_related("sample").order_by("sample__content_sha256"))
     local = _local_samples([item.sample.file for item in items])
     rows: dict[str, list[tuple[str, int, str]]] = {Split.TRAIN: [], Split.VAL: [], Split.TEST: []}
     for item in items:
         if item.split in rows:
-            rows[item.split].append((str(local[item.sample.file]), item.class_index,
+            rows[item.split].append((str(local[item.sample.file]),
+                                     list(item.boxes) if boxes else item.class_index,
                                      str(item.sample_id)))
     return rows
 
@@ -223,11 +239,12 @@ def training_workdir_release(out_dir: Path) -> None:
 def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
     """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped).
 
-    An end-of-epoch event (one that carries ``val_accuracy`` and ``epoch``) is also appended to
-    ``history`` at once, so live loss and validation curves survive a reconnect. Only the job's
+    An end-of-epoch event (one that carries ``val_accuracy`` and ``epoch``, or a detector's
+    validation round, ``val_map50``) is also appended to ``history`` at once, so live loss and validation curves survive a reconnect. Only the job's
     own worker writes ``history`` while it runs.
     """
-    if progress.get("epoch") is not None and "val_accuracy" in progress:
+    if (progress.get("epoch") is not None and "val_accuracy" in progress) or \
+            "val_map50" in progress:
         history = TrainingJob.objects.filter(pk=job_id).values_list("history", flat=True).first()
         TrainingJob.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
             history=[*(history or []), progress])
@@ -270,10 +287,18 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
         pretrained=result["pretrained"], weights_note=result.get("weights_note", ""),
         history=result["history"], recipe=result["recipe"], metrics=result["metrics"])
     if not parity.get("passed"):
+        if job.task_type == TaskType.OBJECT_DETECTION:
+            difference = (f"{parity.get('unmatched')} detections without a partner, lowest "
+                          f"IoU {parity.get('min_iou')} (limit {parity.get('min_iou_limit')}), "
+                          f"largest score difference {parity.get('max_score_diff')} (limit "
+                          f"{parity.get('max_score_diff_limit')}) over {parity.get('images')} "
+                          "images")
+        else:
+            difference = (f"top-1 agree: {parity.get('top1_agree')}, max |Δprob| = "
+                          f"{parity.get('max_abs_diff')}, limit {PARITY_MAX_ABS_DIFF}")
         training_job_fail(job_id=job.pk, message=(
             "export gate failed: torch and onnxruntime disagree on the validation images "
-            f"(top-1 agree: {parity.get('top1_agree')}, max |Δprob| = "
-            f"{parity.get('max_abs_diff')}, limit {PARITY_MAX_ABS_DIFF}); model not registered"))
+            f"({difference}); model not registered"))
         return None
     if result.get("out_dir"):
         # the artifacts outlive this worker's disk: into the shared storage before registering
@@ -288,6 +313,7 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
             labels=version.labels, preprocessing=result["preprocessing"],
             onnx_path=Path(result["onnx_path"]), input_shape=["N", 3, size[0], size[1]],
             metrics=result["metrics"], onnx_info=result["onnx"], pretrained=result["pretrained"],
+            detection=result.get("detection"),
             lineage={"dataset_version_id": str(version.pk),
                      "dataset_version_digest": version.digest,
                      "training_job_id": str(job.pk), "parent_model_version_id": None,

@@ -138,16 +138,17 @@ def best_f1_threshold(results: Sequence[ImageResult], floor: float = 0.1,
     thresholds 0.05 apart within [floor, ceiling]: the device's default answer. Ties go to the
     higher threshold (fewer boxes to look at)."""
     best = (0.5, -1.0)
-    for threshold in np.arange(floor, ceiling + 1e-9, 0.05):
+    steps = int(round((ceiling - floor) / 0.05))
+    for threshold in (round(floor + 0.05 * i, 2) for i in range(steps + 1)):
         tp = fp = fn = 0
         for result in results:
-            outcomes, found = _match(result, float(threshold))
+            outcomes, found = _match(result, threshold)
             tp += outcomes.count("tp")
             fp += len(outcomes) - outcomes.count("tp")
             fn += int((~found).sum())
         f1 = 2 * tp / max(1, 2 * tp + fp + fn)
         if f1 >= best[1]:
-            best = (round(float(threshold), 2), f1)
+            best = (threshold, f1)
     return best
 
 

@@ -72,16 +72,25 @@ def onnx_session(onnx_path: Path, threads: int = 1) -> onnxruntime.InferenceSess
 
 
 def _compare(a: tuple[np.ndarray, np.ndarray, np.ndarray],
-             b: tuple[np.ndarray, np.ndarray, np.ndarray], threshold: float
+             b: tuple[np.ndarray, np.ndarray, np.ndarray], settings: DetectionSettings
              ) -> tuple[float, float, int]:
     """(lowest IoU of a matched pair, largest score difference, detections without a partner)
-    from ``a``'s side. A detection within PARITY_MAX_SCORE_DIFF of the threshold may be on one
-    side only without counting as unmatched (it is the threshold, not the graph)."""
+    from ``a``'s side. A detection within PARITY_MAX_SCORE_DIFF of ``b``'s cut may be on one
+    side only without counting as unmatched (the cut, not the graph): the score threshold, or
+    ``b``'s lowest score when ``b`` holds ``settings.max_detections``."""
     boxes_a, scores_a, classes_a = a
     boxes_b, scores_b, classes_b = b
+    threshold = settings.score_threshold
+    if len(scores_b) >= settings.max_detections:
+        threshold = max(threshold, float(scores_b.min()))
     min_iou, max_diff, unmatched = 1.0, 0.0, 0
     overlaps = box_iou(boxes_a, boxes_b) if len(boxes_a) and len(boxes_b) else \
         np.zeros((len(boxes_a), len(boxes_b)))
+    if overlaps.size:
+        # a zero-width or zero-height box has no IoU, even with itself: equal corners (within
+        # 0.01 px) are the same box
+        same = np.abs(boxes_a[:, None, :] - boxes_b[None, :, :]).max(axis=2) <= 0.01
+        overlaps = np.where(same, 1.0, overlaps)
     for i in range(len(boxes_a)):
         same = classes_b == classes_a[i]
         if same.any():
@@ -117,8 +126,8 @@ def check_box_parity(graph: nn.Module, onnx_path: Path, batches: list[np.ndarray
         ours = postprocess(torch_boxes[0].numpy(), torch_scores[0].numpy(), settings)
         theirs = postprocess(onnx_boxes[0], onnx_scores[0], settings)
         detections += len(ours[0])
-        iou_a, diff_a, lost_a = _compare(ours, theirs, settings.score_threshold)
-        iou_b, diff_b, lost_b = _compare(theirs, ours, settings.score_threshold)
+        iou_a, diff_a, lost_a = _compare(ours, theirs, settings)
+        iou_b, diff_b, lost_b = _compare(theirs, ours, settings)
         min_iou = min(min_iou, iou_a, iou_b)
         max_diff = max(max_diff, diff_a, diff_b)
         unmatched += lost_a + lost_b

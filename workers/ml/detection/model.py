@@ -86,11 +86,12 @@ class ExportedDetector(nn.Module):
     sqrt(sigmoid(class logit) * sigmoid(centerness)), FCOS's ranking score (torchvision's
     ``FCOS.postprocess_detections``). Box decoding follows torchvision's ``BoxLinearCoder`` with
     ``normalize_by_size=True``: (l, t, r, b) distances times the level's stride from the cell
-    centre. The anchors of the fixed size are constants of the graph.
+    centre, clipped to the input. The anchors of the fixed size are constants of the graph.
     """
 
     def __init__(self, detector: FCOS, input_size: int) -> None:
         super().__init__()
+        self.input_size = input_size
         self.backbone = detector.backbone
         self.head = detector.head
         centres, sizes = [], []
@@ -115,4 +116,5 @@ class ExportedDetector(nn.Module):
         x, y = self.centres[:, 0:1], self.centres[:, 1:2]
         boxes = torch.cat([x - distances[..., 0:1], y - distances[..., 1:2],
                            x + distances[..., 2:3], y + distances[..., 3:4]], dim=-1)
-        return boxes, scores
+        # clipped to the input, as torchvision's postprocess_detections does before its NMS
+        return boxes.clamp(0.0, float(self.input_size)), scores

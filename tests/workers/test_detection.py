@@ -1,0 +1,224 @@
+"""The detection engine: geometry, data, augmentation, the graph's decoding, the export gate,
+the metrics, and one short training run on real aerial trees (seeds/trees)."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from edge_agent.detection import DetectionSettings, postprocess
+from edge_agent.imaging import Preprocessing
+from workers.ml.detection.data import (BoxSample, augmented, choose_geometry, load_samples,
+                                       random_window, training_transform)
+from workers.ml.detection.evaluation import (ImageResult, best_f1_threshold, detection_report,
+                                             mean_ap)
+from workers.ml.detection.export import check_box_parity, export_detector
+from workers.ml.detection.model import ExportedDetector, build_detector
+
+TREES = Path(__file__).resolve().parents[2] / "seeds" / "trees"
+
+
+def test_geometry_chooses_size_and_tiles_only_for_small_objects() -> None:
+    g = choose_geometry([(400, 400)] * 5, [35.0] * 50)
+    assert g.input_size == 384 and g.tile is None
+    # 3000 px aerial images with 30 px trees: 30 * 512 / 3000 = 5 px at the input -> tiles
+    g = choose_geometry([(3000, 3000)] * 5, [30.0] * 50)
+    assert g.tile is not None and g.tile.size == g.input_size == 512
+    assert "tiles of 512 px" in g.reason
+    # large objects in large images: no tiles
+    assert choose_geometry([(3000, 2000)] * 5, [900.0] * 50).tile is None
+    assert choose_geometry([(640, 480)], [], preferred=320).input_size == 320
+
+
+def _image(path: Path, size: tuple[int, int], squares: list[tuple[int, int, int, int]]) -> str:
+    image = Image.new("RGB", size, (20, 30, 20))
+    for box in squares:
+        image.paste((230, 230, 230), box)
+    image.save(path)
+    return str(path)
+
+
+def test_load_samples_clips_and_reports_bad_boxes(tmp_path: Path) -> None:
+    path = _image(tmp_path / "a.png", (200, 100), [(10, 10, 50, 50)])
+    sample = BoxSample(path, ((10, 10, 50, 50, 0), (-5, -5, 20, 20, 0), (150, 50, 260, 120, 0),
+                              (30, 30, 30, 60, 0), (0, 0, 10, 10, 7)), "a")
+    bad = BoxSample(str(tmp_path / "missing.png"), (), "b")
+    p = Preprocessing(size=(128, 128), resize="letterbox")
+    data = load_samples([sample, bad], choose_geometry([(200, 100)], [], 128), p, 1,
+                        lambda: False)
+    assert data.sample_ids == ["a"]
+    assert data.skipped[-1]["sample_id"] == "b"
+    assert [s["box"] for s in data.skipped[:-1]] == [3, 4]  # zero width; class out of range
+    # letterboxed 200x100 -> 128x64: scale 0.64 on both axes; clipped boxes scaled
+    assert data.boxes[0].numpy() == pytest.approx(np.array(
+        [[6.4, 6.4, 32.0, 32.0], [0, 0, 12.8, 12.8], [96.0, 32.0, 128.0, 64.0]]))
+    assert tuple(data.images[0].shape) == (3, 128, 128)
+
+
+def test_augmentation_moves_boxes_with_the_pixels(tmp_path: Path) -> None:
+    squares = [(20, 30, 60, 70), (100, 90, 140, 150)]
+    path = _image(tmp_path / "a.png", (192, 192), squares)
+    p = Preprocessing(size=(192, 192), resize="letterbox")
+    sample = BoxSample(path, tuple(tuple(s) + (0,) for s in squares), "a")
+    data = load_samples([sample], choose_geometry([(192, 192)], [], 192), p, 1, lambda: False)
+    transform = training_transform(192, p.mean, vertical_flips=True)
+    torch.manual_seed(0)
+    for _ in range(20):
+        image, target = augmented(data.images[0], data.boxes[0], data.classes[0], transform)
+        assert tuple(image.shape) == (3, 192, 192)
+        grey = image.mean(0)  # photometric distortion moves the levels: compare to the mean
+        bright = grey > grey.mean() + 0.2
+        for box in target["boxes"].round().int().tolist():
+            x1, y1, x2, y2 = box
+            inside = bright[y1 + 2:y2 - 2, x1 + 2:x2 - 2]
+            if inside.numel():  # the square's pixels lie inside its moved box
+                assert inside.float().mean() > 0.9
+
+
+def test_random_window_keeps_boxes_mostly_inside(tmp_path: Path) -> None:
+    path = _image(tmp_path / "big.png", (1000, 800), [(100, 100, 140, 140)])
+    sample = BoxSample(path, ((100, 100, 140, 140, 0), (900, 700, 1000, 800, 0)), "big")
+    geometry = choose_geometry([(1000, 800)], [10.0], 256)
+    assert geometry.tile is not None
+    data = load_samples([sample], geometry, Preprocessing(size=(256, 256), resize="letterbox"),
+                        1, lambda: False)
+    assert tuple(data.images[0].shape) == (3, 800, 1000)  # own resolution when tiled
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        image, boxes, classes = random_window(data, 0, 256, generator)
+        assert image.shape[1] <= 256 and image.shape[2] <= 256
+        assert ((boxes[:, 2] - boxes[:, 0]) > 0).all() and len(boxes) == len(classes)
+        assert (boxes >= 0).all() and (boxes[:, 2] <= image.shape[2]).all()
+
+
+def test_exported_graph_decodes_like_torchvision_fcos() -> None:
+    """The graph's boxes and scores, through the device's NMS, equal torchvision's own FCOS
+    post-processing (same threshold and NMS IoU; fewer candidates than its top-k)."""
+    torch.manual_seed(0)
+    model = build_detector(2, 128).eval()
+    with torch.no_grad():  # confident enough that many cells pass the threshold
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+    model.score_thresh, model.nms_thresh = 0.2, 0.6
+    image = torch.rand(3, 128, 128)
+    with torch.no_grad():
+        (expected,) = model([image])
+        normalised = (image - torch.tensor([0.485, 0.456, 0.406])[:, None, None]) / \
+            torch.tensor([0.229, 0.224, 0.225])[:, None, None]
+        boxes, scores = ExportedDetector(model, 128)(normalised[None])
+    assert boxes.shape[1] == sum((128 // s) ** 2 for s in (8, 16, 32, 64))
+    ours = postprocess(boxes[0].numpy(), scores[0].numpy(),
+                       DetectionSettings(score_threshold=0.2, nms_iou=0.6, max_detections=300))
+    assert len(ours[0]) == len(expected["boxes"]) > 5
+    order = np.lexsort((ours[0][:, 0], -ours[1]))
+    theirs = np.lexsort((expected["boxes"][:, 0].numpy(), -expected["scores"].numpy()))
+    assert ours[0][order] == pytest.approx(expected["boxes"].numpy()[theirs], abs=1e-3)
+    assert ours[1][order] == pytest.approx(expected["scores"].numpy()[theirs], abs=1e-5)
+    assert ours[2][order].tolist() == (expected["labels"].numpy()[theirs] - 0).tolist()
+
+
+def test_export_gate_passes_and_catches_a_changed_graph(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = build_detector(1, 128).eval()
+    with torch.no_grad():
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+    graph = ExportedDetector(model, 128).eval()
+    info = export_detector(graph, tmp_path / "m.onnx", 128)
+    assert info["opset"] and info["ir_version"]
+    batches = [np.random.default_rng(i).normal(size=(1, 3, 128, 128)).astype(np.float32)
+               for i in range(3)]
+    # an untrained head gives thousands of overlapping boxes with scores equal to 1e-6, whose
+    # NMS chains flip on the last bit; the gate is about a trained model's few confident
+    # boxes: keep about the 20 best cells per image
+    with torch.no_grad():
+        top = np.sort(graph(torch.from_numpy(batches[0]))[1].numpy().ravel())[::-1]
+    settings = DetectionSettings(score_threshold=float(top[20]))
+    parity = check_box_parity(graph, tmp_path / "m.onnx", batches, settings)
+    assert parity["passed"] and parity["detections"] > 0, parity
+    assert parity["min_iou"] >= 0.99 and parity["max_score_diff"] <= 1e-3
+    with torch.no_grad():  # the torch side changes after export: the gate must see it
+        model.head.regression_head.bbox_reg.weight.mul_(1.5)
+    broken = check_box_parity(graph, tmp_path / "m.onnx", batches, settings)
+    assert not broken["passed"]
+    assert broken["unmatched"] > 0 or broken["min_iou"] < 0.99
+
+
+def _result(true: list[list[float]], found: list[list[float]], sample: str = "s"
+            ) -> ImageResult:
+    t = np.asarray([b[:4] for b in true]).reshape(-1, 4)
+    f = np.asarray([b[:4] for b in found]).reshape(-1, 4)
+    return ImageResult(sample, 100, 100, t, np.asarray([b[4] for b in true], np.int64),
+                       f, np.asarray([b[5] for b in found]),
+                       np.asarray([b[4] for b in found], np.int64))
+
+
+def test_metrics_on_known_answers() -> None:
+    perfect = _result([[0, 0, 10, 10, 0], [50, 50, 70, 70, 1]],
+                      [[0, 0, 10, 10, 0, 0.9], [50, 50, 70, 70, 1, 0.8]])
+    assert mean_ap([perfect], 2) == pytest.approx((1.0, 1.0))
+    # one object found, one missed, one false positive, one of the wrong class
+    mixed = _result([[0, 0, 10, 10, 0], [50, 50, 70, 70, 0], [20, 20, 40, 40, 1]],
+                    [[0, 0, 10, 10, 0, 0.9], [80, 80, 95, 95, 0, 0.7],
+                     [20, 20, 40, 40, 0, 0.6]])
+    report = detection_report([mixed], ["cat", "dog"], 0.5, "test")
+    assert report["error_counts"] == {"false_positive": 1, "wrong_class": 1, "missed": 2}
+    kinds = [(e["kind"], e["label"], e["true_label"]) for e in report["errors"]]
+    assert ("wrong_class", "cat", "dog") in kinds
+    assert report["precision"] == pytest.approx(1 / 3) and report["recall"] == pytest.approx(1 / 3)
+    cat = report["per_class"][0]
+    assert cat["support"] == 2 and cat["recall"] == pytest.approx(0.5)
+    # AP of "cat": 1 of 2 found at the top, then 2 false detections: 101-point interpolation
+    # gives precision 1 up to recall 0.5 -> 51/101
+    assert cat["ap50"] == pytest.approx(51 / 101, abs=1e-6)
+    assert report["per_class"][1]["ap50"] == 0.0  # dog never predicted
+    assert len(report["pr_curves"]) == 2 and len(report["pr_curves"][0]["recall"]) == 101
+    assert report["predictions"][0]["boxes"][0] == [0.0, 0.0, 10.0, 10.0, 0, 0.9]
+    threshold, f1 = best_f1_threshold([perfect])
+    assert f1 == pytest.approx(1.0) and threshold == pytest.approx(0.8)
+
+
+def test_training_on_real_trees_within_budget(tmp_path: Path, torch_home_with_weights: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short run on seeds/trees: within the budget, the export gate passes, the report is on
+    the test split, and the detector finds trees (far better than nothing) on images that
+    model selection never saw."""
+    from workers.ml.detection.train import DetectRequest, train_detector
+
+    monkeypatch.setenv("TORCH_HOME", str(torch_home_with_weights))
+
+    def samples(part: str) -> list[BoxSample]:
+        out = []
+        for image in sorted((TREES / part / "JPEGImages").iterdir()):
+            root = ET.parse(TREES / part / "Annotations" / f"{image.stem}.xml").getroot()
+            out.append(BoxSample(str(image), tuple(
+                tuple(float(o.findtext(f"bndbox/{k}")) for k in ("xmin", "ymin", "xmax", "ymax"))
+                + (0,) for o in root.findall("object")), image.stem))
+        return out
+
+    train = samples("train")
+    events: list[dict] = []
+    budget = 120.0
+    result = train_detector(DetectRequest(train=train[:-5], val=train[-5:],
+                                          test=samples("heldout")[:4], labels=["Tree"],
+                                          out_dir=tmp_path, budget_s=budget, seed=0,
+                                          vertical_flips=True),
+                            on_progress=events.append)
+    assert result.elapsed_s <= budget * 1.1, result.recipe
+    assert result.pretrained
+    assert result.parity["passed"], result.parity
+    assert result.report["split"] == "test" and result.report["n"] == 4
+    assert result.metrics["evaluated_on"] == "test"
+    assert result.metrics["test_map50"] > 0.05, (result.metrics, result.recipe)
+    assert any("val_map50" in e for e in events)
+    assert events[-1]["phase"] == "done" and events[-1]["fraction"] == 1.0
+    assert result.preprocessing["resize"] == "letterbox"
+    assert DetectionSettings.from_dict(result.detection).score_threshold == \
+        result.metrics["score_threshold"]
+    assert json.dumps(result.report)  # JSON-serialisable as stored
+    assert math.isfinite(result.report["map"])
