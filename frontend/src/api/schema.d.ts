@@ -539,6 +539,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/datasets/{dataset_id}/prelabel-jobs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The dataset's pre-labeling runs, newest first (the last 20). */
+        get: operations["prelabel_jobs_list"];
+        put?: never;
+        /**
+         * @description Run a model version over the dataset's unlabeled samples: it leaves suggestions and
+         *     an uncertainty per sample, never labels. 400 on model_version_id for a model of another
+         *     task or with no class of the dataset; 409 while another run has not ended.
+         */
+        post: operations["prelabel_jobs_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/": {
         parameters: {
             query?: never;
@@ -958,6 +980,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/prelabel-jobs/{job_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise. Non-members get 404: another project's objects are invisible.
+         */
+        get: operations["prelabel_jobs_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/prelabel-jobs/{job_id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Stop a run before its next image; the suggestions it stored stay. */
+        post: operations["prelabel_jobs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/samples/{sample_id}/": {
         parameters: {
             query?: never;
@@ -1040,6 +1101,47 @@ export interface paths {
          */
         put: operations["samples_label"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/samples/{sample_id}/suggestions/accept/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Accept suggestions of the sample (none named: all of them): a class suggestion
+         *     becomes its class label, box suggestions are added to its boxes; each accepted one is
+         *     deleted. Answers the sample as stored, with its new ETag.
+         */
+        post: operations["samples_suggestions_accept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/samples/{sample_id}/suggestions/reject/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Delete suggestions of the sample (none named: all of them); its labels and ETag do
+         *     not change.
+         */
+        post: operations["samples_suggestions_reject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1322,6 +1424,8 @@ export interface components {
         };
         BoxesInputRequest: {
             boxes: components["schemas"]["BoxInputRequest"][];
+            /** @description The sample's suggestions this list took in or that were rejected: deleted with the write (ids of suggestions already gone change nothing). */
+            resolved_suggestion_ids?: string[];
             /**
              * @description true (with boxes: []): checked, the image holds nothing to box (a background image). Every write sets the mark to this value, so a write with boxes clears it.
              * @default false
@@ -1453,6 +1557,8 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             sample_count?: number;
+            /** @description Samples holding a model's suggestions (pre-labeling). */
+            suggested_samples?: number;
             class_labels: components["schemas"]["ClassLabelOutput"][];
         };
         DatasetVersionInputRequest: {
@@ -1966,6 +2072,42 @@ export interface components {
             /** Format: double */
             probability: number;
         };
+        PrelabelJobInputRequest: {
+            /**
+             * Format: uuid
+             * @description A model version of this project for the dataset's task, with at least one label that is a class of the dataset (by name).
+             */
+            model_version_id: string;
+            /**
+             * Format: double
+             * @description Object detection: suggest boxes scoring above it (default: the manifest's detection.score_threshold).
+             */
+            score_threshold?: number | null;
+        };
+        PrelabelJobOutput: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            dataset_id: string;
+            /** Format: uuid */
+            model_version_id: string;
+            /** @description <model name> v<version> */
+            model_version_label: string;
+            /** Format: double */
+            score_threshold: number | null;
+            status: string;
+            /** @description fraction, done, total, suggestions, message */
+            progress: unknown;
+            /** @description model_version, samples, counts {done, suggestions, suggested_samples, labeled_meanwhile, failed}, failed [{name, reason}], other_classes, score_threshold, uncertainty (the rule) */
+            report: unknown;
+            error: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
         Project: {
             /** Format: uuid */
             id: string;
@@ -2019,6 +2161,13 @@ export interface components {
             annotations: components["schemas"]["AnnotationOutput"][];
             /** @description Object detection: checked, the image holds nothing to box (a background image; in versions with no boxes). Set with PUT boxes/ {boxes: [], no_objects: true}; any box written clears it. */
             no_objects: boolean;
+            /** @description A model's suggestions (pre-labeling), best first: never labels until accepted (POST suggestions/accept/). */
+            suggestions: components["schemas"]["SuggestionOutput"][];
+            /**
+             * Format: double
+             * @description How unsure the last model that pre-labeled the sample was (0..1; docs/contracts.md, "Assisted labeling"); null when none did.
+             */
+            uncertainty: number | null;
             /** @description Entity tag of the sample's annotations (unquoted); it changes with every write of them. Send it as If-Match: "<etag>" with a label or boxes write, and a write made meanwhile by someone else is refused with 412. */
             readonly etag: string;
         };
@@ -2028,6 +2177,34 @@ export interface components {
          * @enum {string}
          */
         StatusEnum: "online" | "offline";
+        SuggestionOutput: {
+            /** Format: uuid */
+            id: string;
+            /** @description class (an image-level class) | box */
+            kind: string;
+            class_label: string;
+            /** Format: uuid */
+            class_label_id: string;
+            /**
+             * Format: double
+             * @description class: the model's probability of the class; box: the detection score (0..1)
+             */
+            score: number;
+            /** Format: double */
+            x1: number | null;
+            /** Format: double */
+            y1: number | null;
+            /** Format: double */
+            x2: number | null;
+            /** Format: double */
+            y2: number | null;
+            /** Format: uuid */
+            model_version_id: string;
+        };
+        SuggestionsInputRequest: {
+            /** @description Suggestions of this sample; none or empty: all of them. */
+            suggestion_ids?: string[];
+        };
         /**
          * @description * `image_classification` - Image Classification
          *     * `object_detection` - Object Detection
@@ -2902,6 +3079,54 @@ export interface operations {
             };
         };
     };
+    prelabel_jobs_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrelabelJobOutput"][];
+                };
+            };
+        };
+    };
+    prelabel_jobs_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PrelabelJobInputRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrelabelJobOutput"];
+                };
+            };
+        };
+    };
     samples_list: {
         parameters: {
             query?: {
@@ -2909,6 +3134,13 @@ export interface operations {
                 label?: string;
                 /** @description Only samples checked "no objects" (background images). */
                 no_objects?: boolean;
+                /**
+                 * @description created_at: oldest first; -uncertainty: most uncertain first (as the last pre-labeling model saw them; samples no model looked at come last).
+                 *
+                 *     * `created_at` - created_at
+                 *     * `-uncertainty` - -uncertainty
+                 */
+                ordering?: "created_at" | "-uncertainty";
                 page?: number;
                 page_size?: number;
                 /**
@@ -3486,6 +3718,50 @@ export interface operations {
             };
         };
     };
+    prelabel_jobs_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrelabelJobOutput"];
+                };
+            };
+        };
+    };
+    prelabel_jobs_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrelabelJobOutput"];
+                };
+            };
+        };
+    };
     samples_retrieve: {
         parameters: {
             query?: never;
@@ -3606,6 +3882,68 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    samples_suggestions_accept: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The sample's etag as read ("<etag>"): refused with 412 precondition_failed when its annotations changed since. Without it the write goes on. */
+                "If-Match"?: string;
+            };
+            path: {
+                project_id: string;
+                sample_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SuggestionsInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SampleOutput"];
+                };
+            };
+            /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    samples_suggestions_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                sample_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SuggestionsInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SampleOutput"];
+                };
             };
         };
     };

@@ -129,23 +129,24 @@ class SampleListApi(ProjectApi):
             version = selectors.dataset_version_get(project=project, version_id=filters["version"])
         queryset = selectors.sample_list(
             dataset=dataset, label=filters.get("label"), unlabeled=filters["unlabeled"],
-            no_objects=filters["no_objects"], split_version=version, split=filters.get("split"))
+            no_objects=filters["no_objects"], split_version=version, split=filters.get("split"),
+            ordering=filters["ordering"])
         return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
 
 
 # If-Match on a write of a sample's annotations (sampan.datasets.etags): optional; when given and
 # stale, the write is refused with 412 and nothing changes.
-_IF_MATCH = OpenApiParameter(
+IF_MATCH = OpenApiParameter(
     "If-Match", str, OpenApiParameter.HEADER, required=False,
     description='The sample\'s etag as read ("<etag>"): refused with 412 precondition_failed '
                 "when its annotations changed since. Without it the write goes on.")
-_PRECONDITION_FAILED = OpenApiResponse(description=(
+PRECONDITION_FAILED = OpenApiResponse(description=(
     "If-Match named an older etag: someone else changed the sample's annotations meanwhile. "
     '{"error": {"code": "precondition_failed", "message", "field": "If-Match", '
     '"details": {"etag"}}}; nothing was written.'))
 
 
-def _sample_response(project: Any, sample_id: str) -> Response:
+def sample_response(project: Any, sample_id: str) -> Response:
     """The sample as stored now, with its ``ETag`` header."""
     data = s.SampleOutput(selectors.sample_get(project=project, sample_id=sample_id)).data
     return Response(data, headers={"ETag": quoted(data["etag"])})
@@ -154,7 +155,7 @@ def _sample_response(project: Any, sample_id: str) -> Response:
 class SampleDetailApi(ProjectApi):
     @extend_schema(responses=s.SampleOutput, operation_id="samples_retrieve")
     def get(self, request: Request, project_id: str, sample_id: str) -> Response:
-        return _sample_response(self.get_project(request), sample_id)
+        return sample_response(self.get_project(request), sample_id)
 
 
 class SampleImageApi(ProjectApi):
@@ -188,8 +189,8 @@ class SampleImageApi(ProjectApi):
 class SampleLabelApi(ProjectApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=s.LabelInput, parameters=[_IF_MATCH],
-                   responses={200: s.SampleOutput, 412: _PRECONDITION_FAILED},
+    @extend_schema(request=s.LabelInput, parameters=[IF_MATCH],
+                   responses={200: s.SampleOutput, 412: PRECONDITION_FAILED},
                    operation_id="samples_label")
     def put(self, request: Request, project_id: str, sample_id: str) -> Response:
         project = self.get_project(request)
@@ -199,14 +200,14 @@ class SampleLabelApi(ProjectApi):
         services.sample_label_set(sample=sample, label=data.validated_data.get("class_label"),
                                   label_id=data.validated_data.get("class_label_id"),
                                   if_match=request.headers.get("If-Match"))
-        return _sample_response(project, sample_id)
+        return sample_response(project, sample_id)
 
 
 class SampleBoxesApi(ProjectApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=s.BoxesInput, parameters=[_IF_MATCH],
-                   responses={200: s.SampleOutput, 412: _PRECONDITION_FAILED},
+    @extend_schema(request=s.BoxesInput, parameters=[IF_MATCH],
+                   responses={200: s.SampleOutput, 412: PRECONDITION_FAILED},
                    operation_id="samples_boxes")
     def put(self, request: Request, project_id: str, sample_id: str) -> Response:
         project = self.get_project(request)
@@ -215,8 +216,10 @@ class SampleBoxesApi(ProjectApi):
         data.is_valid(raise_exception=True)
         services.sample_boxes_set(sample=sample, boxes=data.validated_data["boxes"],
                                   no_objects=data.validated_data["no_objects"],
+                                  resolved_suggestion_ids=data.validated_data[
+                                      "resolved_suggestion_ids"],
                                   if_match=request.headers.get("If-Match"))
-        return _sample_response(project, sample_id)
+        return sample_response(project, sample_id)
 
 
 class BulkLabelApi(ProjectApi):

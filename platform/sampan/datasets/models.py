@@ -64,6 +64,8 @@ class Sample(BaseModel):
     ``content_sha256`` is the sha256 of the uploaded bytes. ``no_objects`` (object detection):
     a person (or the annotation file it was imported with) checked the image and found nothing
     to box: a background image, kept in versions with no boxes. Any box written clears it.
+    ``uncertainty`` (0..1, higher: the model was less sure; ``sampan.datasets.uncertainty``)
+    comes from the latest pre-labeling run over the sample, null when no model looked at it.
     """
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="samples")
@@ -76,11 +78,14 @@ class Sample(BaseModel):
                                    related_name="samples")
     source = models.CharField(max_length=32, default="upload")  # upload | device
     no_objects = models.BooleanField(default=False)
+    uncertainty = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["dataset", "content_sha256"],
                                                name="sample_unique_content")]
+        indexes = [models.Index(fields=["dataset", "uncertainty"],
+                                name="sample_uncertainty")]
 
 
 class AnnotationKind(models.TextChoices):
@@ -109,6 +114,50 @@ class Annotation(BaseModel):
                                              & Q(x2__isnull=False) & Q(y2__isnull=False)),
                 name="annotation_box_has_coordinates"),
         ]
+
+
+class Suggestion(BaseModel):
+    """A label a model proposed for a sample, kept apart from the annotations (people's labels):
+    versions, stats, training and exports never read it. Accepting one makes the annotation and
+    deletes it; rejecting deletes it (``sampan.datasets.suggestions``).
+
+    ``kind`` ``class``: the image-level class ``class_label`` with ``score`` = its probability;
+    ``box``: a bounding box xyxy in px of the upright image with ``score`` = its detection
+    score. Every suggestion of a sample comes from one pre-labeling run (``model_version``).
+    """
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="suggestions")
+    model_version = models.ForeignKey("registry.ModelVersion", on_delete=models.CASCADE,
+                                      related_name="+")
+    kind = models.CharField(max_length=8, choices=AnnotationKind.choices)
+    class_label = models.ForeignKey(ClassLabel, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField()
+    x1 = models.FloatField(null=True, blank=True)
+    y1 = models.FloatField(null=True, blank=True)
+    x2 = models.FloatField(null=True, blank=True)
+    y2 = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-score", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="class") | (Q(x1__isnull=False) & Q(y1__isnull=False)
+                                             & Q(x2__isnull=False) & Q(y2__isnull=False)),
+                name="suggestion_box_has_coordinates"),
+        ]
+
+
+class PrelabelJob(Job):
+    """A run of a registered model version over a dataset's unlabeled samples that stores its
+    ``Suggestion`` rows and each sample's uncertainty. ``score_threshold`` (object detection):
+    boxes scoring above it are suggested (null: the manifest's). ``report``: what it did."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prelabel_jobs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="prelabel_jobs")
+    model_version = models.ForeignKey("registry.ModelVersion", on_delete=models.CASCADE,
+                                      related_name="+")
+    score_threshold = models.FloatField(null=True, blank=True)
+    report = models.JSONField(default=dict, blank=True)
 
 
 class ImportJob(Job):

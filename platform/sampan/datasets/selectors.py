@@ -5,30 +5,51 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet, Sum
+from django.db.models import (Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet,
+                              Subquery, Sum)
+from django.db.models.functions import Coalesce
 
 from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
 from sampan.datasets.models import (Annotation, AnnotationKind, Dataset, DatasetVersion,
-                                    DatasetVersionItem, ImportJob, Sample)
+                                    DatasetVersionItem, ImportJob, PrelabelJob, Sample,
+                                    Suggestion)
+
+#: orderings of the sample list: oldest first (the default), most uncertain first
+SAMPLE_ORDERINGS = ("created_at", "-uncertainty")
 
 
 def dataset_list(*, project: Project) -> QuerySet[Dataset]:
-    return project.datasets.annotate(sample_count=Count("samples")).order_by("created_at")
+    """The project's datasets with ``sample_count`` and ``suggested_samples`` (samples holding
+    a model's suggestions)."""
+    suggested = (Suggestion.objects.filter(sample__dataset=OuterRef("pk"))
+                 .order_by().values("sample__dataset")
+                 .annotate(n=Count("sample", distinct=True)).values("n"))
+    return project.datasets.annotate(
+        sample_count=Count("samples"),
+        suggested_samples=Coalesce(Subquery(suggested, output_field=IntegerField()), 0),
+    ).order_by("created_at")
 
 
 def dataset_get(*, project: Project, dataset_id: Any) -> Dataset:
     return get_or_not_found(dataset_list(project=project), "dataset", pk=dataset_id)
 
 
+def _with_labels(queryset: QuerySet[Sample]) -> QuerySet[Sample]:
+    """Samples with their annotations and a model's suggestions, each with its class."""
+    return queryset.prefetch_related(
+        Prefetch("annotations", queryset=Annotation.objects.select_related("class_label")),
+        Prefetch("suggestions", queryset=Suggestion.objects.select_related("class_label")))
+
+
 def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool = False,
                 no_objects: bool = False, split_version: DatasetVersion | None = None,
-                split: str | None = None) -> QuerySet[Sample]:
-    """Samples of a dataset with their annotations; filter by class label name, unlabeled (no
-    annotation and not checked "no objects"), checked "no objects" (background images), or the
-    split of a dataset version."""
-    queryset = dataset.samples.prefetch_related(
-        Prefetch("annotations", queryset=Annotation.objects.select_related("class_label")))
+                split: str | None = None, ordering: str = "created_at") -> QuerySet[Sample]:
+    """Samples of a dataset with their annotations and suggestions; filter by class label name,
+    unlabeled (no annotation and not checked "no objects"), checked "no objects" (background
+    images), or the split of a dataset version. ``ordering``: ``created_at`` (oldest first) or
+    ``-uncertainty`` (most uncertain first, samples no model looked at last, then oldest)."""
+    queryset = _with_labels(dataset.samples.all())
     if label:
         queryset = queryset.filter(annotations__class_label__name=label).distinct()
     if unlabeled:
@@ -39,13 +60,14 @@ def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool =
     if split_version is not None and split:
         queryset = queryset.filter(pk__in=split_version.items.filter(split=split)
                                    .values("sample_id"))
+    if ordering == "-uncertainty":
+        return queryset.order_by(F("uncertainty").desc(nulls_last=True), "created_at", "id")
     return queryset.order_by("created_at", "id")
 
 
 def sample_get(*, project: Project, sample_id: Any) -> Sample:
-    return get_or_not_found(Sample.objects.select_related("dataset").prefetch_related(
-        Prefetch("annotations", queryset=Annotation.objects.select_related("class_label"))),
-        "sample", pk=sample_id, dataset__project=project)
+    return get_or_not_found(_with_labels(Sample.objects.select_related("dataset")),
+                            "sample", pk=sample_id, dataset__project=project)
 
 
 def sample_class_label(sample: Sample) -> str | None:
@@ -93,3 +115,14 @@ def dataset_version_pixels(version: DatasetVersion) -> int:
     total = (DatasetVersionItem.objects.filter(version=version)
              .aggregate(total=Sum(F("sample__width") * F("sample__height")))["total"])
     return int(total or 0)
+
+
+def prelabel_job_list(*, project: Project, dataset: Dataset) -> QuerySet[PrelabelJob]:
+    """The dataset's pre-labeling runs, newest first."""
+    return (PrelabelJob.objects.filter(project=project, dataset=dataset)
+            .select_related("model_version__model").order_by("-created_at"))
+
+
+def prelabel_job_get(*, project: Project, job_id: Any) -> PrelabelJob:
+    return get_or_not_found(PrelabelJob.objects.select_related("model_version__model"),
+                            "pre-labeling job", pk=job_id, project=project)

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from sampan.core.validation import NameField, TextField
 from sampan.datasets.etags import annotations_etag
 from sampan.datasets.models import Split, TaskType
-from sampan.datasets.selectors import dataset_version_pixels
+from sampan.datasets.selectors import SAMPLE_ORDERINGS, dataset_version_pixels
 from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
 from sampan.training.budget import minimum_budget_s
 
@@ -32,6 +32,8 @@ class DatasetOutput(serializers.Serializer):
     description = serializers.CharField()
     created_at = serializers.DateTimeField()
     sample_count = serializers.IntegerField(required=False)
+    suggested_samples = serializers.IntegerField(
+        required=False, help_text="Samples holding a model's suggestions (pre-labeling).")
     class_labels = ClassLabelOutput(many=True, source="class_labels.all")
 
 
@@ -70,6 +72,20 @@ class AnnotationOutput(serializers.Serializer):
     y2 = serializers.FloatField(allow_null=True)
 
 
+class SuggestionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField(help_text="class (an image-level class) | box")
+    class_label = serializers.CharField(source="class_label.name")
+    class_label_id = serializers.UUIDField()
+    score = serializers.FloatField(
+        help_text="class: the model's probability of the class; box: the detection score (0..1)")
+    x1 = serializers.FloatField(allow_null=True)
+    y1 = serializers.FloatField(allow_null=True)
+    x2 = serializers.FloatField(allow_null=True)
+    y2 = serializers.FloatField(allow_null=True)
+    model_version_id = serializers.UUIDField()
+
+
 class SampleOutput(serializers.Serializer):
     id = serializers.UUIDField()
     dataset_id = serializers.UUIDField()
@@ -85,6 +101,14 @@ class SampleOutput(serializers.Serializer):
         help_text="Object detection: checked, the image holds nothing to box (a background "
                   "image; in versions with no boxes). Set with PUT boxes/ {boxes: [], "
                   "no_objects: true}; any box written clears it.")
+    suggestions = SuggestionOutput(
+        many=True, source="suggestions.all",
+        help_text="A model's suggestions (pre-labeling), best first: never labels until "
+                  "accepted (POST suggestions/accept/).")
+    uncertainty = serializers.FloatField(
+        allow_null=True,
+        help_text="How unsure the last model that pre-labeled the sample was (0..1; "
+                  "docs/contracts.md, \"Assisted labeling\"); null when none did.")
     etag = serializers.SerializerMethodField(
         help_text="Entity tag of the sample's annotations (unquoted); it changes with every "
                   "write of them. Send it as If-Match: \"<etag>\" with a label or boxes write, "
@@ -110,6 +134,10 @@ class SampleListQuery(serializers.Serializer):
                                     help_text="A dataset version whose split to filter on.")
     split = serializers.ChoiceField(choices=Split.choices, required=False,
                                     help_text="With version: only samples in this split.")
+    ordering = serializers.ChoiceField(
+        choices=list(SAMPLE_ORDERINGS), required=False, default="created_at",
+        help_text="created_at: oldest first; -uncertainty: most uncertain first (as the last "
+                  "pre-labeling model saw them; samples no model looked at come last).")
 
 
 class LabelInput(serializers.Serializer):
@@ -148,11 +176,50 @@ class BoxInput(serializers.Serializer):
 
 class BoxesInput(serializers.Serializer):
     boxes = BoxInput(many=True)
+    resolved_suggestion_ids = serializers.ListField(
+        child=serializers.UUIDField(), required=False, default=list, max_length=10_000,
+        help_text="The sample's suggestions this list took in or that were rejected: deleted "
+                  "with the write (ids of suggestions already gone change nothing).")
     no_objects = serializers.BooleanField(
         required=False, default=False,
         help_text="true (with boxes: []): checked, the image holds nothing to box (a background "
                   "image). Every write sets the mark to this value, so a write with boxes clears "
                   "it.")
+
+
+class SuggestionsInput(serializers.Serializer):
+    suggestion_ids = serializers.ListField(
+        child=serializers.UUIDField(), required=False, default=list, max_length=10_000,
+        help_text="Suggestions of this sample; none or empty: all of them.")
+
+
+class PrelabelJobInput(serializers.Serializer):
+    model_version_id = serializers.UUIDField(
+        help_text="A model version of this project for the dataset's task, with at least one "
+                  "label that is a class of the dataset (by name).")
+    score_threshold = serializers.FloatField(
+        required=False, allow_null=True, default=None,
+        help_text="Object detection: suggest boxes scoring above it (default: the manifest's "
+                  "detection.score_threshold).")
+
+
+class PrelabelJobOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.UUIDField()
+    model_version_id = serializers.UUIDField()
+    model_version_label = serializers.CharField(source="model_version.label",
+                                                help_text="<model name> v<version>")
+    score_threshold = serializers.FloatField(allow_null=True)
+    status = serializers.CharField()
+    progress = serializers.JSONField(help_text="fraction, done, total, suggestions, message")
+    report = serializers.JSONField(
+        help_text="model_version, samples, counts {done, suggestions, suggested_samples, "
+                  "labeled_meanwhile, failed}, failed [{name, reason}], other_classes, "
+                  "score_threshold, uncertainty (the rule)")
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
 
 
 class ImportInput(serializers.Serializer):

@@ -34,7 +34,7 @@ from sampan.datasets.formats.reader import could_hold_annotations
 from sampan.datasets.etags import (BOXES_CHANGED, LABEL_CHANGED, annotations_etag,
                                    check_if_match)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
-                                    Sample, TaskType)
+                                    Sample, Suggestion, TaskType)
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> C
     return class_labels_ensure(dataset=dataset, names=[label])[normalise_label(label)]
 
 
-def _check_unchanged(sample: Sample, if_match: str | None, message: str) -> None:
+def sample_check_unchanged(sample: Sample, if_match: str | None, message: str) -> None:
     """With ``if_match`` (an ``If-Match`` header), lock the sample's row and raise
     PreconditionFailed (412) when its annotations are no longer the ones that tag names. The
     lock holds until the caller's transaction ends, so two writes with the same tag cannot both
@@ -123,15 +123,17 @@ def _check_unchanged(sample: Sample, if_match: str | None, message: str) -> None
 def sample_label_set(*, sample: Sample, label: str | None = None, label_id: Any | None = None,
                      if_match: str | None = None) -> Annotation | None:
     """Set (or with label=None and label_id=None, clear) the image-level class label of a sample.
+    A label set replaces the model's class suggestion of the sample (``Suggestion``).
 
     Raises PreconditionFailed (412) when ``if_match`` is given and the sample's annotations
     changed since that tag (``sampan.datasets.etags``).
     """
-    _check_unchanged(sample, if_match, LABEL_CHANGED)
+    sample_check_unchanged(sample, if_match, LABEL_CHANGED)
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
     if label is None and label_id is None:
         return None
     class_label = _class_label(sample.dataset, label, label_id)
+    Suggestion.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
     return Annotation.objects.create(sample=sample, kind=AnnotationKind.CLASS,
                                      class_label=class_label)
 
@@ -153,6 +155,7 @@ def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | 
     Annotation.objects.filter(sample__in=samples.values(), kind=AnnotationKind.CLASS).delete()
     if class_label is None:
         return len(samples)
+    Suggestion.objects.filter(sample__in=samples.values(), kind=AnnotationKind.CLASS).delete()
     Annotation.objects.bulk_create([
         Annotation(sample=s, kind=AnnotationKind.CLASS, class_label=class_label)
         for s in samples.values()])
@@ -175,13 +178,17 @@ def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, 
 
 @transaction.atomic
 def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
-                     if_match: str | None = None, no_objects: bool = False) -> list[Annotation]:
+                     if_match: str | None = None, no_objects: bool = False,
+                     resolved_suggestion_ids: Iterable[Any] = ()) -> list[Annotation]:
     """Replace the bounding boxes of a sample. Each box: x1, y1, x2, y2 (px, upright image) and
     ``class_label`` (name) or ``class_label_id``. Nothing changes if any box is invalid.
 
     ``no_objects`` marks the sample "checked: no objects" (a background image, kept in versions
     with no boxes); it needs an empty ``boxes`` (else ValidationFailed on ``no_objects``). Every
-    write sets the mark to ``no_objects``: a write with boxes clears it.
+    write sets the mark to ``no_objects``: a write with boxes clears it, and the mark deletes the
+    sample's box suggestions. ``resolved_suggestion_ids``: the sample's suggestions this list
+    took in or the person rejected; they are deleted with the write (ids of suggestions that
+    are gone already, or of another sample, change nothing).
 
     Raises ValidationFailed on a dataset whose task is not object detection: boxes there would
     add classes that an image classifier would learn as dead outputs. Raises PreconditionFailed
@@ -194,7 +201,7 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     if no_objects and boxes:
         raise ValidationFailed(f"no_objects says the image holds nothing to box, and boxes has "
                                f"{len(boxes)}: send one or the other", field="no_objects")
-    _check_unchanged(sample, if_match, BOXES_CHANGED)
+    sample_check_unchanged(sample, if_match, BOXES_CHANGED)
     checked = []
     for index, box in enumerate(boxes):
         coords = _check_box(sample, box, index)
@@ -204,6 +211,10 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.BOX).delete()
     Sample.objects.filter(pk=sample.pk).update(no_objects=no_objects)
     sample.no_objects = no_objects
+    resolved = Suggestion.objects.filter(sample=sample)
+    if not no_objects:
+        resolved = resolved.filter(pk__in=[str(i) for i in resolved_suggestion_ids])
+    resolved.delete()
     return [Annotation.objects.create(sample=sample, kind=AnnotationKind.BOX, class_label=label,
                                       x1=c[0], y1=c[1], x2=c[2], y2=c[3])
             for c, label in checked]
@@ -555,5 +566,5 @@ def import_job_cancel(*, job: ImportJob) -> bool:
 
 
 __all__ = ["dataset_create", "class_labels_ensure", "sample_label_set", "samples_label_bulk",
-           "sample_boxes_set", "import_job_create", "import_job_create_from_upload",
-           "import_job_run", "import_job_cancel", "sort_labels"]
+           "sample_boxes_set", "sample_check_unchanged", "import_job_create",
+           "import_job_create_from_upload", "import_job_run", "import_job_cancel", "sort_labels"]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sampan.datasets import apis
+from sampan.datasets import apis, suggestion_apis
 
 P = "projects/<uuid:project_id>/"
 urlpatterns = [
@@ -25,6 +25,16 @@ urlpatterns = [
          name="sample-label"),
     path(P + "samples/<uuid:sample_id>/boxes/", apis.SampleBoxesApi.as_view(),
          name="sample-boxes"),
+    path(P + "datasets/<uuid:dataset_id>/prelabel-jobs/",
+         suggestion_apis.PrelabelJobListApi.as_view(), name="prelabel-jobs"),
+    path(P + "prelabel-jobs/<uuid:job_id>/", suggestion_apis.PrelabelJobDetailApi.as_view(),
+         name="prelabel-job"),
+    path(P + "prelabel-jobs/<uuid:job_id>/cancel/", suggestion_apis.PrelabelJobCancelApi.as_view(),
+         name="prelabel-job-cancel"),
+    path(P + "samples/<uuid:sample_id>/suggestions/accept/",
+         suggestion_apis.SampleSuggestionsAcceptApi.as_view(), name="sample-suggestions-accept"),
+    path(P + "samples/<uuid:sample_id>/suggestions/reject/",
+         suggestion_apis.SampleSuggestionsRejectApi.as_view(), name="sample-suggestions-reject"),
     path(P + "dataset-versions/<uuid:version_id>/", apis.DatasetVersionDetailApi.as_view(),
          name="dataset-version"),
     path(P + "dataset-versions/<uuid:version_id>/items/", apis.DatasetVersionItemsApi.as_view(),

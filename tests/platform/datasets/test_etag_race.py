@@ -2,8 +2,8 @@
 other gets 412. Never both (the second would overwrite the first unseen).
 
 Real threads, real transactions on PostgreSQL (as tests/platform/accounts/test_owner_race.py).
-Without the sample-row lock of ``sampan.datasets.services._check_unchanged`` both saves read the
-annotations before either wrote (READ COMMITTED), both matched the tag, and both were written.
+Without the sample-row lock of ``sampan.datasets.services.sample_check_unchanged`` both saves read
+the annotations before either wrote (READ COMMITTED), both matched the tag, and both were written.
 Under ``SAMPAN_TEST_DB=sqlite`` the test runs itself again in a pytest process on PostgreSQL.
 """
 
