@@ -10,8 +10,11 @@ export type TrainingJob = Schemas["TrainingJobOutput"];
 export type EvaluationReport = Schemas["EvaluationReportOutput"];
 export type ModelVersion = Schemas["ModelVersionOutput"];
 
-/** The engine's phases, in order (workers/ml): "features" and "head" train the output layer on a frozen backbone. */
-export const PHASES = ["decode", "features", "head", "finetune", "export", "evaluate", "done"] as const;
+/**
+ * The engines' phases, in order (workers/ml): "features" and "head" train a classifier's output
+ * layer on a frozen backbone; "train" is an object detector's training (workers/ml/detection).
+ */
+export const PHASES = ["decode", "features", "head", "finetune", "train", "export", "evaluate", "done"] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** `progress` as the worker reports it (workers/ml/classification.py); keys present when known. */

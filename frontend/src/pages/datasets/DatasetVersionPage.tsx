@@ -1,6 +1,7 @@
 // One dataset version: its numbers (train, validation and test counts), its class balance per
 // split as a bar chart, its flags (class imbalance, no test split, ...) in words, and a download
 // of it as a zip in the formats its task has (COCO, Pascal VOC, YOLO; folders per class).
+import type { TFunction } from "i18next";
 import { DownloadOutlined, ExperimentOutlined } from "@ant-design/icons";
 import { Alert, Breadcrumb, Button, Card, Descriptions, Dropdown, Skeleton, Space, Statistic, Tag, Typography } from "antd";
 import { useMemo } from "react";
@@ -18,7 +19,7 @@ import { classBalance } from "./versionChart";
 
 export const SPLIT_COLOURS = { train: "#1677ff", val: "#fa8c16", test: "#52c41a" } as const;
 
-function fractionsText(value: unknown, t: ReturnType<typeof useTranslation>["t"]): string {
+function fractionsText(value: unknown, t: TFunction): string {
   const f = (value && typeof value === "object" ? value : {}) as { val?: number; test?: number };
   const pct = (x: number | undefined) => `${Math.round(100 * (x ?? 0))}%`;
   return t("versions.fractionsValue", { val: pct(f.val), test: pct(f.test) });

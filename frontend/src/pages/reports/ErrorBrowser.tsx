@@ -4,6 +4,7 @@
 // (solid, class and score), the true boxes as the dataset version froze them (dashed; read a page
 // at a time from `dataset-versions/{id}/items/`) and the error's box highlighted; arrows move
 // between errors, Esc closes.
+import type { TFunction } from "i18next";
 import { Button, Card, Checkbox, Empty, Modal, Pagination, Segmented, Select, Skeleton, Space, Tag, Typography } from "antd";
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -22,17 +23,15 @@ const KIND_TAG: Record<DetectionErrorKind, string> = { false_positive: "volcano"
 
 const imageUrl = (projectId: string, sampleId: string) => `/api/v1/projects/${projectId}/samples/${sampleId}/image/`;
 
-type T = ReturnType<typeof useTranslation>["t"];
-
 /** "car · 0.91", "car not found", "dog · 0.80, true cat". */
-export function errorCaption(t: T, e: DetectionError): string {
+export function errorCaption(t: TFunction, e: DetectionError): string {
   const score = e.score === null ? "" : e.score.toFixed(2);
   if (e.kind === "missed") return t("report.detection.captionMissed", { label: e.true_label ?? "?" });
   if (e.kind === "wrong_class") return t("report.detection.captionWrong", { label: e.label ?? "?", score, true: e.true_label ?? "?" });
   return t("report.detection.captionFalse", { label: e.label ?? "?", score });
 }
 
-function errorSentence(t: T, e: DetectionError, threshold: string): string {
+function errorSentence(t: TFunction, e: DetectionError, threshold: string): string {
   const score = e.score === null ? "" : e.score.toFixed(2);
   if (e.kind === "missed") return t("report.detection.sentenceMissed", { label: e.true_label ?? "?", threshold });
   if (e.kind === "wrong_class") return t("report.detection.sentenceWrong", { label: e.label ?? "?", score, true: e.true_label ?? "?" });

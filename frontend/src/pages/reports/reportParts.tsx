@@ -1,5 +1,6 @@
 // What the classification and the detection report pages share: the breadcrumb and heading, where
 // the weights came from, the words for a class the evaluated split holds nothing of.
+import type { TFunction } from "i18next";
 import { Alert, Breadcrumb, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { Link } from "react-router";
@@ -44,6 +45,6 @@ export function WeightsAlert({ evaluation }: { evaluation: Pick<EvaluationReport
 }
 
 /** "not in the test split" (or validation): a class with nothing in the evaluated split. */
-export function notInSplitText(t: ReturnType<typeof useTranslation>["t"], split: string): string {
+export function notInSplitText(t: TFunction, split: string): string {
   return split === "test" ? t("report.notInTestSplit") : t("report.notInValSplit");
 }

@@ -77,6 +77,38 @@ describe("ProgressCard once done", () => {
   });
 });
 
+describe("an object detector's job", () => {
+  const validation = { phase: "train", step: 80, steps: 200, loss: 1.2, val_map50: 0.45, val_map: 0.2, elapsed_s: 31 };
+
+  it("counts steps and shows the newest validation mAP@0.5 with its step", () => {
+    let live = applyMessage(start, { progress: validation });
+    live = applyMessage(live, { progress: { phase: "train", step: 95, steps: 200, loss: 1.1, elapsed_s: 36 } });
+    renderWithProviders(<ProgressCard live={live} budget={120} task="object_detection" />);
+    expect(statistic("Phase")).toBe("Training the detector");
+    expect(statistic("Step")).toBe("95 / 200");
+    expect(statistic("Loss")).toBe("1.1000");
+    expect(statistic("Validation mAP@0.5")).toBe("45.0%");
+    expect(screen.getByTestId("val-epoch")).toHaveTextContent("after step 80");
+    expect(statistic("Epoch")).toBe("");
+  });
+
+  it("once done: test mAP@0.5 when evaluated on test, and the kept step on the curves", () => {
+    const history = [validation, { ...validation, step: 160, val_map50: 0.62 }, { ...validation, step: 200, val_map50: 0.6 }];
+    const live: LiveJob = { ...start, status: "SUCCEEDED", progress: { phase: "done" }, history };
+    const metrics = { evaluated_on: "test", val_map50: 0.62, test_map50: 0.58, best_step: 160 };
+    renderWithProviders(
+      <>
+        <ProgressCard live={live} budget={120} metrics={metrics} task="object_detection" />
+        <CurvesCard live={live} metrics={metrics} />
+      </>,
+    );
+    expect(statistic("Test mAP@0.5")).toBe("58.0%");
+    expect(screen.getByTestId("val-epoch")).toHaveTextContent("of the model kept: step 160");
+    expect(screen.getByRole("img", { name: "Loss and validation mAP@0.5 by training step" })).toBeInTheDocument();
+    expect(screen.getByTestId("kept-epoch")).toHaveTextContent("The model kept is from step 160 (validation mAP@0.5 62.0%)");
+  });
+});
+
 describe("OutcomeCard", () => {
   afterEach(async () => {
     await i18n.changeLanguage("en");

@@ -1,6 +1,7 @@
 // One training job, live: status, phase, epoch, a progress bar with time left, loss and
 // validation curves fed by the websocket (polling every 2 s while the socket is down), cancel;
 // then the links to its report and model version, or the server's error.
+import type { TFunction } from "i18next";
 import { useQueryClient } from "@tanstack/react-query";
 import { Alert, Breadcrumb, Card, Descriptions, Progress, Skeleton, Space, Statistic, Tag, Tooltip, Typography } from "antd";
 import { useCallback, useEffect, useMemo, useState } from "react";
@@ -14,7 +15,7 @@ import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
 import { CancelJobButton } from "../../components/CancelJobButton";
 import { formatDate } from "../../format";
-import { curvesOption } from "./curves";
+import { curvesOption, validationMetric, validationValue } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
 import { augmentationWhyText, elapsedOf, outputLayerOnly, percentText, phaseName, resolutionWhyText, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
@@ -78,7 +79,7 @@ export function TrainingJobPage() {
       )}
       {live.status === "CANCELLED" && <Alert type="warning" showIcon title={t("training.cancelled")} />}
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
-      <ProgressCard live={live} budget={j.budget_s} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} />
+      <ProgressCard live={live} budget={j.budget_s} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} task={j.task_type} />
       {live.status === "SUCCEEDED" && <OutcomeCard job={j} live={live} />}
       <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} nVal={recipeOf(j).n_val} />
       <Descriptions
@@ -106,20 +107,23 @@ export function TrainingJobPage() {
 /**
  * Phase in plain words, the running epoch, the step loss, the newest validation figure with the
  * epoch it belongs to (while epoch n runs it is epoch n-1's), elapsed and time left; a bar that
- * only moves forward (jobState.advanceShown).
+ * only moves forward (jobState.advanceShown). An object detector (`task` object_detection, or
+ * entries with mAP) counts steps and shows its validation mAP@0.5.
  */
-export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget: number; metrics?: unknown }) {
+export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; budget: number; metrics?: unknown; task?: string }) {
   const { t } = useTranslation();
   const p = live.progress;
   const running = live.status === "RUNNING";
   const terminal = isTerminal(live.status);
+  const detector = task === "object_detection" || (p.phase === "train" && typeof p.epoch !== "number") || validationMetric(live.history) === "val_map50";
   // once done, the figure of the epoch whose weights were kept (the best, not always the last)
   const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics);
-  const keptEntry = kept >= 0 && typeof live.history[kept]?.val_accuracy === "number" ? live.history[kept] : undefined;
+  const keptEntry = kept >= 0 && validationValue(live.history[kept]) !== undefined ? live.history[kept] : undefined;
   const validation = keptEntry ?? lastValidation(live);
   // once done and evaluated on the test split: the test accuracy (of the model kept), said so
-  const test = metrics === undefined ? null : headlineAccuracy(metricsOf({ metrics }));
-  const training = p.phase === "head" || p.phase === "finetune";
+  const test = metrics === undefined || detector ? null : headlineAccuracy(metricsOf({ metrics }));
+  const testMap50 = metrics !== undefined && detector ? testMap50Of(metrics) : null;
+  const training = p.phase === "head" || p.phase === "finetune" || p.phase === "train";
   const timeLeft = terminal
     ? "—"
     : running && live.shown.etaS !== null
@@ -130,10 +134,14 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
       <Space size="large" wrap align="start">
         <Statistic title={t("training.phase")} value={phaseName(t, p.phase)} />
         <div>
-          <Statistic
-            title={t("training.epoch")}
-            value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
-          />
+          {detector ? (
+            <Statistic title={t("training.step")} value={training && typeof p.step === "number" ? `${p.step} / ${p.steps ?? "?"}` : "—"} data-testid="training-step" />
+          ) : (
+            <Statistic
+              title={t("training.epoch")}
+              value={training && typeof p.epoch === "number" ? `${p.epoch} / ${p.epochs ?? "?"}` : "—"}
+            />
+          )}
           {p.phase === "finetune" && typeof p.epochs === "number" && (
             // the total is re-planned after every epoch from the measured pace, so it can move
             <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="epochs-planned">
@@ -149,6 +157,22 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
             </Typography.Text>
           )}
         </div>
+        {detector ? (
+          <div>
+            {testMap50 !== null ? (
+              <Statistic title={t("training.testMap50")} value={percentText(testMap50)} data-testid="test-map50" />
+            ) : (
+              <Statistic
+                title={t("training.valMap50")}
+                value={typeof validation?.val_map50 === "number" ? percentText(validation.val_map50) : "—"}
+                data-testid="val-map50"
+              />
+            )}
+            <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="val-epoch">
+              {validation ? t(keptEntry ? "training.valKeptStep" : "training.valAfterStep", { step: validation.step }) : t("training.noValidationYet")}
+            </Typography.Text>
+          </div>
+        ) : (
         <div>
           {test?.split === "test" ? (
             <>
@@ -172,6 +196,7 @@ export function ProgressCard({ live, budget, metrics }: { live: LiveJob; budget:
               : t("training.noValidationYet")}
           </Typography.Text>
         </div>
+        )}
         <Statistic title={t("training.elapsed")} value={typeof p.elapsed_s === "number" ? formatDuration(p.elapsed_s) : "—"} />
         <Statistic title={t("training.timeLeft")} value={timeLeft} />
       </Space>
@@ -245,7 +270,7 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
   );
 }
 
-function optionName(t: ReturnType<typeof useTranslation>["t"], group: "augmentations" | "preferences", value: string): string {
+function optionName(t: TFunction, group: "augmentations" | "preferences", value: string): string {
   const names: Record<string, string> =
     group === "augmentations"
       ? { auto: t("training.augmentations.auto"), none: t("training.augmentations.none"), light: t("training.augmentations.light"), strong: t("training.augmentations.strong") }
@@ -258,35 +283,45 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
   // the model kept is the best epoch, which may not be the last: mark it, and say so
   const kept = keptIndex(live.history, metrics);
   const keptEntry = kept >= 0 ? live.history[kept] : undefined;
+  // an object detector's entries: validation mAP@0.5 at training steps
+  const bySteps = validationMetric(live.history) === "val_map50" || (live.progress.phase === "train" && typeof live.progress.epoch !== "number");
   const option = useMemo(
     () =>
       curvesOption(live.history, kept, {
         loss: t("training.loss"),
         valLoss: t("training.valLoss"),
         valAccuracy: t("training.valAccuracy"),
+        valMap50: t("training.valMap50"),
         epoch: t("training.epoch"),
+        step: t("training.step"),
         kept: t("training.keptMark"),
         outputLayer: t("training.outputLayer"),
         outputLayerTitle: t("training.outputLayerTitle"),
         stage: (phase) => stageName(t, phase),
-        entryTitle: (h) => t("training.entryTitle", { epoch: h.epoch, stage: stageName(t, h.phase) }),
+        entryTitle: (h) =>
+          typeof h.epoch === "number" ? t("training.entryTitle", { epoch: h.epoch, stage: stageName(t, h.phase) }) : t("training.stepTitle", { step: h.step }),
       }),
     [live.history, t, kept],
   );
   return (
-    <Card size="small" title={t("training.curves")}>
+    <Card size="small" title={t(bySteps ? "training.curvesSteps" : "training.curves")}>
       {live.history.length === 0 ? (
-        <Typography.Text type="secondary">{t("training.noEpochs")}</Typography.Text>
+        <Typography.Text type="secondary">{t(bySteps ? "training.noValidations" : "training.noEpochs")}</Typography.Text>
       ) : (
-        <Chart option={option} height={300} ariaLabel={t("training.curves")} />
+        <Chart option={option} height={300} ariaLabel={t(bySteps ? "training.curvesSteps" : "training.curves")} />
       )}
-      {typeof nVal === "number" && nVal > 0 && nVal <= 100 && live.history.length > 0 && (
+      {!bySteps && typeof nVal === "number" && nVal > 0 && nVal <= 100 && live.history.length > 0 && (
         // one image of a small validation split moves its accuracy by whole points
         <Typography.Paragraph type="secondary" style={{ marginBottom: 4 }} data-testid="small-validation">
           {t("training.smallValidation", { count: nVal, points: (100 / nVal).toFixed(1) })}
         </Typography.Paragraph>
       )}
-      {keptEntry && (
+      {keptEntry && typeof keptEntry.val_map50 === "number" && (
+        <Typography.Text type="secondary" data-testid="kept-epoch">
+          {t("training.keptStep", { step: keptEntry.step, map: percentText(keptEntry.val_map50) })}
+        </Typography.Text>
+      )}
+      {keptEntry && typeof keptEntry.val_map50 !== "number" && (
         <Typography.Text type="secondary" data-testid="kept-epoch">
           {t("training.kept", {
             epoch: keptEntry.epoch,
@@ -297,6 +332,12 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
       )}
     </Card>
   );
+}
+
+/** An object detector's mAP@0.5 on the test split, when the job evaluated on one. */
+function testMap50Of(metrics: unknown): number | null {
+  const m = metricsOf({ metrics });
+  return m.evaluated_on === "test" && typeof m.test_map50 === "number" ? m.test_map50 : null;
 }
 
 function CancelButton({ projectId, jobId }: { projectId: string; jobId: string }) {

@@ -1,5 +1,6 @@
 // The Training section: a one-form wizard (dataset version, task, time budget, augmentation with a
 // preview, model preference) and the jobs.
+import type { TFunction } from "i18next";
 import { ExperimentOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Checkbox, Collapse, Empty, Form, Input, InputNumber, Radio, Segmented, Select, Space, Table, Typography } from "antd";
 import { useEffect, useState } from "react";
@@ -303,7 +304,7 @@ function TrainingWizard() {
  * The one rule on the budget: at least the version's min_budget_s (rounded up; 1 s while the
  * version does not say) and at most 24 h, with one message saying both.
  */
-export function budgetRule(t: ReturnType<typeof useTranslation>["t"], minBudget: number | undefined) {
+export function budgetRule(t: TFunction, minBudget: number | undefined) {
   const min = minBudget ?? 1;
   const message = t(minBudget === undefined ? "training.budgetRange" : "training.budgetRangeVersion", {
     min: formatDuration(min),

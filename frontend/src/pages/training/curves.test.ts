@@ -1,12 +1,14 @@
 import { describe, expect, it } from "vitest";
 
-import { curvesOption, isOutputLayerPoint, phaseRuns, tickPositions, type CurveTexts } from "./curves";
+import { curvesOption, isOutputLayerPoint, phaseRuns, tickPositions, validationMetric, type CurveTexts } from "./curves";
 
 const texts: CurveTexts = {
   loss: "Loss",
   valLoss: "Validation loss",
   valAccuracy: "Validation accuracy",
+  valMap50: "Validation mAP@0.5",
   epoch: "Epoch",
+  step: "Step",
   kept: "kept",
   outputLayer: "output layer",
   outputLayerTitle: "Output layer (backbone frozen)",
@@ -93,5 +95,28 @@ describe("tickPositions", () => {
     expect(ticks.slice(0, 3)).toEqual([1, 4, 7]);
     expect(ticks).toContain(41); // the first fine-tuning epoch
     expect(tickPositions([])).toEqual([]);
+  });
+});
+
+describe("an object detector's curves", () => {
+  // the detection engine's history: a validation every few steps, mAP@0.5 and no epoch
+  const steps = [
+    { phase: "train", step: 40, steps: 200, loss: 1.9, val_map50: 0.12, val_map: 0.04 },
+    { phase: "train", step: 80, steps: 200, loss: 1.2, val_map50: 0.45, val_map: 0.2 },
+    { phase: "train", step: 120, steps: 200, loss: 0.8, val_map50: 0.61, val_map: 0.3 },
+  ];
+  const option = curvesOption(steps, 2, { ...texts, entryTitle: (h) => `Step ${h.step}` });
+
+  it("reads validation mAP@0.5 on the percent axis, by step, without phase bands", () => {
+    expect(validationMetric(steps)).toBe("val_map50");
+    expect(validationMetric(history)).toBe("val_accuracy");
+    expect(option.yAxis[1]).toMatchObject({ name: "Validation mAP@0.5", min: 0, max: 100 });
+    expect(option.series[2]).toMatchObject({ name: "Validation mAP@0.5", markLine: { data: [{ xAxis: 3 }] } });
+    expect(option.series[2]!.data.map((p) => p[1])).toEqual([12, 45, 61]);
+    expect(option.series[0]!.markArea!.data).toEqual([]);
+    expect(option.xAxis).toMatchObject({ name: "Step" });
+    expect([1, 2, 3].map(option.xAxis.axisLabel.formatter)).toEqual(["40", "80", "120"]);
+    const tip = option.tooltip.formatter([{ dataIndex: 1, marker: "", seriesName: "Validation mAP@0.5", value: [2, 45] }]);
+    expect(tip).toBe("Step 80<br/>Validation mAP@0.5: 45.0%");
   });
 });

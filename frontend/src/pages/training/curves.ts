@@ -1,14 +1,20 @@
 // The job page's curves as an ECharts option (pure, tested in curves.test.ts): loss and validation
 // loss on a log axis of their own (a loss falls from ~2 to ~0.05: on a linear axis shared with
-// anything else it is a flat line), validation accuracy on 0..100 %, one band per phase (output
-// layer on a frozen backbone, then all layers), the kept epoch marked.
+// anything else it is a flat line), the validation figure on 0..100 %, one band per phase (output
+// layer on a frozen backbone, then all layers), the kept epoch marked. The validation figure is
+// whichever the entries carry: a classifier's accuracy per epoch, or an object detector's
+// mAP@0.5 at a training step (its entries have `step` and `val_map50`, no epoch).
 import type { EpochRecord } from "../../api/queries/training";
 
 export interface CurveTexts {
   loss: string;
   valLoss: string;
   valAccuracy: string;
+  /** an object detector's validation figure */
+  valMap50: string;
   epoch: string;
+  /** the x axis of a detector's entries */
+  step: string;
   kept: string;
   /** the x label of the output-layer phase's one point ("output layer"), in place of its epoch count */
   outputLayer: string;
@@ -18,6 +24,19 @@ export interface CurveTexts {
   stage: (phase: string | undefined) => string;
   /** the tooltip's heading for an entry ("Epoch 3 · all layers") */
   entryTitle: (entry: EpochRecord) => string;
+}
+
+/** The validation figure the entries carry: an object detector's mAP@0.5, else a classifier's accuracy. */
+export type ValidationMetric = "val_accuracy" | "val_map50";
+
+export function validationMetric(history: readonly EpochRecord[]): ValidationMetric {
+  return history.some((h) => typeof h.val_map50 === "number") ? "val_map50" : "val_accuracy";
+}
+
+/** An entry's validation figure (0..1): its mAP@0.5 when it has one, else its accuracy. */
+export function validationValue(entry: EpochRecord | undefined): number | undefined {
+  if (!entry) return undefined;
+  return typeof entry.val_map50 === "number" ? entry.val_map50 : typeof entry.val_accuracy === "number" ? entry.val_accuracy : undefined;
 }
 
 const STAGE_COLOURS: Record<string, string> = { head: "rgba(22, 119, 255, 0.07)", finetune: "rgba(250, 140, 22, 0.07)" };
@@ -71,12 +90,17 @@ export function tickPositions(history: EpochRecord[]): number[] {
  */
 export function curvesOption(history: EpochRecord[], kept: number, texts: CurveTexts) {
   const xy = (pick: (h: EpochRecord) => number | null) => history.map((h, i) => [i + 1, pick(h)] as [number, number | null]);
-  const runs = phaseRuns(history);
+  // a detector: mAP@0.5 at training steps, one phase (no bands)
+  const metric = validationMetric(history);
+  const bySteps = metric === "val_map50";
+  const valName = bySteps ? texts.valMap50 : texts.valAccuracy;
+  const runs = bySteps ? [] : phaseRuns(history);
   const ticks = tickPositions(history);
   const labelOf = (value: number) => {
     const entry = Number.isInteger(value) ? history[value - 1] : undefined;
     if (!entry) return "";
-    return isOutputLayerPoint(history, value - 1) ? texts.outputLayer : String(entry.epoch);
+    if (bySteps) return String(entry.step ?? "");
+    return isOutputLayerPoint(history, value - 1) ? texts.outputLayer : String(entry.epoch ?? "");
   };
   const twoDecimals = (x: number) => (x >= 0.01 ? x.toFixed(3) : x.toExponential(1));
   return {
@@ -91,10 +115,10 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
           .filter((p) => p.value[1] !== null)
           .map((p) => {
             const v = p.value[1] as number;
-            const text = p.seriesName === texts.valAccuracy ? `${v.toFixed(1)}%` : twoDecimals(v);
+            const text = p.seriesName === valName ? `${v.toFixed(1)}%` : twoDecimals(v);
             return `${p.marker}${p.seriesName}: ${text}`;
           });
-        const title = !entry ? "" : isOutputLayerPoint(history, index) ? texts.outputLayerTitle : texts.entryTitle(entry);
+        const title = !entry ? "" : !bySteps && isOutputLayerPoint(history, index) ? texts.outputLayerTitle : texts.entryTitle(entry);
         return [title, ...lines].join("<br/>");
       },
     },
@@ -102,7 +126,7 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
     grid: { left: 64, right: 56, top: 40, bottom: 40 },
     xAxis: {
       type: "value",
-      name: texts.epoch,
+      name: bySteps ? texts.step : texts.epoch,
       nameLocation: "middle",
       nameGap: 26,
       min: 0.5,
@@ -114,7 +138,7 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
     },
     yAxis: [
       { type: "log", logBase: 10, name: texts.loss, axisLabel: { formatter: (v: number) => String(Number(v.toPrecision(2))) } },
-      { type: "value", name: texts.valAccuracy, min: 0, max: 100, interval: 25, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
+      { type: "value", name: valName, min: 0, max: 100, interval: 25, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
     ],
     series: [
       {
@@ -138,10 +162,13 @@ export function curvesOption(history: EpochRecord[], kept: number, texts: CurveT
       },
       { name: texts.valLoss, type: "line", yAxisIndex: 0, data: xy((h) => positive(h.val_loss)), showSymbol: true, connectNulls: true, lineStyle: { type: "dashed" } },
       {
-        name: texts.valAccuracy,
+        name: valName,
         type: "line",
         yAxisIndex: 1,
-        data: xy((h) => (typeof h.val_accuracy === "number" ? Math.round(1000 * h.val_accuracy) / 10 : null)),
+        data: xy((h) => {
+          const v = h[metric];
+          return typeof v === "number" ? Math.round(1000 * v) / 10 : null;
+        }),
         showSymbol: true,
         connectNulls: true,
         ...(kept >= 0 &&

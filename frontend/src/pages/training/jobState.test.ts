@@ -182,3 +182,30 @@ describe("keptIndex", () => {
     expect(keptIndex(history, { best_phase: "finetune", best_epoch: 9 })).toBe(-1);
   });
 });
+
+describe("an object detector's history", () => {
+  const validation = { phase: "train", step: 80, steps: 200, loss: 1.2, losses: { classification: 0.7, bbox_regression: 0.4, bbox_ctrness: 0.1 }, val_map50: 0.45, val_map: 0.2, elapsed_s: 31 };
+
+  it("takes a validation event (step and val_map50, no epoch) as an entry, once per step", () => {
+    let s = applyMessage(base, { status: "RUNNING", progress: { phase: "train", step: 79, steps: 200, loss: 1.25 } });
+    expect(s.history).toEqual([]);
+    s = applyMessage(s, { progress: validation });
+    s = applyMessage(s, { progress: { ...validation, val_map50: 0.46 } });
+    expect(s.history).toEqual([{ ...validation, val_map50: 0.46 }]);
+    s = applyMessage(s, { progress: { ...validation, step: 120, val_map50: 0.6 } });
+    expect(s.history.map((h) => h.step)).toEqual([80, 120]);
+    expect(lastValidation(s)).toMatchObject({ step: 120, val_map50: 0.6 });
+  });
+
+  it("keeps the server's entries and the live ones it has not stored, by step", () => {
+    const live = applyMessage(base, { progress: { ...validation, step: 120, val_map50: 0.6 } });
+    const merged = applySnapshot({ ...live, id: "j" }, job({ task_type: "object_detection", history: [validation] }));
+    expect(merged.history.map((h) => h.step)).toEqual([80, 120]);
+  });
+
+  it("finds the kept step (metrics best_step)", () => {
+    const history = [validation, { ...validation, step: 120, val_map50: 0.6 }, { ...validation, step: 200, val_map50: 0.58 }];
+    expect(keptIndex(history, { best_step: 120, val_map50: 0.6 })).toBe(1);
+    expect(keptIndex(history, { best_step: 7 })).toBe(-1);
+  });
+});

@@ -43,9 +43,12 @@ export function isTerminal(status: string): boolean {
   return TERMINAL_JOB_STATES.has(status);
 }
 
-/** History entries are keyed by phase and epoch: the output layer ("head") and all layers ("finetune") both count epochs from 1. */
+/**
+ * History entries are keyed by phase and epoch: the output layer ("head") and all layers
+ * ("finetune") both count epochs from 1. An object detector's entries have no epoch: by step.
+ */
 export function epochKey(entry: EpochRecord): string {
-  return `${entry.phase ?? ""}:${entry.epoch}`;
+  return typeof entry.epoch === "number" ? `${entry.phase ?? ""}:${entry.epoch}` : `${entry.phase ?? ""}:step ${entry.step}`;
 }
 
 /** Replaces the entry with the same key in place, or appends it (history is in arrival order). */
@@ -56,8 +59,25 @@ export function upsertEpoch(history: EpochRecord[], entry: EpochRecord): EpochRe
   return history.map((h, i) => (i === at ? entry : h));
 }
 
-/** An end-of-epoch progress event (epoch and val_accuracy both present) as a history entry. */
+/**
+ * An end-of-epoch progress event (epoch and val_accuracy both present) as a history entry; an
+ * object detector's validation event (step and val_map50) as its entry.
+ */
 export function epochOf(progress: TrainingProgress): EpochRecord | null {
+  if (typeof progress.step === "number" && typeof progress.val_map50 === "number") {
+    const { phase, step, steps, loss, val_map50, val_map, elapsed_s } = progress;
+    const losses = (progress as { losses?: unknown }).losses;
+    return {
+      phase,
+      step,
+      steps,
+      loss,
+      val_map50,
+      ...(typeof val_map === "number" ? { val_map } : {}),
+      ...(losses && typeof losses === "object" ? { losses: losses as Record<string, number> } : {}),
+      ...(typeof elapsed_s === "number" ? { elapsed_s } : {}),
+    };
+  }
   if (typeof progress.epoch !== "number" || typeof progress.val_accuracy !== "number") return null;
   return {
     phase: progress.phase,
@@ -157,23 +177,28 @@ export function applySnapshot(state: LiveJob | null, job: TrainingJob): LiveJob 
 /**
  * The index in `history` of the epoch whose weights were kept: the engine keeps the best epoch by
  * validation accuracy (workers/ml/training.py), not the last, and names it in the job's metrics
- * as `best_phase` + `best_epoch`. -1 while unknown (running, or an older job).
+ * as `best_phase` + `best_epoch`; an object detector keeps the step of the best validation
+ * mAP@0.5 (workers/ml/detection/train.py), `best_step`. -1 while unknown (running, or an older job).
  */
 export function keptIndex(history: EpochRecord[], metrics: unknown): number {
   if (!metrics || typeof metrics !== "object") return -1;
-  const { best_phase: phase, best_epoch: epoch } = metrics as { best_phase?: unknown; best_epoch?: unknown };
+  const { best_phase: phase, best_epoch: epoch, best_step: step } = metrics as { best_phase?: unknown; best_epoch?: unknown; best_step?: unknown };
+  if (typeof step === "number" && typeof phase !== "string") {
+    return history.findIndex((h) => h.step === step && typeof h.val_map50 === "number");
+  }
   if (typeof phase !== "string" || typeof epoch !== "number") return -1;
   return history.findIndex((h) => (h.phase ?? "finetune") === phase && h.epoch === epoch);
 }
 
 /**
  * The newest validation figure and the epoch it belongs to (an end-of-epoch event's `epoch`):
- * while epoch n runs, the figure shown is epoch n-1's, and says so. Null before the first one.
+ * while epoch n runs, the figure shown is epoch n-1's, and says so; an object detector's newest
+ * validation (mAP@0.5) and its step. Null before the first one.
  */
 export function lastValidation(live: LiveJob): EpochRecord | null {
   for (let i = live.history.length - 1; i >= 0; i -= 1) {
     const h = live.history[i]!;
-    if (typeof h.val_accuracy === "number") return h;
+    if (typeof h.val_accuracy === "number" || typeof h.val_map50 === "number") return h;
   }
   return null;
 }
