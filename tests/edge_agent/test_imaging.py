@@ -168,8 +168,9 @@ def test_preprocessing_round_trips_the_manifest_form() -> None:
     p = Preprocessing.from_dict(data)
     assert p.size == (96, 64)
     assert p.to_dict() == data
-    with pytest.raises(ValueError, match="resize 'letterbox' is not supported"):
-        Preprocessing.from_dict({**data, "resize": "letterbox"})
+    with pytest.raises(ValueError, match="resize 'crop' is not supported"):
+        Preprocessing.from_dict({**data, "resize": "crop"})
+    assert Preprocessing.from_dict({**data, "resize": "letterbox"}).resize == "letterbox"
     with pytest.raises(ValueError, match="unknown preprocessing keys"):
         Preprocessing.from_dict({**data, "crop": 0.875})
 

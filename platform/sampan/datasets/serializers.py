@@ -277,11 +277,13 @@ class DatasetVersionOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     min_budget_s = serializers.SerializerMethodField(
         help_text="Shortest training budget accepted for this version, whole seconds "
-                  "(15 + 0.01 per image + 1.5e-8 per pixel, rounded up).")
+                  "(15, or 60 for object detection, + 0.01 per image + 1.5e-8 per pixel, "
+                  "rounded up).")
 
     def get_min_budget_s(self, version: Any) -> float:
         n_images = int((version.stats or {}).get("samples", 0))
-        return float(math.ceil(minimum_budget_s(n_images, dataset_version_pixels(version))))
+        return float(math.ceil(minimum_budget_s(n_images, dataset_version_pixels(version),
+                                                 version.task_type)))
 
 
 class DatasetVersionExportQuery(serializers.Serializer):
