@@ -119,6 +119,8 @@ function PerClassTable({ rows, split }: { rows: DetectionPerClassRow[]; split: s
       size="small"
       dataSource={rows}
       data-testid="per-class"
+      // six columns do not fit half the page at 1280 px: the table scrolls, the card does not
+      scroll={{ x: "max-content" }}
       onRow={(r) => (notEvaluated(r) ? { style: { color: "rgba(0, 0, 0, 0.45)" } } : {})}
       pagination={rows.length > 20 ? { pageSize: 20, showSizeChanger: false } : false}
       columns={[
