@@ -68,9 +68,9 @@ for i in range(3):
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     digest = hashlib.sha256(buffer.getvalue()).hexdigest()
-    sample = Sample.objects.create(dataset=dataset, content_sha256=digest, width={width},
-                                   height={height}, file=storage.store_normalised_image(image, digest),
-                                   original_name=f"street_{{i}}.png")
+    sample = Sample.objects.create(
+        dataset=dataset, content_sha256=digest, width={width}, height={height},
+        file=storage.store_normalised_image(image, digest), original_name=f"street_{{i}}.png")
     for name, (x1, y1, x2, y2) in (("car", car), ("person", person)):
         Annotation.objects.create(sample=sample, kind=AnnotationKind.BOX, class_label=labels[name],
                                   x1=x1, y1=y1, x2=x2, y2=y2)
@@ -189,7 +189,8 @@ def relative_rect(page: Page, test_id: str, index: int = 0) -> tuple[float, floa
     """The n-th element's rectangle in px of the shown image: (left, top, width, height); ratios
     of the screen rectangles, so a transform on the whole dialog changes nothing."""
     return page.evaluate("""([id, n]) => {
-        const img = document.querySelector('[data-testid=lightbox-image] img').getBoundingClientRect();
+        const shown = document.querySelector('[data-testid=lightbox-image] img');
+        const img = shown.getBoundingClientRect();
         const box = document.querySelectorAll(`[data-testid=${id}]`)[n].getBoundingClientRect();
         const k = img.width / 320;
         return [(box.left - img.left) / k, (box.top - img.top) / k, box.width / k, box.height / k];

@@ -79,7 +79,8 @@ def test_items_of_another_project_are_not_found(project_with_roles: dict[str, An
     project = project_with_roles["project"]
     _, version, samples = _street(project)
     url = f"/api/v1/projects/{project.pk}/dataset-versions/{version.pk}/items/"
-    other = f"/api/v1/projects/{project_with_roles['other'].pk}/dataset-versions/{version.pk}/items/"
+    other_project = project_with_roles["other"].pk
+    other = f"/api/v1/projects/{other_project}/dataset-versions/{version.pk}/items/"
 
     outsider = api(project_with_roles["outsider"])
     assert outsider.get(url, {"sample_id": str(samples[0].pk)}).status_code in (403, 404)
