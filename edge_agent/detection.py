@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 INPUT_NAME = "images"
+#: boxes narrower or lower than this, in image px after clipping, are dropped (found in the
+#: letterbox's padding: a 600 x 300 image answered a box (190, 300, 260, 300))
+MIN_BOX_PX = 1.0
 OUTPUT_NAMES = ("boxes", "scores")
 
 
@@ -272,7 +275,8 @@ def detect(image: Any, run: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]
     ``run``: (1, 3, S, S) float32 batch -> (boxes (1, A, 4), scores (1, A, C)) (an onnxruntime
     session, or the torch module on the worker). ``preprocessing``: the manifest's letterbox
     :class:`edge_agent.imaging.Preprocessing`. Tiles when ``settings.tile`` says so (module
-    docstring). Boxes come back in the image's pixels."""
+    docstring). Boxes come back in the image's pixels, clipped to it; a box left under
+    ``MIN_BOX_PX`` wide or high by the clipping (it lay in the letterbox's padding) is dropped."""
     from edge_agent.imaging import letterbox_size, preprocess
 
     width, height = image.size
@@ -286,9 +290,13 @@ def detect(image: Any, run: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]
         found = postprocess(boxes[0], scores[0], settings, score_threshold)
         fitted = letterbox_size(crop.width, crop.height, preprocessing.size)
         pixels = to_image_pixels(found[0], crop.width, crop.height, fitted)
+        # a box in the letterbox's padding is clipped to nothing: not an object of the image
+        inside = ((pixels[:, 2] - pixels[:, 0]) >= MIN_BOX_PX) & \
+            ((pixels[:, 3] - pixels[:, 1]) >= MIN_BOX_PX)
+        pixels = pixels[inside]
         pixels[:, 0::2] += x0
         pixels[:, 1::2] += y0
-        parts.append((pixels, found[1], found[2]))
+        parts.append((pixels, found[1][inside], found[2][inside]))
     if len(windows) == 1:
         boxes, scores, classes = parts[0]
         return Detections(boxes, scores, classes, tiles=1)

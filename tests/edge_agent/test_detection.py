@@ -134,9 +134,16 @@ def test_detect_tiles_and_returns_image_pixels() -> None:
 
     whole = detect(image, run, p, DetectionSettings())
     assert whole.tiles == 1
-    # 1000 x 300 fits 320 x 96: x scales by 1000 / 320 (y falls below the image: clipped)
-    assert whole.boxes[0][0::2].tolist() == pytest.approx([312.5, 437.5])
-    assert whole.boxes[0][1::2].tolist() == pytest.approx([300.0, 300.0])
+    # 1000 x 300 fits 320 x 96: the box (y 100..140) lies in the padding below the image
+    assert len(whole.boxes) == 0
+
+    def run_inside(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.array([[[100.0, 40, 140, 120]]], np.float32),
+                np.array([[[0.9]]], np.float32))
+
+    # x scales by 1000 / 320, y by 300 / 96; a box reaching into the padding is clipped
+    found = detect(image, run_inside, p, DetectionSettings())
+    assert found.boxes[0].tolist() == pytest.approx([312.5, 125.0, 437.5, 300.0])
     tiled = detect(image, run, p, DetectionSettings(tile=TileSettings(size=320, overlap=0.2)))
     assert tiled.tiles == len(tile_windows(1000, 300, TileSettings(size=320, overlap=0.2)))
     lefts = sorted(float(b[0]) for b in tiled.boxes)
