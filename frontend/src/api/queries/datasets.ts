@@ -124,6 +124,8 @@ export interface SampleFilter {
   unlabeled?: boolean;
   /** object detection: checked "no objects" (background images) */
   noObjects?: boolean;
+  /** "uncertainty": most uncertain first (a model's pre-labeling); else oldest first */
+  order?: "oldest" | "uncertainty";
   version?: string;
   split?: Split;
 }
@@ -135,7 +137,8 @@ export type SamplePage = Schemas["PaginatedSampleOutputList"];
 
 /**
  * A dataset's samples matching `filter`, page after page (`fetchNextPage`), in the API's order
- * (created_at, id). Every page reports the total `count` of matching samples.
+ * (created_at, id; or most uncertain first with `order: "uncertainty"`). Every page reports the
+ * total `count` of matching samples.
  */
 export function useSampleList(projectId: string, datasetId: string, filter: SampleFilter, pageSize = SAMPLE_PAGE_SIZE, enabled = true) {
   return useInfiniteQuery({
@@ -153,6 +156,7 @@ export function useSampleList(projectId: string, datasetId: string, filter: Samp
               ...(filter.label ? { label: filter.label } : {}),
               ...(filter.unlabeled ? { unlabeled: true } : {}),
               ...(filter.noObjects ? { no_objects: true } : {}),
+              ...(filter.order === "uncertainty" ? { ordering: "-uncertainty" as const } : {}),
               ...(filter.version && filter.split ? { version: filter.version, split: filter.split } : {}),
             },
           },

@@ -50,15 +50,27 @@ export async function postBulkLabel(projectId: string, datasetId: string, sample
  * Replaces every bounding box of a sample (`PUT samples/{id}/boxes/`; xyxy in px of the upright
  * image, each with `class_label_id`); answers the sample as stored. With `etag`, a list saved
  * meanwhile by someone else makes it fail with 412 (see `isStaleWrite`). `noObjects` (with no
- * boxes) marks the image "checked: no objects"; any write without it clears the mark. The
- * detection panel's autosave calls it (pages/datasets/useBoxAutosave.ts).
+ * boxes) marks the image "checked: no objects"; any write without it clears the mark.
+ * `resolvedSuggestionIds`: a model's suggestions the list took in or the person rejected, deleted
+ * with the write. The detection panel's autosave calls it (pages/datasets/useBoxAutosave.ts).
  */
-export async function putSampleBoxes(projectId: string, sampleId: string, boxes: Schemas["BoxInputRequest"][], etag?: string, noObjects = false): Promise<Sample> {
+export async function putSampleBoxes(
+  projectId: string,
+  sampleId: string,
+  boxes: Schemas["BoxInputRequest"][],
+  etag?: string,
+  noObjects = false,
+  resolvedSuggestionIds: string[] = [],
+): Promise<Sample> {
   return unwrap(
     await api().PUT("/api/v1/projects/{project_id}/samples/{sample_id}/boxes/", {
       params: { path: { project_id: projectId, sample_id: sampleId }, header: ifMatch(etag) },
-      // the mark goes only when set: the server's default (false) says the rest
-      body: noObjects ? { boxes, no_objects: true } : { boxes },
+      // optional fields go only when set: the server's defaults (false, none) say the rest
+      body: {
+        boxes,
+        ...(noObjects ? { no_objects: true } : {}),
+        ...(resolvedSuggestionIds.length > 0 ? { resolved_suggestion_ids: resolvedSuggestionIds } : {}),
+      },
     }),
   );
 }

@@ -26,6 +26,8 @@ import { useEffect, useMemo, useRef } from "react";
 
 import { annotationOfBox, rectOfAnnotation } from "./boxAnnotations";
 import { clampRect, diffRects, isTooSmall, type Box, type Rect } from "./boxes";
+import { SuggestedBoxes } from "./SuggestedBoxes";
+import type { SuggestedBox } from "./suggestions";
 
 export interface BoxAnnotatorProps {
   src: string;
@@ -37,6 +39,11 @@ export interface BoxAnnotatorProps {
   displayWidth: number;
   displayHeight: number;
   boxes: Box[];
+  /** A model's suggested boxes, drawn dashed over the image; not editable until accepted. */
+  suggestions?: SuggestedBox[];
+  /** The colour and name of a class (the suggestions' labels). */
+  colourOfClass?: (classLabelId: string) => string;
+  nameOfClass?: (classLabelId: string) => string;
   selectedId: string | null;
   /** False while there is no class to give a new box. */
   drawingEnabled: boolean;
@@ -81,6 +88,13 @@ export default function BoxAnnotator(props: BoxAnnotatorProps) {
         </ImageAnnotator>
         <StoreBridge {...props} />
       </Annotorious>
+      <SuggestedBoxes
+        boxes={props.suggestions ?? []}
+        width={width}
+        height={height}
+        colourOf={props.colourOfClass ?? (() => "#faad14")}
+        nameOf={props.nameOfClass ?? (() => "")}
+      />
       {/* the class of each box, written on the image; the list beside it says the same for screen readers */}
       <div aria-hidden style={{ position: "absolute", inset: 0, pointerEvents: "none", overflow: "hidden" }}>
         {props.boxes.map((box) => {

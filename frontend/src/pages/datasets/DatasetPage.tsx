@@ -8,6 +8,7 @@ import { useAddClassLabels, useDataset } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
+import { PrelabelPanel } from "./PrelabelPanel";
 import { SampleGallery } from "./SampleGallery";
 import { UploadPanel } from "./UploadPanel";
 import { VersionsPanel } from "./VersionsPanel";
@@ -38,7 +39,9 @@ export function DatasetPage() {
         <Tag>{t(`datasets.taskTypes.${d.task_type}`)}</Tag>
         <Typography.Text type="secondary">{t("gallery.total", { count: d.sample_count ?? 0 })}</Typography.Text>
       </Space>
-      <ClassLabels projectId={projectId} datasetId={datasetId} names={d.class_labels.map((c) => c.name)} />
+      <PrelabelPanel projectId={projectId} dataset={d}>
+        <ClassLabels projectId={projectId} datasetId={datasetId} names={d.class_labels.map((c) => c.name)} />
+      </PrelabelPanel>
       <Tabs
         activeKey={tab}
         onChange={(key) => setParams((p) => ({ ...Object.fromEntries(p), tab: key }), { replace: true })}

@@ -37,6 +37,8 @@ function sample(id: string, boxes: [string, number, number, number, number][]): 
     image_url: `/img/${id}`,
     etag: `etag-${id}`,
     no_objects: false,
+    suggestions: [],
+    uncertainty: null,
     annotations: boxes.map(([cls, x1, y1, x2, y2], i) => ({
       id: `${id}-${i}`,
       kind: "box",
@@ -63,6 +65,7 @@ interface Put {
   sampleId: string;
   boxes: { x1: number; y1: number; x2: number; y2: number; class_label_id: string }[];
   no_objects?: boolean;
+  resolved_suggestion_ids?: string[];
 }
 
 function setup(options: { current?: Sample; answer?: (put: Put) => Response; get?: (sampleId: string) => Response } = {}) {
@@ -367,6 +370,77 @@ describe("DetectionLabelingPanel", { timeout: 20_000 }, () => {
     await user.keyboard("e");
     expect(rows().map(classOf)).toEqual(["person", "person"]);
     await waitFor(() => expect(puts).toHaveLength(1));
+  });
+
+  it("shows a model's suggested boxes apart, Enter accepts them all as boxes, Ctrl+Z takes the accept back", async () => {
+    const user = userEvent.setup();
+    const suggested: Sample = {
+      ...sample("s9", [[CAR, 10, 20, 110, 80]]),
+      suggestions: [
+        { id: "g1", kind: "box", class_label: "person", class_label_id: PERSON, score: 0.91, x1: 200, y1: 40, x2: 250, y2: 180, model_version_id: "mv" },
+        { id: "g2", kind: "box", class_label: "car", class_label_id: CAR, score: 0.55, x1: 5, y1: 150, x2: 60, y2: 200, model_version_id: "mv" },
+      ],
+    };
+    const puts: Put[] = [];
+    const fetcher = (async (request: Request) => {
+      const match = new URL(request.url).pathname.match(/\/samples\/([^/]+)\/boxes\/$/);
+      puts.push({ sampleId: match![1]!, ...((await request.json()) as Omit<Put, "sampleId">) });
+      return json(200, { ...suggested, etag: `etag-${puts.length}` });
+    }) as unknown as typeof fetch;
+    renderRoutes([{ path: "/", element: <DetectionLabelingPanel projectId="p1" dataset={dataset} samples={[suggested]} current={suggested} onNavigate={() => {}} onClose={() => {}} /> }], "/", fetcher);
+    // apart from the boxes: the one box is the person's, the two suggestions are the model's
+    expect(rows().map(classOf)).toEqual(["car"]);
+    const list = screen.getByTestId("suggestions");
+    expect(within(list).getByText("Suggested by the model (2)")).toBeInTheDocument();
+    expect(within(list).getAllByTestId("suggestion-class").map((t) => t.textContent)).toEqual(["person", "car"]);
+    expect(within(list).getAllByTestId("suggestion-row")[0]).toHaveTextContent("91% · 50 × 140 px");
+
+    await user.keyboard("{Enter}");
+    expect(rows().map(classOf)).toEqual(["car", "person", "car"]);
+    expect(screen.queryByTestId("suggestions")).not.toBeInTheDocument();
+    await waitFor(() => expect(puts).toHaveLength(1));
+    expect(puts[0]).toEqual({
+      sampleId: "s9",
+      boxes: [
+        { x1: 10, y1: 20, x2: 110, y2: 80, class_label_id: CAR },
+        { x1: 200, y1: 40, x2: 250, y2: 180, class_label_id: PERSON },
+        { x1: 5, y1: 150, x2: 60, y2: 200, class_label_id: CAR },
+      ],
+      resolved_suggestion_ids: ["g1", "g2"],
+    });
+
+    // an accepted box is a box: a class key relabels it once picked
+    await selectRow(user, 2);
+    await user.keyboard("2");
+    expect(rows().map(classOf)).toEqual(["car", "person", "person"]);
+    await user.keyboard("{Control>}z{/Control}");
+    await user.keyboard("{Control>}z{/Control}");
+    // the accept is undone: the suggestions show again, and the save leaves them alone
+    expect(rows().map(classOf)).toEqual(["car"]);
+    expect(within(screen.getByTestId("suggestions")).getAllByTestId("suggestion-row")).toHaveLength(2);
+    await waitFor(() => expect(puts.at(-1)).toEqual({ sampleId: "s9", boxes: [{ x1: 10, y1: 20, x2: 110, y2: 80, class_label_id: CAR }] }));
+  });
+
+  it("accepts or rejects one suggestion with its row's buttons", async () => {
+    const user = userEvent.setup();
+    const suggested: Sample = {
+      ...sample("s8", []),
+      suggestions: [
+        { id: "g1", kind: "box", class_label: "person", class_label_id: PERSON, score: 0.91, x1: 200, y1: 40, x2: 250, y2: 180, model_version_id: "mv" },
+        { id: "g2", kind: "box", class_label: "car", class_label_id: CAR, score: 0.55, x1: 5, y1: 150, x2: 60, y2: 200, model_version_id: "mv" },
+      ],
+    };
+    const puts: Put[] = [];
+    const fetcher = (async (request: Request) => {
+      puts.push({ sampleId: "s8", ...((await request.json()) as Omit<Put, "sampleId">) });
+      return json(200, { ...suggested, etag: `etag-${puts.length}` });
+    }) as unknown as typeof fetch;
+    renderRoutes([{ path: "/", element: <DetectionLabelingPanel projectId="p1" dataset={dataset} samples={[suggested]} current={suggested} onNavigate={() => {}} onClose={() => {}} /> }], "/", fetcher);
+    await user.click(screen.getByRole("button", { name: "Reject car 55%" }));
+    await user.click(screen.getByRole("button", { name: "Accept person 91%" }));
+    expect(rows().map(classOf)).toEqual(["person"]);
+    await waitFor(() => expect(screen.getByTestId("save-status")).toHaveTextContent("Saved"));
+    expect(puts.at(-1)).toEqual({ sampleId: "s8", boxes: [{ x1: 200, y1: 40, x2: 250, y2: 180, class_label_id: PERSON }], resolved_suggestion_ids: ["g1", "g2"] });
   });
 
   it("asks for a class when the dataset has none", async () => {

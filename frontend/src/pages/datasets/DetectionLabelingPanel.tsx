@@ -8,6 +8,12 @@
 // image, kept in dataset versions with no boxes. It is part of the undo history like a box, and
 // a box drawn afterwards clears it (the server clears it on any write with boxes, too).
 //
+// A model's suggested boxes (pre-labeling) show dashed with their score, apart from the boxes.
+// Enter accepts all of the image's, a row's button one; an accepted suggestion becomes a box
+// like a drawn one (move it, resize it, give it another class), and the accept is an undo step.
+// Accepted and rejected suggestions are named in the next save of the list
+// (`resolved_suggestion_ids`), which deletes them on the server with that write.
+//
 // Selection: a box just drawn stays selected (Escape deselects it, Delete removes it), but a
 // class key then chooses the class of the NEXT box and leaves the drawn one alone: people press
 // the next box's class right after drawing, and that relabeled the box just drawn. A box clicked
@@ -30,7 +36,8 @@ import { ErrorAlert, useReportError } from "../../components/errors";
 import { ReadOnlyTag } from "../../components/ReadOnly";
 import { boxesOfSample, classColour, toApiBoxes, withClass, withoutBox, withRect, type Box, type Rect } from "./boxes";
 import { canRedo, canUndo, historyCommit, historyInit, historyRedo, historyUndo, type BoxHistory } from "./boxHistory";
-import { BoxList, ClassPicker, NoObjectsButton, NO_OBJECTS_KEY, SaveState, type ClassLabel } from "./DetectionSidebar";
+import { BoxList, ClassPicker, NoObjectsButton, NO_OBJECTS_KEY, SaveState, SuggestionList, type ClassLabel } from "./DetectionSidebar";
+import { suggestedBoxesOf, type SuggestedBox } from "./suggestions";
 import { assignHotkeys, classIdForKey } from "./hotkeys";
 import { isTypingTarget, undoRedoOfKey } from "./labeling";
 import { UndoRedoButtons } from "./LabelingControls";
@@ -41,10 +48,21 @@ const BoxAnnotator = lazy(() => import("./BoxAnnotator"));
 
 export type DetectionLabelingPanelProps = LabelingPanelProps;
 
-/** What one undo step of a sample holds: its boxes and its "no objects" mark. */
+/** What one undo step of a sample holds: its boxes, its "no objects" mark, the model's suggestions left. */
 export interface EditorState {
   boxes: Box[];
   noObjects: boolean;
+  suggestions: SuggestedBox[];
+}
+
+/** Ids of the suggestions some step of `history` showed and its present does not: accepted or rejected. */
+export function resolvedSuggestionIds(history: BoxHistory<EditorState>): string[] {
+  const present = new Set(history.present.suggestions.map((s) => s.id));
+  const resolved = new Set<string>();
+  for (const state of [...history.past, ...history.future]) {
+    for (const s of state.suggestions) if (!present.has(s.id)) resolved.add(s.id);
+  }
+  return [...resolved].sort();
 }
 
 export function DetectionLabelingPanel(props: DetectionLabelingPanelProps) {
@@ -163,13 +181,16 @@ function SampleBoxesEditor(props: EditorProps) {
   const { t } = useTranslation();
   const { sample, classes, autosave } = props;
   const [history, setHistory] = useState<BoxHistory<EditorState>>(
-    () => props.histories.get(sample.id) ?? historyInit<EditorState>({ boxes: boxesOfSample(sample), noObjects: sample.no_objects }),
+    () =>
+      props.histories.get(sample.id) ??
+      historyInit<EditorState>({ boxes: boxesOfSample(sample), noObjects: sample.no_objects, suggestions: suggestedBoxesOf(sample) }),
   );
   // the revision this editor started from: only a change made here saves
   const startRevision = useRef(history.revision);
   const [selection, setSelection] = useState<Selection | null>(null);
   const boxes = history.present.boxes;
   const noObjects = history.present.noObjects;
+  const suggestions = history.present.suggestions;
   // a selected box that an undo took away is no longer selected
   const selected = selection && boxes.some((b) => b.id === selection.id) ? selection : null;
   const selectedId = selected?.id ?? null;
@@ -177,7 +198,8 @@ function SampleBoxesEditor(props: EditorProps) {
   activeClassRef.current = props.activeClass;
 
   const positionOf = useMemo(() => new Map(classes.map((c, i) => [c.id, i])), [classes]);
-  const colourOf = useCallback((box: Box) => classColour(positionOf.get(box.classLabelId) ?? -1), [positionOf]);
+  const colourOfClassId = useCallback((classLabelId: string) => classColour(positionOf.get(classLabelId) ?? -1), [positionOf]);
+  const colourOf = useCallback((box: Box) => colourOfClassId(box.classLabelId), [colourOfClassId]);
   const nameOf = useCallback((classLabelId: string) => classes.find((c) => c.id === classLabelId)?.name ?? "?", [classes]);
   const labelOf = useCallback((box: Box) => nameOf(box.classLabelId), [nameOf]);
 
@@ -191,11 +213,31 @@ function SampleBoxesEditor(props: EditorProps) {
       return historyCommit(h, { ...h.present, boxes: next, noObjects: next.length > 0 ? false : h.present.noObjects }, mergeKey);
     });
   }, [readOnly]);
-  // only an image without boxes can be checked "no objects"
+  // only an image without boxes can be checked "no objects"; it has no suggested boxes then
   const toggleNoObjects = useCallback(() => {
     if (readOnly) return;
-    setHistory((h) => (h.present.boxes.length > 0 ? h : historyCommit(h, { ...h.present, noObjects: !h.present.noObjects })));
+    setHistory((h) =>
+      h.present.boxes.length > 0 ? h : historyCommit(h, { ...h.present, noObjects: !h.present.noObjects, suggestions: h.present.noObjects ? h.present.suggestions : [] }),
+    );
   }, [readOnly]);
+  // suggestions (`ids`; null: all of them) become boxes, or are dropped
+  const resolveSuggestions = useCallback(
+    (ids: string[] | null, accept: boolean) => {
+      if (readOnly) return;
+      setHistory((h) => {
+        const chosen = h.present.suggestions.filter((s) => ids === null || ids.includes(s.id));
+        if (chosen.length === 0) return h;
+        const taken = new Set(chosen.map((s) => s.id));
+        const added = accept ? chosen.map(({ score: _score, ...box }) => ({ ...box, id: `suggested-${box.id}` })) : [];
+        return historyCommit(h, {
+          boxes: added.length > 0 ? [...h.present.boxes, ...added] : h.present.boxes,
+          noObjects: added.length > 0 ? false : h.present.noObjects,
+          suggestions: h.present.suggestions.filter((s) => !taken.has(s.id)),
+        });
+      });
+    },
+    [readOnly],
+  );
 
   // every change (drawn, moved, undone ...) saves the whole list, debounced, with If-Match of the
   // boxes it was made from
@@ -204,7 +246,7 @@ function SampleBoxesEditor(props: EditorProps) {
   useEffect(() => {
     if (history.revision === startRevision.current) return;
     props.histories.set(sample.id, history);
-    schedule(sample.id, toApiBoxes(history.present.boxes, sample.width, sample.height), history.present.noObjects);
+    schedule(sample.id, toApiBoxes(history.present.boxes, sample.width, sample.height), history.present.noObjects, resolvedSuggestionIds(history));
   }, [history.revision]); // only a change saves, not a new `props` object
   // another sample or closing: what is pending goes now
   useEffect(() => () => void flush(), [flush]);
@@ -237,7 +279,7 @@ function SampleBoxesEditor(props: EditorProps) {
   const redo = () => !readOnly && setHistory(historyRedo);
 
   // the latest handlers for the one window listener
-  const latest = { chooseClass, deleteBox, undo, redo, toggleNoObjects, selectedId, classes, keys: props.keys, setSelection, onMove: props.onMove, onClose: props.onClose };
+  const latest = { chooseClass, deleteBox, undo, redo, toggleNoObjects, resolveSuggestions, selectedId, classes, keys: props.keys, setSelection, onMove: props.onMove, onClose: props.onClose };
   const handlers = useRef(latest);
   handlers.current = latest;
 
@@ -262,6 +304,9 @@ function SampleBoxesEditor(props: EditorProps) {
       if (cls) {
         event.preventDefault();
         h.chooseClass(cls);
+      } else if (event.key === "Enter") {
+        event.preventDefault();
+        h.resolveSuggestions(null, true);
       } else if (event.key === NO_OBJECTS_KEY) {
         event.preventDefault();
         h.toggleNoObjects();
@@ -301,6 +346,9 @@ function SampleBoxesEditor(props: EditorProps) {
               displayWidth={Math.floor(sample.width * scale)}
               displayHeight={Math.floor(sample.height * scale)}
               boxes={boxes}
+              suggestions={suggestions}
+              colourOfClass={colourOfClassId}
+              nameOfClass={nameOf}
               selectedId={selectedId}
               drawingEnabled={props.activeClass !== null && !readOnly}
               readOnly={readOnly}
@@ -338,6 +386,14 @@ function SampleBoxesEditor(props: EditorProps) {
           ) : (
             <ErrorAlert error={autosave.error} onRetry={() => void flush()} />
           ))}
+        <SuggestionList
+          suggestions={suggestions}
+          nameOf={nameOf}
+          colourOf={colourOfClassId}
+          onAccept={(ids) => resolveSuggestions(ids, true)}
+          onReject={(ids) => resolveSuggestions(ids, false)}
+          readOnly={readOnly}
+        />
         <NoObjectsButton checked={noObjects} disabled={readOnly || boxes.length > 0} onToggle={toggleNoObjects} />
         <BoxList boxes={boxes} noObjects={noObjects} selectedId={selectedId} nameOf={nameOf} colourOf={colourOf} onSelect={pick} onDelete={deleteBox} readOnly={readOnly} />
         <Typography.Text type="secondary" style={{ fontSize: 12 }}>

@@ -1,7 +1,7 @@
 // The side column of the detection drawer: the classes (with their keys and colours, a field to
-// add one, and the key editor), the save state, the "No objects" mark, and the list of the open
-// sample's boxes.
-import { DeleteOutlined, PlusOutlined, StopOutlined } from "@ant-design/icons";
+// add one, and the key editor), the save state, a model's suggestions, the "No objects" mark, and
+// the list of the open sample's boxes.
+import { CheckOutlined, CloseOutlined, DeleteOutlined, PlusOutlined, StopOutlined } from "@ant-design/icons";
 import { Alert, Button, Input, Space, Tag, Tooltip, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -10,9 +10,66 @@ import { useAddClassLabels } from "../../api/queries/datasets";
 import { useReportError } from "../../components/errors";
 import type { Box } from "./boxes";
 import { HotkeyEditorButton, KeyBadge, type ClassLabel } from "./LabelingControls";
+import { percent, type SuggestedBox } from "./suggestions";
 import type { BoxAutosave } from "./useBoxAutosave";
 
 export type { ClassLabel };
+
+/**
+ * A model's suggested boxes of the open image, best first: each with its class and score, Accept
+ * and Reject; "Accept all" (Enter) and "Reject all" above. Nothing when there is none.
+ */
+export function SuggestionList(props: {
+  suggestions: SuggestedBox[];
+  nameOf: (classLabelId: string) => string;
+  colourOf: (classLabelId: string) => string;
+  /** ids of the suggestions; null: all of them */
+  onAccept: (ids: string[] | null) => void;
+  onReject: (ids: string[] | null) => void;
+  readOnly?: boolean;
+}) {
+  const { t } = useTranslation();
+  if (props.suggestions.length === 0) return null;
+  return (
+    <div data-testid="suggestions" style={{ border: "1px dashed #faad14", borderRadius: 6, padding: 8, background: "#fffbe6" }}>
+      <div style={{ display: "flex", justifyContent: "space-between", alignItems: "center", gap: 4, flexWrap: "wrap" }}>
+        <Typography.Text strong>{t("detection.suggestions", { count: props.suggestions.length })}</Typography.Text>
+        {!props.readOnly && (
+          <Space size={4}>
+            <Button size="small" type="primary" onClick={() => props.onAccept(null)}>
+              <KeyBadge hotkey="↵" />
+              {t("detection.acceptAll")}
+            </Button>
+            <Button size="small" onClick={() => props.onReject(null)}>
+              {t("detection.rejectAll")}
+            </Button>
+          </Space>
+        )}
+      </div>
+      <ul aria-label={t("detection.suggestionList")} style={{ listStyle: "none", margin: "4px 0 0", padding: 0 }}>
+        {props.suggestions.map((s) => {
+          const name = props.nameOf(s.classLabelId);
+          return (
+            <li key={s.id} data-testid="suggestion-row" style={{ display: "flex", alignItems: "center", gap: 4, padding: "2px 0" }}>
+              <Tag color={props.colourOf(s.classLabelId)} style={{ borderStyle: "dashed", marginInlineEnd: 0 }} data-testid="suggestion-class">
+                {name}
+              </Tag>
+              <Typography.Text type="secondary" style={{ fontSize: 12, flex: 1 }}>
+                {percent(s.score)} · {t("detection.size", { width: Math.round(s.x2 - s.x1), height: Math.round(s.y2 - s.y1) })}
+              </Typography.Text>
+              {!props.readOnly && (
+                <>
+                  <Button type="text" size="small" icon={<CheckOutlined />} aria-label={t("detection.acceptOne", { label: name, percent: percent(s.score) })} onClick={() => props.onAccept([s.id])} />
+                  <Button type="text" size="small" danger icon={<CloseOutlined />} aria-label={t("detection.rejectOne", { label: name, percent: percent(s.score) })} onClick={() => props.onReject([s.id])} />
+                </>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
 
 /** The key that marks an image "no objects" (and unmarks it): not a class key (0-9, a-z). */
 export const NO_OBJECTS_KEY = "-";

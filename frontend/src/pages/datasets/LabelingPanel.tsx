@@ -1,18 +1,22 @@
 // Classification labeling, keyboard first: a class's key (shown on its button; hotkeys.ts) or a
 // click sets the class, saves at once (no save button) and moves on to the next unlabeled sample;
 // arrows or N / P move without labeling; Ctrl+Z / Ctrl+Shift+Z undo and redo (useLabelHistory).
-import { CloseOutlined, QuestionCircleOutlined } from "@ant-design/icons";
+// A model's suggestion (pre-labeling) shows as a dashed chip, "Suggested: cat 87%": Enter (or its
+// Accept button) makes it the label, an undoable step like a key; a class key labels instead.
+import { BulbOutlined, CloseOutlined, QuestionCircleOutlined } from "@ant-design/icons";
 import { App, Button, Card, Space, Tag, Tooltip, Typography } from "antd";
 import { useEffect, useMemo, useRef } from "react";
 import { useTranslation } from "react-i18next";
 
 import type { Dataset, Sample } from "../../api/queries/datasets";
 import { useLabelSample } from "../../api/queries/labeling";
+import { useAcceptSuggestions, useRejectSuggestions } from "../../api/queries/prelabel";
 import { useCanEdit } from "../../api/queries/projects";
 import { EditorOnly, ReadOnlyTag } from "../../components/ReadOnly";
 import { assignHotkeys, classIdForKey } from "./hotkeys";
 import { classLabelIdOf, classLabelOf, isTypingTarget, nextUnlabeledId } from "./labeling";
 import { HotkeyEditorButton, KeyBadge, UndoRedoButtons } from "./LabelingControls";
+import { classSuggestionOf, percent } from "./suggestions";
 import type { LabelUndo } from "./useLabelHistory";
 
 /** What the gallery gives a labeling panel, classification's or detection's. */
@@ -36,6 +40,9 @@ export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }
   const currentLabel = classLabelOf(props.current);
   const index = props.samples.findIndex((s) => s.id === props.current.id);
   const canEdit = useCanEdit(props.projectId);
+  const acceptSuggestion = useAcceptSuggestions(props.projectId, props.dataset.id);
+  const rejectSuggestion = useRejectSuggestions(props.projectId, props.dataset.id);
+  const suggestion = currentLabel === null ? classSuggestionOf(props.current) : null;
 
   const assign = (classLabelId: string | null) => {
     const { current } = props;
@@ -57,14 +64,35 @@ export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }
     );
   };
 
+  // the model's suggestion becomes the label: a label step like a key (Ctrl+Z takes it back)
+  const accept = () => {
+    const { current } = props;
+    const offered = classLabelOf(current) === null ? classSuggestionOf(current) : null;
+    if (!offered || acceptSuggestion.isPending) return;
+    const before = classLabelIdOf(current);
+    const following = nextUnlabeledId(props.samples, current.id);
+    acceptSuggestion.mutate(
+      { sampleId: current.id, suggestionIds: [offered.id], etag: current.etag },
+      {
+        onSuccess: (sample) => {
+          history.record({ changes: [{ sampleId: sample.id, before, after: classLabelIdOf(sample), etag: sample.etag }] });
+          void message.success({ content: t("labeling.accepted", { label: classLabelOf(sample) ?? "" }), duration: 1 });
+          if (following) props.onNavigate(following);
+          else void message.info(t("labeling.allLabeled"));
+        },
+        onError: (error) => history.reportLabelError(error),
+      },
+    );
+  };
+
   const move = (step: number) => {
     const target = props.samples[index + step];
     if (target) props.onNavigate(target.id);
   };
 
   // the latest handlers for the one window listener
-  const handlers = useRef({ assign, move, close: props.onClose, keys, canEdit });
-  handlers.current = { assign, move, close: props.onClose, keys, canEdit };
+  const handlers = useRef({ assign, accept, move, close: props.onClose, keys, canEdit });
+  handlers.current = { assign, accept, move, close: props.onClose, keys, canEdit };
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
@@ -77,6 +105,10 @@ export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }
         if (!h.canEdit) return;
         event.preventDefault();
         h.assign(classId);
+      } else if (event.key === "Enter") {
+        if (!h.canEdit) return;
+        event.preventDefault();
+        h.accept();
       } else if (event.key === "ArrowRight" || key === "n") {
         event.preventDefault();
         h.move(1);
@@ -123,6 +155,29 @@ export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }
             {t("labeling.current")}: {currentLabel ? <Tag color="blue">{currentLabel}</Tag> : <Tag>{t("labeling.none")}</Tag>}
           </Typography.Text>
         </div>
+        {suggestion && (
+          <div style={{ display: "flex", gap: 6, alignItems: "center", flexWrap: "wrap" }}>
+            <Tag icon={<BulbOutlined />} color="gold" style={{ borderStyle: "dashed", marginInlineEnd: 0 }} data-testid="suggestion-chip" title={suggestion.class_label}>
+              {t("labeling.suggested", { label: suggestion.class_label, percent: percent(suggestion.score) })}
+            </Tag>
+            {canEdit && (
+              <>
+                <Button size="small" type="primary" ghost onClick={accept} loading={acceptSuggestion.isPending}>
+                  <KeyBadge hotkey="↵" />
+                  {t("labeling.accept")}
+                </Button>
+                <Button
+                  size="small"
+                  type="text"
+                  onClick={() => rejectSuggestion.mutate({ sampleId: props.current.id, suggestionIds: [suggestion.id] }, { onError: (error) => history.reportLabelError(error) })}
+                  loading={rejectSuggestion.isPending}
+                >
+                  {t("labeling.reject")}
+                </Button>
+              </>
+            )}
+          </div>
+        )}
         <EditorOnly canEdit={canEdit}>
           <Space wrap size={[6, 6]} role="group" aria-label={t("detection.classes")}>
             {classes.map((c) => (

@@ -44,6 +44,8 @@ function sample(index: number): Sample {
     image_url: `/img/${index}.png`,
     etag: `etag-${index}`,
     no_objects: false,
+    suggestions: [],
+    uncertainty: null,
     annotations: [],
   };
 }
@@ -248,14 +250,17 @@ interface LabelPut {
  * A small labeling server: samples a, b, c (unlabeled), each PUT of a label answers the sample
  * with a new etag; `refuse` makes the next label PUT a 412.
  */
-function labelingApi(dataset: Dataset) {
+function labelingApi(dataset: Dataset, suggested = new Map<string, [string, number]>()) {
   const labels = new Map<string, string | null>([["a", null], ["b", null], ["c", null]]);
+  const accepts: LabelPut[] = [];
   const revisions = new Map<string, number>();
   const puts: LabelPut[] = [];
   const state = { refuse: false, listRequests: 0, hotkeyBodies: [] as unknown[], hotkeyAnswer: null as Response | null };
   const current = (id: string): Sample => {
     const label = labels.get(id) ?? null;
     const cls = dataset.class_labels.find((c) => c.id === label);
+    const offered = suggested.get(id);
+    const offeredClass = dataset.class_labels.find((c) => c.id === offered?.[0]);
     return {
       ...sample(0),
       id,
@@ -264,6 +269,10 @@ function labelingApi(dataset: Dataset) {
       image_url: `/img/${id}.png`,
       etag: `etag-${id}-${revisions.get(id) ?? 0}`,
       annotations: cls ? [{ id: `a-${id}`, kind: "class", class_label: cls.name, class_label_id: cls.id, x1: null, y1: null, x2: null, y2: null }] : [],
+      suggestions:
+        offered && offeredClass
+          ? [{ id: `s-${id}`, kind: "class", class_label: offeredClass.name, class_label_id: offeredClass.id, score: offered[1], x1: null, y1: null, x2: null, y2: null, model_version_id: "mv" }]
+          : [],
     };
   };
   const fetcher = async (request: Request) => {
@@ -284,6 +293,18 @@ function labelingApi(dataset: Dataset) {
         });
       }
       labels.set(id, body.class_label_id);
+      if (body.class_label_id !== null) suggested.delete(id); // a person's label replaces it
+      revisions.set(id, (revisions.get(id) ?? 0) + 1);
+      return json(200, current(id));
+    }
+    const accept = /\/samples\/(\w+)\/suggestions\/accept\/$/.exec(url.pathname);
+    if (request.method === "POST" && accept) {
+      const id = accept[1]!;
+      const body = (await request.json()) as { suggestion_ids: string[] };
+      const offered = suggested.get(id)!;
+      accepts.push({ sampleId: id, classLabelId: body.suggestion_ids.join(","), ifMatch: request.headers.get("If-Match") });
+      labels.set(id, offered[0]);
+      suggested.delete(id);
       revisions.set(id, (revisions.get(id) ?? 0) + 1);
       return json(200, current(id));
     }
@@ -299,11 +320,11 @@ function labelingApi(dataset: Dataset) {
     }
     return json(404, { error: { code: "not_found", message: url.pathname } });
   };
-  return { fetcher: fetcher as unknown as typeof globalThis.fetch, puts, state };
+  return { fetcher: fetcher as unknown as typeof globalThis.fetch, puts, accepts, state };
 }
 
-function renderLabeling(dataset: Dataset) {
-  const server = labelingApi(dataset);
+function renderLabeling(dataset: Dataset, suggested?: Map<string, [string, number]>) {
+  const server = labelingApi(dataset, suggested);
   renderRoutes(
     [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={dataset} /> }],
     `/projects/p1/datasets/${dataset.id}?tab=samples`,
@@ -521,5 +542,82 @@ describe("background images", () => {
     await waitFor(() => expect(queries.at(-1)).toEqual({ page: "1", page_size: "500", no_objects: "true" }));
     expect(router.state.location.search).toBe("?tab=samples&no_objects=1");
     await waitFor(() => expect(screen.queryByRole("button", { name: "2.png: unlabeled" })).not.toBeInTheDocument());
+  });
+});
+
+describe("a model's class suggestion", { timeout: 20_000 }, () => {
+  it("shows as a chip, Enter accepts it with If-Match, and Ctrl+Z takes the label back", async () => {
+    const { puts, accepts } = renderLabeling(DIGITS, new Map([["a", ["c7", 0.871]]]));
+    // on the thumbnail: the suggestion, not a label
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: 7? 87%" }));
+    expect(within(panel()).getByTestId("suggestion-chip")).toHaveTextContent("Suggested: 7 87%");
+    expect(within(panel()).getByText("Current label:", { exact: false })).toHaveTextContent("none");
+
+    await userEvent.keyboard("{Enter}");
+    await waitFor(() => expect(accepts).toEqual([{ sampleId: "a", classLabelId: "s-a", ifMatch: '"etag-a-0"' }]));
+    expect(await screen.findByText("Accepted: 7")).toBeInTheDocument();
+    expect(puts).toEqual([]); // accepted, not labeled by a key
+    await waitFor(() => expect(panel()).toHaveTextContent("b.png")); // moves on as a label does
+    expect(screen.getByRole("button", { name: "a.png: 7" })).toBeInTheDocument();
+
+    await userEvent.keyboard("{Control>}z{/Control}");
+    await waitFor(() => expect(puts).toEqual([{ sampleId: "a", classLabelId: null, ifMatch: '"etag-a-1"' }]));
+    await waitFor(() => expect(panel()).toHaveTextContent("a.png"));
+  });
+
+  it("gives way to a class key: the person's label replaces the suggestion", async () => {
+    const { puts, accepts } = renderLabeling(DIGITS, new Map([["a", ["c7", 0.6]]]));
+    await userEvent.click(await screen.findByRole("button", { name: "a.png: 7? 60%" }));
+    await userEvent.keyboard("2");
+    await waitFor(() => expect(puts).toEqual([{ sampleId: "a", classLabelId: "c2", ifMatch: '"etag-a-0"' }]));
+    expect(accepts).toEqual([]);
+    expect(await screen.findByRole("button", { name: "a.png: 2" })).toBeInTheDocument();
+  });
+});
+
+describe("after pre-labeling", () => {
+  it("sorts most uncertain first by default, draws suggested boxes dashed, and keeps another order chosen", async () => {
+    const street = {
+      id: "d6",
+      name: "street",
+      task_type: "object_detection",
+      sample_count: 1,
+      suggested_samples: 1,
+      class_labels: [{ id: "car", name: "car", position: 0, hotkey: "" }],
+    } as Dataset;
+    const suggested: Sample = {
+      ...sample(1),
+      width: 320,
+      height: 240,
+      uncertainty: 0.4,
+      annotations: [{ id: "b1", kind: "box", class_label: "car", class_label_id: "car", x1: 40, y1: 120, x2: 160, y2: 190 }],
+      suggestions: [{ id: "g1", kind: "box", class_label: "car", class_label_id: "car", score: 0.6, x1: 200, y1: 20, x2: 300, y2: 100, model_version_id: "m" }],
+    };
+    const queries: Record<string, string>[] = [];
+    const fetcher = (async (request: Request) => {
+      const url = new URL(request.url);
+      if (url.pathname.endsWith("/versions/")) return json(200, []);
+      if (!url.pathname.endsWith("/samples/")) return json(404, { error: { code: "not_found", message: url.pathname } });
+      queries.push(Object.fromEntries(url.searchParams));
+      return json(200, { count: 1, next: null, previous: null, results: [suggested] });
+    }) as unknown as typeof globalThis.fetch;
+    const { router } = renderRoutes(
+      [{ path: "/projects/:projectId/datasets/:datasetId", element: <SampleGallery projectId="p1" dataset={street} /> }],
+      "/projects/p1/datasets/d6?tab=samples",
+      fetcher,
+    );
+    const thumbnail = await screen.findByRole("button", { name: "1.png: 1 box" });
+    expect(queries[0]).toEqual({ page: "1", page_size: "500", ordering: "-uncertainty" });
+    const rects = [...within(thumbnail).getByTestId("thumbnail-boxes").querySelectorAll("rect")];
+    // the person's box solid, the model's dashed (data-suggested, drawn with a dash array)
+    expect(rects.map((r) => [r.getAttribute("x"), r.getAttribute("data-suggested")])).toEqual([
+      ["40", null],
+      ["200", "true"],
+    ]);
+
+    fireEvent.mouseDown(screen.getByRole("combobox", { name: "Sort" }));
+    fireEvent.click(await screen.findByTitle("Oldest first"));
+    await waitFor(() => expect(queries.at(-1)).toEqual({ page: "1", page_size: "500" }));
+    expect(router.state.location.search).toBe("?tab=samples&order=oldest");
   });
 });

@@ -1,6 +1,6 @@
 // The sample gallery: a virtualized thumbnail grid (SampleGrid) over the dataset's samples, loaded
 // page after page as the grid scrolls; filters by label or unlabeled and by a dataset version's
-// split, kept in the URL; a selection for bulk labeling; the labeling panel (classification) or
+// split, and the order (most uncertain first once a model pre-labeled the dataset), kept in the URL; a selection for bulk labeling; the labeling panel (classification) or
 // drawer (detection); the undo history of classification labels (useLabelHistory), bulk ones too.
 import { App, Button, Checkbox, Dropdown, Empty, Select, Space, Spin, Typography } from "antd";
 import { useCallback, useMemo, useState } from "react";
@@ -20,6 +20,7 @@ import { classLabelIdOf, nextUnlabeledId } from "./labeling";
 import { UndoRedoButtons } from "./LabelingControls";
 import { LabelingPanel, type LabelingPanelProps } from "./LabelingPanel";
 import { SampleGrid } from "./SampleGrid";
+import { effectiveOrder, type SampleOrder } from "./suggestions";
 import { useLabelHistory } from "./useLabelHistory";
 
 const UNLABELED = "\u0000unlabeled";
@@ -30,7 +31,9 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
   const { t } = useTranslation();
   const { message } = App.useApp();
   const [params, setParams] = useSearchParams();
-  const filter = filterFromParams(params);
+  const chosen = filterFromParams(params);
+  // the order shown: the one chosen, else most uncertain first when a model left suggestions
+  const filter = { ...chosen, order: effectiveOrder(chosen.order, dataset) };
   const filterKey = JSON.stringify(filter);
   const [currentId, setCurrentId] = useState<string | null>(null);
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -158,6 +161,16 @@ export function SampleGallery({ projectId, dataset }: { projectId: string; datas
             placeholder={t("gallery.split")}
             style={{ minWidth: 130 }}
             options={SPLITS.map((split) => ({ value: split, label: t(`versions.splits.${split}`) }))}
+          />
+          <Select
+            aria-label={t("gallery.sort")}
+            value={filter.order}
+            onChange={(order: SampleOrder) => changeFilter({ order })}
+            style={{ minWidth: 170 }}
+            options={[
+              { value: "oldest", label: t("gallery.oldest") },
+              { value: "uncertainty", label: t("gallery.uncertain") },
+            ]}
           />
           {count !== undefined && <Typography.Text type="secondary">{t("gallery.total", { count })}</Typography.Text>}
         </Space>

@@ -10,6 +10,7 @@ import { useTranslation } from "react-i18next";
 import type { Sample } from "../../api/queries/datasets";
 import { boxCountOf, classLabelOf } from "./labeling";
 import styles from "./SampleGrid.module.css";
+import { classSuggestionOf, percent } from "./suggestions";
 
 // px; GAP and THUMB_HEIGHT are also in SampleGrid.module.css
 const CELL_MIN_WIDTH = 104;
@@ -79,6 +80,7 @@ export function SampleGrid(props: {
 
   const unlabeledText = t("gallery.unlabeledTag");
   const noObjectsText = t("gallery.noObjectsTag");
+  const suggestedText = useCallback((label: string, score: number) => t("gallery.suggestedTag", { label, percent: percent(score) }), [t]);
   const boxesText = useCallback((count: number) => t("detection.boxes", { count }), [t]);
   return (
     <div
@@ -104,6 +106,7 @@ export function SampleGrid(props: {
                   onClick={props.onClick}
                   unlabeledText={unlabeledText}
                   noObjectsText={noObjectsText}
+                  suggestedText={suggestedText}
                   boxesText={boxesText}
                   colourOfClass={props.colourOfClass}
                 />
@@ -137,6 +140,7 @@ const Thumbnail = memo(function Thumbnail(props: {
   onClick: (sampleId: string) => void;
   unlabeledText: string;
   noObjectsText: string;
+  suggestedText: (label: string, score: number) => string;
   boxesText: (count: number) => string;
   colourOfClass: ((classLabelId: string) => string) | undefined;
 }) {
@@ -157,9 +161,21 @@ const Thumbnail = memo(function Thumbnail(props: {
   }, [url]);
   const label = classLabelOf(sample);
   const boxes = boxCountOf(sample);
+  // a model's class suggestion of an unlabeled sample: "cat? 87%", dashed (not a label)
+  const suggestion = label === null ? classSuggestionOf(sample) : null;
+  const suggestedBoxes = sample.suggestions.some((s) => s.kind === "box");
   // a detection sample with boxes is labeled: "street.png: 2 boxes"; so is one checked "no
   // objects" (a background image)
-  const text = label ?? (boxes > 0 ? props.boxesText(boxes) : sample.no_objects ? props.noObjectsText : props.unlabeledText);
+  const text =
+    label ??
+    (boxes > 0
+      ? props.boxesText(boxes)
+      : sample.no_objects
+        ? props.noObjectsText
+        : suggestion
+          ? props.suggestedText(suggestion.class_label, suggestion.score)
+          : props.unlabeledText);
+  const tagClass = label !== null || sample.no_objects ? `${styles.tag} ${styles.label}` : suggestion ? `${styles.tag} ${styles.suggested}` : styles.tag;
   return (
     <button
       type="button"
@@ -180,8 +196,8 @@ const Thumbnail = memo(function Thumbnail(props: {
         height={92}
         className={sample.width < 92 ? `${styles.image} ${styles.pixelated}` : styles.image}
       />
-      {boxes > 0 && <ThumbnailBoxes sample={sample} colourOfClass={props.colourOfClass} />}
-      <span className={label !== null || sample.no_objects ? `${styles.tag} ${styles.label}` : styles.tag}>
+      {(boxes > 0 || suggestedBoxes) && <ThumbnailBoxes sample={sample} colourOfClass={props.colourOfClass} />}
+      <span className={tagClass}>
         {text}
       </span>
     </button>
@@ -194,15 +210,28 @@ const MAX_THUMBNAIL_BOXES = 50;
 /**
  * A detection sample's boxes over its thumbnail: one SVG whose viewBox is the image in px, laid
  * exactly over the 92 x 92 image; "meet" places the viewBox as `object-fit: contain` places the
- * image, so the boxes land where they are on the image. Strokes stay 1.5 CSS px at any scale.
+ * image, so the boxes land where they are on the image. Strokes stay 1.5 CSS px at any scale. A
+ * model's suggested boxes (not labels) are drawn dashed.
  */
 function ThumbnailBoxes({ sample, colourOfClass }: { sample: Sample; colourOfClass: ((classLabelId: string) => string) | undefined }) {
   const rects = [];
-  for (const a of sample.annotations) {
+  for (const [a, suggested] of [
+    ...sample.annotations.map((a) => [a, false] as const),
+    ...sample.suggestions.map((s) => [s, true] as const),
+  ]) {
     if (rects.length >= MAX_THUMBNAIL_BOXES) break;
     if (a.kind !== "box" || a.x1 == null || a.y1 == null || a.x2 == null || a.y2 == null) continue;
     rects.push(
-      <rect key={a.id} x={a.x1} y={a.y1} width={a.x2 - a.x1} height={a.y2 - a.y1} stroke={colourOfClass?.(a.class_label_id) ?? "#1677ff"} />,
+      <rect
+        key={a.id}
+        x={a.x1}
+        y={a.y1}
+        width={a.x2 - a.x1}
+        height={a.y2 - a.y1}
+        stroke={colourOfClass?.(a.class_label_id) ?? "#1677ff"}
+        className={suggested ? styles.suggested : undefined}
+        data-suggested={suggested || undefined}
+      />,
     );
   }
   return (

@@ -16,6 +16,8 @@ function sample(id: string, label: string | null): Sample {
     image_url: `/img/${id}`,
     etag: `etag-${id}`,
     no_objects: false,
+    suggestions: [],
+    uncertainty: null,
     annotations: label
       ? [{ id: `a-${id}`, kind: "class", class_label: label, class_label_id: "c", x1: null, y1: null, x2: null, y2: null }]
       : [],

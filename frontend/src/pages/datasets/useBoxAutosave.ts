@@ -21,6 +21,7 @@ export const SAVE_DELAY_MS = 400;
 interface Pending {
   boxes: ApiBox[];
   noObjects: boolean;
+  resolvedSuggestionIds: string[];
 }
 
 export type SaveStatus = "idle" | "pending" | "saving" | "saved" | "error";
@@ -34,8 +35,12 @@ export interface BoxAutosave {
   stale: boolean;
   /** The etag the sample's boxes were read with, unless a save of this panel answered a newer one. */
   base: (sampleId: string, etag: string) => void;
-  /** Queues the sample's whole box list (`noObjects`: none, checked); sent SAVE_DELAY_MS after the last call. */
-  schedule: (sampleId: string, boxes: ApiBox[], noObjects?: boolean) => void;
+  /**
+   * Queues the sample's whole box list (`noObjects`: none, checked; `resolvedSuggestionIds`: the
+   * model's suggestions taken in or rejected, deleted with the write); sent SAVE_DELAY_MS after
+   * the last call.
+   */
+  schedule: (sampleId: string, boxes: ApiBox[], noObjects?: boolean, resolvedSuggestionIds?: string[]) => void;
   /** Sends what is queued now; resolves when every queued list has been answered. */
   flush: () => Promise<void>;
   /** Drops the sample's queued list and starts again from the boxes stored under `etag` (a reload). */
@@ -67,7 +72,7 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
       let failed: string | null = null;
       for (const [sampleId, list] of batch) {
         try {
-          const saved = await putSampleBoxes(projectId, sampleId, list.boxes, etags.current.get(sampleId), list.noObjects);
+          const saved = await putSampleBoxes(projectId, sampleId, list.boxes, etags.current.get(sampleId), list.noObjects, list.resolvedSuggestionIds);
           etags.current.set(sampleId, saved.etag);
           replaceCachedSample(queryClient, projectId, datasetId, saved);
         } catch (e) {
@@ -94,8 +99,8 @@ export function useBoxAutosave(projectId: string, datasetId: string, delayMs = S
   }, [queryClient, projectId, datasetId]);
 
   const schedule = useCallback(
-    (sampleId: string, boxes: ApiBox[], noObjects = false) => {
-      pending.current.set(sampleId, { boxes, noObjects });
+    (sampleId: string, boxes: ApiBox[], noObjects = false, resolvedSuggestionIds: string[] = []) => {
+      pending.current.set(sampleId, { boxes, noObjects, resolvedSuggestionIds });
       setStatus("pending");
       if (timer.current !== null) clearTimeout(timer.current);
       timer.current = setTimeout(() => void flush(), delayMs);
