@@ -3,9 +3,10 @@ box annotations of the stored samples, and the import report says what happened 
 
 The report's ``detection`` part (docs/contracts.md, "Detection dataset formats"): ``formats``
 read, ``images`` imported from zips, ``boxes`` stored, ``background_images`` (imported as
-"checked: no objects", :func:`is_background`), ``classes`` ([{"name", "boxes"}] in class order), ``clipped_boxes``, and the lists
-``skipped_annotations``, ``missing_images``, ``unannotated_images`` ({"name", "reason"}),
-``warnings`` (text), ``source`` (the ``sampan.json`` of a Sampan export, or null).
+"checked: no objects", :func:`is_background`), ``classes`` ([{"name", "boxes"}] in class
+order), ``clipped_boxes``, and the lists ``skipped_annotations``, ``missing_images``,
+``unannotated_images`` ({"name", "reason"}), ``warnings`` (text), ``source`` (the
+``sampan.json`` of a Sampan export, or null).
 """
 
 from __future__ import annotations

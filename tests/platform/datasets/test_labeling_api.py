@@ -28,7 +28,8 @@ def _street(project: Any, n: int) -> Any:
         labels=["car", "person"], manifest={}, package_dir="models/x", model_sha256="0" * 64,
         model_size=1)
     for i in range(n):
-        sample = Sample.objects.create(dataset=dataset, content_sha256=f"{n:04d}{i:06d}".ljust(64, "f"),
+        sample = Sample.objects.create(dataset=dataset,
+                                       content_sha256=f"{n:04d}{i:06d}".ljust(64, "f"),
                                        file=f"samples/{n}-{i}.png", original_name=f"{i}.png",
                                        width=320, height=240)
         Annotation.objects.bulk_create([
