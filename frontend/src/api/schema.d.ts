@@ -1615,7 +1615,7 @@ export interface components {
             created_at: string;
             /**
              * Format: double
-             * @description Shortest training budget accepted for this version, whole seconds (15 + 0.01 per image + 1.5e-8 per pixel, rounded up).
+             * @description Shortest training budget accepted for this version, whole seconds (15, or 60 for object detection, + 0.01 per image + 1.5e-8 per pixel, rounded up).
              */
             readonly min_budget_s: number;
         };
