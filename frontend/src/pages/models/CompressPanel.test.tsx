@@ -131,6 +131,24 @@ describe("Compress for a device", () => {
     expect(within(from).getByTestId("picked-latency")).toHaveTextContent("Picked at 4.20 ms p50 / 6.10 ms p99 on camera-1");
   }, 30_000);
 
+  it("an object detector's card says compression is not available yet, with no button to press", async () => {
+    const detector = {
+      ...version, task_type: "object_detection", labels: ["cat", "dog"],
+      metrics: { evaluated_on: "test", val_map50: 0.62, val_map: 0.4, test_map50: 0.58, test_map: 0.35, score_threshold: 0.3 },
+    };
+    const state: State = { posted: [], answer: [400, { error: { code: "validation_failed", message: "compressing object_detection models is not available yet" } }] };
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state, detector) as unknown as typeof globalThis.fetch);
+    const card = await screen.findByTestId("compress-card", {}, { timeout: 5000 });
+    expect(within(card).getByText("Compress for a device")).toBeInTheDocument();
+    expect(within(card).getByTestId("compress-unavailable")).toHaveTextContent(
+      "Compressing object detection models is not available yet: only image classifiers can be compressed for a device for now.",
+    );
+    expect(screen.queryByTestId("compress-button")).toBeNull();
+    expect(within(card).queryByRole("button")).toBeNull();
+    expect(screen.queryByTestId("compression-jobs")).toBeNull();
+    expect(state.posted).toEqual([]);
+  }, 30_000);
+
   it("a float version has no such line", async () => {
     const state: State = { posted: [], answer: [201, job] };
     renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state) as unknown as typeof globalThis.fetch);

@@ -28,6 +28,7 @@ import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatMs } from "../compression/candidates";
 import { DeviceStatusBadge } from "../devices/DeploymentStateTag";
+import { isDetectionTask } from "./headlineMetric";
 
 /** The "no device" choice of the select (the API takes null). */
 export const WORKER_CHOICE = "";
@@ -44,8 +45,25 @@ function runtimeOf(device: Device): { onnxruntime?: string } {
   return (device.runtime && typeof device.runtime === "object" ? device.runtime : {}) as { onnxruntime?: string };
 }
 
-/** The version's compression jobs and the button that opens the form. */
+/**
+ * The version's compression jobs and the button that opens the form. An object detector cannot be
+ * compressed yet (the API answers 400): its card says so, with no button that would only fail.
+ */
 export function CompressCard({ projectId, version }: { projectId: string; version: ModelVersion }) {
+  const { t } = useTranslation();
+  if (isDetectionTask(version.task_type)) {
+    return (
+      <Card size="small" title={t("compression.card")} data-testid="compress-card">
+        <Typography.Paragraph type="secondary" style={{ marginBottom: 0 }} data-testid="compress-unavailable">
+          {t("compression.unavailableDetection")}
+        </Typography.Paragraph>
+      </Card>
+    );
+  }
+  return <CompressJobsCard projectId={projectId} version={version} />;
+}
+
+function CompressJobsCard({ projectId, version }: { projectId: string; version: ModelVersion }) {
   const { t } = useTranslation();
   const [open, setOpen] = useState(false);
   const canEdit = useCanEdit(projectId);
@@ -55,6 +73,7 @@ export function CompressCard({ projectId, version }: { projectId: string; versio
     <Card
       size="small"
       title={t("compression.card")}
+      data-testid="compress-card"
       extra={
         <EditorOnly canEdit={canEdit}>
           <Button icon={<CompressOutlined />} onClick={() => setOpen(true)} disabled={!canEdit} data-testid="compress-button">

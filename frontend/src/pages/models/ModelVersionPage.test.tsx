@@ -66,6 +66,22 @@ describe("ModelVersionPage figures", () => {
     expect(await screen.findByText("Accuracy (validation)")).toBeInTheDocument();
     expect(screen.getByText("90.0%")).toBeInTheDocument();
   });
+
+  it("an object detector shows its mAP@0.5 and mAP@0.5:0.95 on the split evaluated, not accuracy", async () => {
+    const detector = {
+      ...version, task_type: "object_detection", labels: ["cat", "dog"],
+      metrics: { evaluated_on: "test", val_map50: 0.7, val_map: 0.5, test_map50: 0.58, test_map: 0.35, score_threshold: 0.3, best_step: 160 },
+    };
+    const fetcher = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/model-versions/mv1/") ? json(200, detector) : json(200, []);
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByText("mAP@0.5 (test)")).toBeInTheDocument();
+    expect(screen.getByTestId("headline-metric")).toHaveTextContent("58.0%");
+    expect(screen.getByText("mAP@0.5:0.95 (test)")).toBeInTheDocument();
+    expect(screen.getByTestId("secondary-metric")).toHaveTextContent("35.0%");
+    expect(screen.queryByText(/^Accuracy/)).toBeNull();
+    expect(screen.queryByText("70.0%")).toBeNull();
+  });
 });
 
 describe("ModelVersionPage deploy", () => {

@@ -6,7 +6,7 @@ import { Breadcrumb, Button, Descriptions, Skeleton, Space, Statistic, Table, Ta
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
-import { headlineAccuracy, metricsOf, useModelVersion } from "../../api/queries/training";
+import { useModelVersion } from "../../api/queries/training";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
@@ -14,6 +14,7 @@ import { formatBytes, formatDate } from "../../format";
 import { CompressCard, CompressedFrom } from "./CompressPanel";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
 import { defaultScoreThreshold } from "./detections";
+import { headlineMetric, metricNames, percent } from "./headlineMetric";
 import { TryItCard } from "./TryItCard";
 
 interface FileRow {
@@ -29,17 +30,16 @@ export function ModelVersionPage() {
   if (version.isError) return <ErrorAlert error={version.error} onRetry={() => void version.refetch()} />;
   if (!version.data) return <Skeleton active />;
   const v = version.data;
-  const metrics = (v.metrics && typeof v.metrics === "object" ? v.metrics : {}) as Record<string, unknown>;
   const files: FileRow[] = Object.entries(v.files).map(([name, info]) => ({
     name,
     ...(info && typeof info === "object" ? (info as Omit<FileRow, "name">) : {}),
   }));
   // the figures of the split the report was computed on: test when the version had one (never
   // used to choose the model), else validation; the split is named beside them, and the classes
-  // it held no image of
-  const headline = headlineAccuracy(metricsOf({ metrics }));
-  const acc = headline?.accuracy ?? null;
-  const f1 = headline?.macroF1 ?? null;
+  // it held no image of. A classifier's accuracy and macro-F1, a detector's mAP@0.5 and
+  // mAP@0.5:0.95.
+  const headline = headlineMetric(v);
+  const names = metricNames(v.task_type);
   const split = t(`training.splitShort.${headline?.split ?? "val"}`);
 
   return (
@@ -61,8 +61,12 @@ export function ModelVersionPage() {
         </Space>
       </Space>
       <Space size="large" wrap>
-        {acc !== null && <Statistic title={`${t("report.accuracy")} (${split})`} value={`${(100 * acc).toFixed(1)}%`} />}
-        {f1 !== null && <Statistic title={`${t("report.macroF1")} (${split})`} value={`${(100 * f1).toFixed(1)}%`} />}
+        {headline && (
+          <Statistic title={`${t(names.nameKey)} (${split})`} value={percent(headline.value)} data-testid="headline-metric" />
+        )}
+        {headline && headline.secondary !== null && (
+          <Statistic title={`${t(names.secondaryKey)} (${split})`} value={percent(headline.secondary)} data-testid="secondary-metric" />
+        )}
         {headline && <NotEvaluatedTag headline={headline} />}
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />

@@ -4,16 +4,17 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useModels, useModelVersions, type Model } from "../../api/queries/models";
-import { headlineAccuracy, metricsOf, type ModelVersion } from "../../api/queries/training";
+import type { ModelVersion } from "../../api/queries/training";
 import { ErrorAlert } from "../../components/errors";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { formatBytes, formatDate } from "../../format";
-
-const percent = (value: number | null) => (value === null ? "—" : `${(100 * value).toFixed(1)}%`);
+import { headlineMetric, metricNames, percent } from "./headlineMetric";
 
 function ModelVersionsTable({ projectId, model }: { projectId: string; model: Model }) {
   const { t } = useTranslation();
   const versions = useModelVersions(projectId, model.id);
+  // a model has one task: its columns name that task's figures (accuracy, or a detector's mAP)
+  const names = metricNames(model.task_type);
   if (versions.isError) return <ErrorAlert error={versions.error} onRetry={() => void versions.refetch()} />;
   const rows = [...(versions.data ?? [])].sort((a, b) => b.version - a.version);
   return (
@@ -33,14 +34,14 @@ function ModelVersionsTable({ projectId, model }: { projectId: string; model: Mo
         },
         // the figures of the split the report used (test unless the version had none), named
         {
-          title: t("report.accuracy"),
+          title: t(names.nameKey),
           key: "acc",
           render: (_, v) => {
-            const headline = headlineAccuracy(metricsOf(v));
+            const headline = headlineMetric(v);
             if (!headline) return "—";
             return (
-              <span data-testid="version-accuracy">
-                {percent(headline.accuracy)}{" "}
+              <span data-testid="version-accuracy" title={t(headline.labelKey)}>
+                {percent(headline.value)}{" "}
                 <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                   {t(`training.splitShort.${headline.split}`)}
                 </Typography.Text>
@@ -49,7 +50,7 @@ function ModelVersionsTable({ projectId, model }: { projectId: string; model: Mo
             );
           },
         },
-        { title: t("report.macroF1"), key: "f1", render: (_, v) => percent(headlineAccuracy(metricsOf(v))?.macroF1 ?? null) },
+        { title: t(names.secondaryKey), key: "f1", render: (_, v) => percent(headlineMetric(v)?.secondary ?? null) },
         {
           title: t("models.pretrained"),
           dataIndex: "pretrained",

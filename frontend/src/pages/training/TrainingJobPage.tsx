@@ -9,7 +9,7 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
-import { headlineAccuracy, metricsOf, recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
+import { recipeOf, trainingKeys, useCancelTraining, useModelVersion, useTrainingJob, type TrainingJob } from "../../api/queries/training";
 import { Chart } from "../../components/charts/Chart";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
@@ -19,6 +19,7 @@ import { curvesOption, validationMetric, validationValue } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
 import { augmentationWhyText, elapsedOf, outputLayerOnly, percentText, phaseName, resolutionWhyText, stageName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
+import { headlineMetric } from "../models/headlineMetric";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 
 export function TrainingJobPage() {
@@ -120,9 +121,10 @@ export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; b
   const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics);
   const keptEntry = kept >= 0 && validationValue(live.history[kept]) !== undefined ? live.history[kept] : undefined;
   const validation = keptEntry ?? lastValidation(live);
-  // once done and evaluated on the test split: the test accuracy (of the model kept), said so
-  const test = metrics === undefined || detector ? null : headlineAccuracy(metricsOf({ metrics }));
-  const testMap50 = metrics !== undefined && detector ? testMap50Of(metrics) : null;
+  // once done and evaluated on the test split: the test accuracy or mAP@0.5 (of the model kept),
+  // said so; before that, the newest validation figure
+  const final = metrics === undefined ? null : headlineMetric({ task_type: detector ? "object_detection" : "image_classification", metrics });
+  const test = final?.split === "test" ? final : null;
   const training = p.phase === "head" || p.phase === "finetune" || p.phase === "train";
   const timeLeft = terminal
     ? "—"
@@ -159,8 +161,8 @@ export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; b
         </div>
         {detector ? (
           <div>
-            {testMap50 !== null ? (
-              <Statistic title={t("training.testMap50")} value={percentText(testMap50)} data-testid="test-map50" />
+            {test !== null ? (
+              <Statistic title={t(test.labelKey)} value={percentText(test.value)} data-testid="test-map50" />
             ) : (
               <Statistic
                 title={t("training.valMap50")}
@@ -174,9 +176,9 @@ export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; b
           </div>
         ) : (
         <div>
-          {test?.split === "test" ? (
+          {test !== null ? (
             <>
-              <Statistic title={t("training.testAccuracy")} value={percentText(test.accuracy)} data-testid="test-accuracy" />
+              <Statistic title={t(test.labelKey)} value={percentText(test.value)} data-testid="test-accuracy" />
               <NotEvaluatedTag headline={test} />
             </>
           ) : (
@@ -332,12 +334,6 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
       )}
     </Card>
   );
-}
-
-/** An object detector's mAP@0.5 on the test split, when the job evaluated on one. */
-function testMap50Of(metrics: unknown): number | null {
-  const m = metricsOf({ metrics });
-  return m.evaluated_on === "test" && typeof m.test_map50 === "number" ? m.test_map50 : null;
 }
 
 function CancelButton({ projectId, jobId }: { projectId: string; jobId: string }) {

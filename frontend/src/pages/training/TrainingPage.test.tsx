@@ -164,5 +164,33 @@ describe("TrainingPage", () => {
     expect(cells.map((c) => c.textContent)).toEqual(["91.2% test", "90.0% validation", "80.0% validation"]);
     expect(cells[0]).toHaveAttribute("title", "Test accuracy");
     expect(within(screen.getByTestId("training-jobs")).queryByText("Validation accuracy")).toBeNull();
+    expect(within(screen.getByTestId("training-jobs")).getByRole("columnheader", { name: "Accuracy" })).toBeInTheDocument();
+  });
+
+  it("shows a detector's mAP@0.5, never an empty cell, and names it beside classifiers' accuracy", async () => {
+    const job = (id: string, task_type: string, metrics: unknown) => ({
+      id, task_type, status: "SUCCEEDED", model_name: id, budget_s: 120, created_at: "2026-11-29T00:00:00Z", metrics,
+    });
+    const jobs = [
+      job("det-test", "object_detection", { evaluated_on: "test", val_map50: 0.62, val_map: 0.4, test_map50: 0.58, test_map: 0.35, score_threshold: 0.3 }),
+      job("det-val", "object_detection", { evaluated_on: "val", val_map50: 0.62, val_map: 0.4, score_threshold: 0.3 }),
+      job("cls-test", "image_classification", { evaluated_on: "test", val_accuracy: 0.95, test_accuracy: 0.912 }),
+    ];
+    renderRoutes(routes, "/projects/p1/training", api([], jobs) as unknown as typeof globalThis.fetch);
+    const cells = await screen.findAllByTestId("job-accuracy");
+    expect(cells.map((c) => c.textContent)).toEqual(["58.0% mAP@0.5, test", "62.0% mAP@0.5, validation", "91.2% test"]);
+    expect(cells.map((c) => c.getAttribute("title"))).toEqual(["Test mAP@0.5", "Validation mAP@0.5", "Test accuracy"]);
+    expect(within(screen.getByTestId("training-jobs")).getByRole("columnheader", { name: "Accuracy / mAP@0.5" })).toBeInTheDocument();
+  });
+
+  it("a page of detectors only: the column is mAP@0.5", async () => {
+    const jobs = [
+      { id: "det-1", task_type: "object_detection", status: "SUCCEEDED", model_name: "boxes", budget_s: 120, created_at: "2026-11-29T00:00:00Z", metrics: { evaluated_on: "test", val_map50: 0.62, test_map50: 0.58 } },
+      { id: "det-2", task_type: "object_detection", status: "RUNNING", model_name: "boxes", budget_s: 120, created_at: "2026-11-29T00:00:00Z", metrics: {} },
+    ];
+    renderRoutes(routes, "/projects/p1/training", api([], jobs) as unknown as typeof globalThis.fetch);
+    const cells = await screen.findAllByTestId("job-accuracy");
+    expect(cells.map((c) => c.textContent)).toEqual(["58.0% test"]);
+    expect(within(screen.getByTestId("training-jobs")).getByRole("columnheader", { name: "mAP@0.5" })).toBeInTheDocument();
   });
 });

@@ -10,8 +10,6 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { useCanEdit } from "../../api/queries/projects";
 import { useDatasets } from "../../api/queries/datasets";
 import {
-  headlineAccuracy,
-  metricsOf,
   useStartTraining,
   useTrainingJobs,
   type Augmentation,
@@ -26,6 +24,7 @@ import { formatDate } from "../../format";
 import { formatDuration } from "./jobState";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
+import { headlineMetric, isDetectionTask, percent } from "../models/headlineMetric";
 import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./WizardOptions";
 
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
@@ -324,6 +323,15 @@ function TrainingJobsTable() {
   const jobs = useTrainingJobs(projectId, page, pageSize);
 
   if (jobs.isError) return <ErrorAlert error={jobs.error} onRetry={() => void jobs.refetch()} />;
+  // classifiers are judged by accuracy, detectors by mAP@0.5: the column says which this page
+  // holds, and when it holds both each detector's figure says it is an mAP
+  const detectors = (jobs.data?.results ?? []).map((job) => isDetectionTask(job.task_type));
+  const mixed = detectors.includes(true) && detectors.includes(false);
+  const columnTitle = !detectors.includes(true)
+    ? t("training.accuracyColumn")
+    : mixed
+      ? t("training.accuracyOrMapColumn")
+      : t("report.detection.map50");
   return (
     <Card size="small" title={t("training.jobs")}>
       <Table<TrainingJob>
@@ -350,15 +358,17 @@ function TrainingJobsTable() {
           { title: t("training.budget"), dataIndex: "budget_s", render: (s: number) => formatDuration(s) },
           {
             // on the test split when the report used it, else on validation: each row says which
-            title: t("training.accuracyColumn"),
+            title: columnTitle,
             render: (_, job) => {
-              const headline = headlineAccuracy(metricsOf(job));
+              const headline = headlineMetric(job);
               if (!headline) return "";
               return (
-                <span data-testid="job-accuracy" title={t(headline.split === "test" ? "training.testAccuracy" : "training.valAccuracy")}>
-                  {`${(100 * headline.accuracy).toFixed(1)}%`}{" "}
+                <span data-testid="job-accuracy" title={t(headline.labelKey)}>
+                  {percent(headline.value)}{" "}
                   <Typography.Text type="secondary" style={{ fontSize: 12 }}>
-                    {t(`training.splitShort.${headline.split}`)}
+                    {mixed && headline.kind === "map50"
+                      ? t("training.mapSplitShort", { split: t(`training.splitShort.${headline.split}`) })
+                      : t(`training.splitShort.${headline.split}`)}
                   </Typography.Text>
                   <NotEvaluatedTag headline={headline} />
                 </span>
