@@ -222,3 +222,30 @@ def test_training_on_real_trees_within_budget(tmp_path: Path, torch_home_with_we
         result.metrics["score_threshold"]
     assert json.dumps(result.report)  # JSON-serialisable as stored
     assert math.isfinite(result.report["map"])
+
+
+def test_large_images_with_small_objects_train_and_answer_in_tiles(tmp_path: Path) -> None:
+    """1100 x 900 images with 14-22 px objects: the run works on 256 px tiles (training
+    windows, tiled evaluation and a tiled parity check) and the manifest's settings tell the
+    device to tile the same way."""
+    from workers.ml.detection.train import DetectRequest, train_detector
+
+    rng = np.random.default_rng(0)
+    samples = []
+    for index in range(8):
+        squares = []
+        for _ in range(12):
+            side = int(rng.integers(14, 23))
+            x, y = int(rng.integers(0, 1100 - side)), int(rng.integers(0, 900 - side))
+            squares.append((x, y, x + side, y + side))
+        path = _image(tmp_path / f"{index}.png", (1100, 900), squares)
+        samples.append(BoxSample(path, tuple(s + (0,) for s in squares), str(index)))
+    result = train_detector(DetectRequest(train=samples[:6], val=samples[6:], labels=["dot"],
+                                          out_dir=tmp_path / "out", budget_s=75.0,
+                                          input_size=256, pretrained=False))
+    assert result.recipe["tile"] == {"size": 256, "overlap": 0.2}, result.recipe["geometry"]
+    settings = DetectionSettings.from_dict(result.detection)
+    assert settings.tile is not None and settings.tile.size == 256
+    assert result.parity["passed"] and result.parity["images"] == 2 * 4, result.parity
+    assert result.report["split"] == "val" and result.report["n"] == 2
+    assert result.elapsed_s <= 75.0 * 1.15, result.recipe

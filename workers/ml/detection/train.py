@@ -69,7 +69,7 @@ class DetectRequest:
     input_size: int | None = None
     vertical_flips: bool = False
     pretrained: bool | None = None
-    lr: float = 2e-3
+    lr: float = 5e-3
 
 
 @dataclass
@@ -175,6 +175,30 @@ def _results(run: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
         results.append(ImageResult(sample_id, image.width, image.height, true[keep],
                                    classes[keep], found.boxes, found.scores, found.classes))
     return results
+
+
+def _parity_batches(data: DetectionData, geometry: Geometry, preprocessing: Preprocessing
+                    ) -> list[np.ndarray]:
+    """The model inputs of the validation images as the device makes them: each letterboxed
+    image, or with tiling each image's first 4 windows (:func:`edge_agent.detection.
+    tile_windows`) letterboxed. (1, 3, S, S) float32 each."""
+    from PIL import Image
+
+    from edge_agent.detection import tile_windows
+    from edge_agent.imaging import preprocess
+
+    batches = []
+    for image in data.images:
+        pixels = image.permute(1, 2, 0).numpy()
+        if geometry.tile is None:
+            crops = [pixels]
+        else:
+            height, width = pixels.shape[:2]
+            crops = [pixels[y0:y1, x0:x1]
+                     for x0, y0, x1, y1 in tile_windows(width, height, geometry.tile)[:4]]
+        batches += [preprocess(Image.fromarray(np.ascontiguousarray(c)), preprocessing)[None]
+                    for c in crops]
+    return batches
 
 
 def _torch_runner(graph: ExportedDetector) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -346,12 +370,7 @@ def train_detector(request: DetectRequest, *,
     serving = DetectionSettings(score_threshold=threshold, tile=geometry.tile)
     onnx_path = out_dir / "model.onnx"
     export = export_detector(graph, onnx_path, size)
-    batches = [((val.images[i].float().numpy() / 255.0 - np.asarray(preprocessing.mean,
-                                                                    np.float32)[:, None, None])
-                / np.asarray(preprocessing.std, np.float32)[:, None, None])[None]
-               .astype(np.float32) for i in range(len(val))
-               if geometry.tile is None] or [
-        np.zeros((1, 3, size, size), dtype=np.float32)]
+    batches = _parity_batches(val, geometry, preprocessing)
     parity = check_box_parity(graph, onnx_path, batches, serving)
     progress.emit({"phase": "evaluate", "message": "evaluating the exported model"}, force=True)
     session = onnx_session(onnx_path, threads)
