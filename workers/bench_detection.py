@@ -103,6 +103,7 @@ def run_yolo(data: Path, work: Path, seconds: float, imgsz: int, seed: int,
              test: list[BoxSample]) -> tuple[list[ImageResult], float, dict[str, Any]]:
     os.environ.setdefault("YOLO_CONFIG_DIR", str(work / "ultralytics-config"))
     os.environ["YOLO_OFFLINE"] = "1"
+    os.environ["YOLO_VERBOSE"] = "False"  # its logger writes to stdout: keep the JSON line alone
     from ultralytics import YOLO
 
     started = time.monotonic()

@@ -249,3 +249,24 @@ def test_large_images_with_small_objects_train_and_answer_in_tiles(tmp_path: Pat
     assert result.parity["passed"] and result.parity["images"] == 2 * 4, result.parity
     assert result.report["split"] == "val" and result.report["n"] == 2
     assert result.elapsed_s <= 75.0 * 1.15, result.recipe
+
+
+def test_cancel_stops_training_and_exports_nothing(tmp_path: Path) -> None:
+    """``should_stop`` turning True mid-training raises TrainingCancelled (the job's cancel and
+    the reaper reach the engine this way) and no model file is written."""
+    from workers.ml.detection.train import DetectRequest, train_detector
+    from workers.ml.specs import TrainingCancelled
+
+    samples = [BoxSample(_image(tmp_path / f"{i}.png", (128, 128), [(10, 10, 40, 40)]),
+                         ((10, 10, 40, 40, 0),), str(i)) for i in range(4)]
+    calls = {"n": 0}
+
+    def should_stop() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 12  # past decoding, inside the timed steps or training
+
+    with pytest.raises(TrainingCancelled):
+        train_detector(DetectRequest(train=samples[:3], val=samples[3:], labels=["box"],
+                                     out_dir=tmp_path / "out", budget_s=600.0, input_size=128,
+                                     pretrained=False), should_stop=should_stop)
+    assert not (tmp_path / "out" / "model.onnx").exists()
