@@ -196,23 +196,13 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-class ClassifierSession:
-    """An onnxruntime session for an image classifier package.
+class _PackageSession:
+    """What every model package session shares: the manifest (read from ``source/manifest.json``
+    when not given), its labels and preprocessing, the onnxruntime version check and the
+    CPU session; subclasses check their task's manifest fields (:meth:`_check_manifest`) and
+    graph (:meth:`_check_signature`)."""
 
-    ``ClassifierSession(model_dir)`` reads ``model.onnx`` and ``manifest.json`` from a directory;
-    ``ClassifierSession(model_path, manifest)`` takes them separately. ``threads`` is
-    onnxruntime's intra-op thread count. Predictions are thread-safe (onnxruntime's ``run`` is).
-    This class does not verify signatures or checksums: call :func:`verify_manifest` and
-    :func:`verify_files` first.
-
-    Raises:
-        ModelLoadError: the model cannot be loaded, needs a newer onnxruntime, or its graph has no
-            ``input`` (N, 3, H, W) / ``probabilities`` (N, C) matching the manifest.
-        ManifestError: the manifest has no labels or invalid preprocessing.
-    """
-
-    #: the manifest ``task`` this session serves (edge_agent.sessions picks the class by it)
-    task = "image_classification"
+    task = ""
 
     def __init__(
         self,
@@ -237,6 +227,7 @@ class ClassifierSession:
             self.preprocessing = Preprocessing.from_dict(manifest.get("preprocessing") or {})
         except (TypeError, ValueError) as error:
             raise ManifestError(f"invalid preprocessing: {error}") from error
+        self._check_manifest()
         needed = str(manifest.get("min_onnxruntime") or "0")
         if _version_tuple(ort.__version__) < _version_tuple(needed):
             raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
@@ -251,11 +242,36 @@ class ClassifierSession:
             raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
         self._check_signature()
 
+    def _check_manifest(self) -> None:
+        """Raise ManifestError on the task's own manifest fields (none by default)."""
+
+    def _check_signature(self) -> None:
+        raise NotImplementedError
+
     @property
     def version_id(self) -> str | None:
         """``manifest["model"]["version_id"]``, the model version this session serves."""
         model = self.manifest.get("model") or {}
         return model.get("version_id")
+
+
+class ClassifierSession(_PackageSession):
+    """An onnxruntime session for an image classifier package.
+
+    ``ClassifierSession(model_dir)`` reads ``model.onnx`` and ``manifest.json`` from a directory;
+    ``ClassifierSession(model_path, manifest)`` takes them separately. ``threads`` is
+    onnxruntime's intra-op thread count. Predictions are thread-safe (onnxruntime's ``run`` is).
+    This class does not verify signatures or checksums: call :func:`verify_manifest` and
+    :func:`verify_files` first.
+
+    Raises:
+        ModelLoadError: the model cannot be loaded, needs a newer onnxruntime, or its graph has no
+            ``input`` (N, 3, H, W) / ``probabilities`` (N, C) matching the manifest.
+        ManifestError: the manifest has no labels or invalid preprocessing.
+    """
+
+    #: the manifest ``task`` this session serves (edge_agent.sessions picks the class by it)
+    task = "image_classification"
 
     def _check_signature(self) -> None:
         inputs = {item.name: item for item in self._session.get_inputs()}
@@ -330,7 +346,7 @@ class ClassifierSession:
         ]
 
 
-class DetectorSession:
+class DetectorSession(_PackageSession):
     """An onnxruntime session for an object detection package (manifest ``task``
     ``object_detection``; docs/contracts.md, "Detection models").
 
@@ -348,50 +364,22 @@ class DetectorSession:
 
     task = "object_detection"
 
-    def __init__(self, source: Path | str, manifest: dict[str, Any] | None = None, *,
-                 threads: int = 1) -> None:
+    def _check_manifest(self) -> None:
         from edge_agent.detection import DetectionSettings
 
-        path = Path(source)
-        if manifest is None:
-            manifest_path = path / MANIFEST_FILE
-            try:
-                manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
-                raise ManifestError(f"cannot read {manifest_path}: {error}") from error
-            path = path / MODEL_FILE
-        self.manifest: dict[str, Any] = manifest
-        self.labels: list[str] = [str(label) for label in manifest.get("labels") or []]
-        if not self.labels:
-            raise ManifestError("manifest has no labels")
         try:
-            self.preprocessing = Preprocessing.from_dict(manifest.get("preprocessing") or {})
-            self.settings = DetectionSettings.from_dict(manifest.get("detection") or {})
+            self.settings = DetectionSettings.from_dict(self.manifest.get("detection") or {})
         except (TypeError, ValueError) as error:
             raise ManifestError(f"invalid detection manifest: {error}") from error
         if self.preprocessing.resize != "letterbox":
             raise ManifestError("a detection model needs preprocessing.resize 'letterbox'")
-        needed = str(manifest.get("min_onnxruntime") or "0")
-        if _version_tuple(ort.__version__) < _version_tuple(needed):
-            raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"])
-        except _ORT_ERRORS as error:
-            raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+
+    def _check_signature(self) -> None:
         inputs = {item.name for item in self._session.get_inputs()}
         outputs = {item.name for item in self._session.get_outputs()}
         if "images" not in inputs or not {"boxes", "scores"} <= outputs:
             raise ModelLoadError(f"a detection model must have input 'images' and outputs "
                                  f"'boxes', 'scores'; has {sorted(inputs)} -> {sorted(outputs)}")
-
-    @property
-    def version_id(self) -> str | None:
-        model = self.manifest.get("model") or {}
-        return model.get("version_id")
 
     def run_batch(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(N, 3, S, S) float32 -> (boxes (N, A, 4), scores (N, A, C)).
