@@ -7,6 +7,7 @@ Import, training, evaluation, the parity gate and serving all call :func:`decode
 from __future__ import annotations
 
 import io
+import re
 import struct
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -109,7 +110,10 @@ def _open_checked(data: bytes, fmt: str, max_pixels: int) -> Image.Image:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data), formats=[_PILLOW_FORMAT[fmt]])
     except Image.DecompressionBombError as error:
-        raise ImageDecodeError("image too large") from error
+        # Pillow refuses before its header is ours to read; its message holds the pixel count
+        found = re.search(r"\((\d+) pixels\)", str(error))
+        size = f"{int(found.group(1))} pixels; " if found else ""
+        raise ImageDecodeError(f"image too large ({size}at most {max_pixels} pixels)") from error
     except (OSError, SyntaxError, ValueError, EOFError) as error:
         raise ImageDecodeError(f"corrupt {fmt} image") from error
     width, height = image.size

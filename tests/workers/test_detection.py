@@ -133,20 +133,18 @@ def test_export_gate_passes_and_catches_a_changed_graph(tmp_path: Path) -> None:
     assert info["opset"] and info["ir_version"]
     batches = [np.random.default_rng(i).normal(size=(1, 3, 128, 128)).astype(np.float32)
                for i in range(3)]
-    # an untrained head gives thousands of overlapping boxes with scores equal to 1e-6, whose
-    # NMS chains flip on the last bit; the gate is about a trained model's few confident
-    # boxes: keep about the 20 best cells per image
-    with torch.no_grad():
-        top = np.sort(graph(torch.from_numpy(batches[0]))[1].numpy().ravel())[::-1]
-    settings = DetectionSettings(score_threshold=float(top[20]))
+    # an untrained head: hundreds of overlapping candidates whose scores tie within 1e-7 (after
+    # NMS the two runtimes may keep different boxes of a tie; cell by cell they agree)
+    settings = DetectionSettings(score_threshold=0.3)
     parity = check_box_parity(graph, tmp_path / "m.onnx", batches, settings)
-    assert parity["passed"] and parity["detections"] > 0, parity
+    assert parity["passed"] and parity["candidates"] > 100, parity
+    assert parity["differing"] == 0 and parity["detections"] > 0
     assert parity["min_iou"] >= 0.99 and parity["max_score_diff"] <= 1e-3
     with torch.no_grad():  # the torch side changes after export: the gate must see it
         model.head.regression_head.bbox_reg.weight.mul_(1.5)
     broken = check_box_parity(graph, tmp_path / "m.onnx", batches, settings)
     assert not broken["passed"]
-    assert broken["unmatched"] > 0 or broken["min_iou"] < 0.99
+    assert broken["differing"] > 0 and broken["min_iou"] < 0.99
 
 
 def _result(true: list[list[float]], found: list[list[float]], sample: str = "s"

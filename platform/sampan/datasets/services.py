@@ -205,8 +205,12 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     checked = []
     for index, box in enumerate(boxes):
         coords = _check_box(sample, box, index)
-        class_label = _class_label(sample.dataset, box.get("class_label"),
-                                   box.get("class_label_id"))
+        try:
+            class_label = _class_label(sample.dataset, box.get("class_label"),
+                                       box.get("class_label_id"))
+        except ValidationFailed as exc:  # name the box, as the coordinate errors do
+            raise ValidationFailed(f"boxes[{index}]: {exc.message}",
+                                   field=f"boxes[{index}].{exc.field}") from None
         checked.append((coords, class_label))
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.BOX).delete()
     Sample.objects.filter(pk=sample.pk).update(no_objects=no_objects)

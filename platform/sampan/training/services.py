@@ -288,8 +288,9 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
         history=result["history"], recipe=result["recipe"], metrics=result["metrics"])
     if not parity.get("passed"):
         if job.task_type == TaskType.OBJECT_DETECTION:
-            difference = (f"{parity.get('unmatched')} detections without a partner, lowest "
-                          f"IoU {parity.get('min_iou')} (limit {parity.get('min_iou_limit')}), "
+            difference = (f"{parity.get('differing')} of {parity.get('candidates')} candidate "
+                          f"boxes differ, lowest IoU {parity.get('min_iou')} (limit "
+                          f"{parity.get('min_iou_limit')}), "
                           f"largest score difference {parity.get('max_score_diff')} (limit "
                           f"{parity.get('max_score_diff_limit')}) over {parity.get('images')} "
                           "images")

@@ -481,3 +481,25 @@ def test_an_annotation_file_the_extractor_refused_fails_the_import_naming_it(
     assert job["error"] == ("annotation file 'big.json' cannot be read: larger than 3000 bytes, "
                             "the limit for one file")
     assert Sample.objects.count() == 0
+
+
+def test_a_coco_json_that_cannot_be_read_is_named_with_its_problem(ctx: dict[str, Any]) -> None:
+    """A trailing comma or a wrong type in the one annotation file: the import names that file
+    and the parser's line and column (a new user's review: it said "no annotation files")."""
+    good = coco_json([{"id": 1, "file_name": "q.png", "width": 64, "height": 48}],
+                     [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10]}],
+                     [{"id": 1, "name": "cat"}])
+    broken = good.rstrip()[:-1] + ",}"
+    job = run_import(ctx, "comma.zip", make_zip({"q.png": image_bytes(RED), "ann.json": broken}))
+    assert job["status"] == "FAILED"
+    assert job["error"].startswith("no annotations could be read from this zip: ann.json: not "
+                                   "readable JSON: Expecting property name enclosed in double "
+                                   "quotes: line 1 column"), job["error"]
+    assert "holds no annotation files" not in job["error"] and "COCO" in job["error"]
+    job = run_import(ctx, "types.zip", make_zip({
+        "q.png": image_bytes(RED),
+        "ann.json": '{"images": "nope", "annotations": [], "categories": []}'}))
+    assert job["status"] == "FAILED"
+    assert "ann.json: JSON that is not COCO instances (needs images, annotations and " \
+           "categories lists)" in job["error"]
+    assert Sample.objects.count() == 0

@@ -122,6 +122,14 @@ def test_boxes_are_stored_in_upright_pixels_and_validated(project_with_roles: di
                                            "class_label": "car"}]}, format="json")
     assert response.status_code == 400
     assert "boxes[1]" in response.json()["error"]["message"]
+    # a box without a class names the box and its field (a new user's review: "class_label")
+    response = client.put(url, {"boxes": [{"x1": 1, "y1": 2, "x2": 30, "y2": 29,
+                                           "class_label": "car"},
+                                          {"x1": 1, "y1": 2, "x2": 9, "y2": 9}]}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["field"] == "boxes[1].class_label", error
+    assert error["message"].startswith("boxes[1]: give class_label")
     assert len([a for a in client.get(url.replace("boxes/", "")).json()["annotations"]
                 if a["kind"] == "box"]) == 1  # nothing half-written
 

@@ -84,7 +84,7 @@ def detection_result(onnx_path: Path, passed: bool = True) -> dict[str, Any]:
             "history": [{"step": 10, "val_map50": 0.5}],
             "report": {"task": "object_detection", "split": "test", "map50": 0.45},
             "recipe": {"input_size": 8},
-            "parity": {"passed": passed, "images": 3, "detections": 12, "unmatched": 0 if passed
+            "parity": {"passed": passed, "images": 3, "candidates": 12, "differing": 0 if passed
                        else 4, "min_iou": 1.0 if passed else 0.8, "min_iou_limit": 0.99,
                        "max_score_diff": 0.0, "max_score_diff_limit": 0.001},
             "onnx": {"opset": 13, "ir_version": 8}}
@@ -136,7 +136,7 @@ def test_failed_box_gate_names_the_difference_and_registers_nothing(
     assert services.training_job_complete(job_id=job.pk, result=result) is None
     job.refresh_from_db()
     assert job.status == "FAILED" and job.model_version is None
-    assert "4 detections without a partner" in job.error
+    assert "4 of 12 candidate boxes differ" in job.error
     assert "lowest IoU 0.8 (limit 0.99)" in job.error
 
 

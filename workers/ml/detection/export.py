@@ -19,15 +19,14 @@ import onnxruntime
 import torch
 from torch import nn
 
-from edge_agent.detection import (INPUT_NAME, OUTPUT_NAMES, DetectionSettings, box_iou,
-                                  postprocess)
+from edge_agent.detection import INPUT_NAME, OUTPUT_NAMES, DetectionSettings, postprocess
 
 from ..export import _quiet
 
 __all__ = ["PARITY_MIN_IOU", "PARITY_MAX_SCORE_DIFF", "check_box_parity", "export_detector"]
 
-#: the export gate (issue 10): every detection of torch has a detection of onnxruntime of the
-#: same class with IoU >= 0.99 and |score difference| <= 1e-3, and the other way round
+#: the export gate (issue 10): torch's and onnxruntime's boxes match with IoU >= 0.99 and their
+#: scores within 1e-3 (compared cell by cell, :func:`check_box_parity`)
 PARITY_MIN_IOU = 0.99
 PARITY_MAX_SCORE_DIFF = 1e-3
 
@@ -71,71 +70,65 @@ def onnx_session(onnx_path: Path, threads: int = 1) -> onnxruntime.InferenceSess
                                         providers=["CPUExecutionProvider"])
 
 
-def _compare(a: tuple[np.ndarray, np.ndarray, np.ndarray],
-             b: tuple[np.ndarray, np.ndarray, np.ndarray], settings: DetectionSettings
-             ) -> tuple[float, float, int]:
-    """(lowest IoU of a matched pair, largest score difference, detections without a partner)
-    from ``a``'s side. A detection within PARITY_MAX_SCORE_DIFF of ``b``'s cut may be on one
-    side only without counting as unmatched (the cut, not the graph): the score threshold, or
-    ``b``'s lowest score when ``b`` holds ``settings.max_detections``."""
-    boxes_a, scores_a, classes_a = a
-    boxes_b, scores_b, classes_b = b
-    threshold = settings.score_threshold
-    if len(scores_b) >= settings.max_detections:
-        threshold = max(threshold, float(scores_b.min()))
-    min_iou, max_diff, unmatched = 1.0, 0.0, 0
-    overlaps = box_iou(boxes_a, boxes_b) if len(boxes_a) and len(boxes_b) else \
-        np.zeros((len(boxes_a), len(boxes_b)))
-    if overlaps.size:
-        # a zero-width or zero-height box has no IoU, even with itself: equal corners (within
-        # 0.01 px) are the same box
-        same = np.abs(boxes_a[:, None, :] - boxes_b[None, :, :]).max(axis=2) <= 0.01
-        overlaps = np.where(same, 1.0, overlaps)
-    for i in range(len(boxes_a)):
-        same = classes_b == classes_a[i]
-        if same.any():
-            j = int(np.argmax(np.where(same, overlaps[i], -1.0)))
-            if overlaps[i, j] >= PARITY_MIN_IOU:
-                min_iou = min(min_iou, float(overlaps[i, j]))
-                max_diff = max(max_diff, abs(float(scores_a[i]) - float(scores_b[j])))
-                continue
-        if abs(float(scores_a[i]) - threshold) > PARITY_MAX_SCORE_DIFF:
-            unmatched += 1
-    return min_iou, max_diff, unmatched
+def _cell_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of the boxes of the same cells: ``a``, ``b`` (K, 4) -> (K,). Two boxes with equal
+    corners (within 0.01 px) have IoU 1 even when they have no area (IoU is undefined there)."""
+    lt = np.maximum(a[:, :2], b[:, :2])
+    rb = np.minimum(a[:, 2:], b[:, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), axis=1)
+    area = lambda x: np.prod(np.clip(x[:, 2:] - x[:, :2], 0, None), axis=1)  # noqa: E731
+    union = area(a) + area(b) - inter
+    iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+    return np.where(np.abs(a - b).max(axis=1) <= 0.01, 1.0, iou)
 
 
 @torch.no_grad()
 def check_box_parity(graph: nn.Module, onnx_path: Path, batches: list[np.ndarray],
                      settings: DetectionSettings) -> dict[str, Any]:
     """Run torch ``graph`` and the ONNX file on the same inputs (each (1, 3, S, S) float32, the
-    letterboxed validation images), turn both outputs into detections with the device's
-    :func:`edge_agent.detection.postprocess`, and compare them.
+    letterboxed validation images or their tiles) and compare their candidate boxes.
 
-    Returns ``{"passed", "images", "detections" (torch's), "min_iou", "max_score_diff",
-    "unmatched", "worst_image" (index of the image with the most unmatched detections, or None),
-    "min_iou_limit", "max_score_diff_limit", "score_threshold"}``; passed when no detection is
-    unmatched, every matched pair has IoU >= PARITY_MIN_IOU and a score difference <=
-    PARITY_MAX_SCORE_DIFF. ``settings.score_threshold`` is the one the device uses."""
+    A candidate is a cell whose score for some class reaches ``settings.score_threshold`` (the
+    device's) on either side: every detection the device can return comes from one. Each
+    candidate's box must have IoU >= PARITY_MIN_IOU with the other side's box of the same cell
+    and its class scores must differ by at most PARITY_MAX_SCORE_DIFF. Cells are compared one to
+    one, before NMS: an undertrained model has many overlapping boxes whose scores tie within
+    1e-7, and greedy NMS then keeps one box of a tie on one side and another on the other
+    (95 "unmatched" detections with IoU 1.0 and score differences of 3.6e-7 failed a correct
+    export when detections were compared after NMS, seen in review). The detections after the
+    device's NMS are counted for the record (``detections``, ``detections_onnx``).
+
+    Returns ``{"passed", "images", "candidates", "differing" (candidates outside a limit),
+    "min_iou", "max_score_diff", "worst_image" (index of the image with the most differing
+    candidates, or None), "detections", "detections_onnx", "min_iou_limit",
+    "max_score_diff_limit", "score_threshold"}``."""
     graph = graph.eval()
     session = onnx_session(onnx_path)
-    min_iou, max_diff, unmatched, detections = 1.0, 0.0, 0, 0
+    threshold = settings.score_threshold
+    min_iou, max_diff, differing, candidates = 1.0, 0.0, 0, 0
+    detections = detections_onnx = 0
     worst, worst_count = None, 0
     for index, batch in enumerate(batches):
-        torch_boxes, torch_scores = graph(torch.from_numpy(batch))
-        onnx_boxes, onnx_scores = session.run(list(OUTPUT_NAMES), {INPUT_NAME: batch})
-        ours = postprocess(torch_boxes[0].numpy(), torch_scores[0].numpy(), settings)
-        theirs = postprocess(onnx_boxes[0], onnx_scores[0], settings)
-        detections += len(ours[0])
-        iou_a, diff_a, lost_a = _compare(ours, theirs, settings)
-        iou_b, diff_b, lost_b = _compare(theirs, ours, settings)
-        min_iou = min(min_iou, iou_a, iou_b)
-        max_diff = max(max_diff, diff_a, diff_b)
-        unmatched += lost_a + lost_b
-        if lost_a + lost_b > worst_count:
-            worst, worst_count = index, lost_a + lost_b
-    passed = (unmatched == 0 and min_iou >= PARITY_MIN_IOU and max_diff <= PARITY_MAX_SCORE_DIFF)
-    return {"passed": bool(passed), "images": len(batches), "detections": detections,
-            "min_iou": round(min_iou, 6), "max_score_diff": float(f"{max_diff:.3g}"),
-            "unmatched": unmatched, "worst_image": worst, "min_iou_limit": PARITY_MIN_IOU,
-            "max_score_diff_limit": PARITY_MAX_SCORE_DIFF,
-            "score_threshold": settings.score_threshold}
+        torch_boxes, torch_scores = (t[0].numpy() for t in graph(torch.from_numpy(batch)))
+        onnx_boxes, onnx_scores = (o[0] for o in
+                                   session.run(list(OUTPUT_NAMES), {INPUT_NAME: batch}))
+        cells = (torch_scores.max(axis=1) >= threshold) | (onnx_scores.max(axis=1) >= threshold)
+        candidates += int(cells.sum())
+        if cells.any():
+            iou = _cell_iou(torch_boxes[cells].astype(np.float64),
+                            onnx_boxes[cells].astype(np.float64))
+            diff = np.abs(torch_scores[cells] - onnx_scores[cells]).max(axis=1)
+            min_iou = min(min_iou, float(iou.min()))
+            max_diff = max(max_diff, float(diff.max()))
+            bad = int(((iou < PARITY_MIN_IOU) | (diff > PARITY_MAX_SCORE_DIFF)).sum())
+            differing += bad
+            if bad > worst_count:
+                worst, worst_count = index, bad
+        detections += len(postprocess(torch_boxes, torch_scores, settings)[0])
+        detections_onnx += len(postprocess(onnx_boxes, onnx_scores, settings)[0])
+    return {"passed": differing == 0, "images": len(batches), "candidates": candidates,
+            "differing": differing, "min_iou": round(min_iou, 6),
+            "max_score_diff": float(f"{max_diff:.3g}"), "worst_image": worst,
+            "detections": detections, "detections_onnx": detections_onnx,
+            "min_iou_limit": PARITY_MIN_IOU, "max_score_diff_limit": PARITY_MAX_SCORE_DIFF,
+            "score_threshold": threshold}

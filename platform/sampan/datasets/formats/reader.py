@@ -109,6 +109,7 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:
+            # json.JSONDecodeError says "Expecting ... : line 3 column 5 (char 41)"
             ignored.append((name, f"not readable JSON: {str(exc)[:200]}"))
             continue
         if coco.is_coco(data):
@@ -183,6 +184,12 @@ def _read_yolo_zip(images: list[str], texts: dict[str, Path], yamls: list[str],
             ignored.append((name, f"not used: {names_from} names the classes"))
     labelled = any(yolo.is_label_path(n) for n in texts)
     if not (paired or labelled or names is not None):
+        # a JSON that could not be read is most likely the COCO file the person meant: name it
+        # and its problem (a trailing comma, a wrong type), not "no annotation files"
+        unread = [(n, r) for n, r in ignored if n.casefold().endswith(".json")]
+        if unread:
+            raise FormatError("no annotations could be read from this zip: " + "; ".join(
+                f"{n}: {r}" for n, r in unread[:5]) + ". " + NO_ANNOTATIONS.split(". ", 1)[1])
         raise FormatError(NO_ANNOTATIONS)
     read.format = "yolo"
     if names is None:
