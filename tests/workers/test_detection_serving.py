@@ -40,6 +40,9 @@ def test_an_exported_detector_is_served_in_image_pixels_as_the_worker_sees_it(
     model = build_detector(2, SIZE).eval()
     with torch.no_grad():  # confident enough that some cells pass a threshold
         model.head.classification_head.cls_logits.bias.fill_(-1.0)
+        # boxes of about two strides: an untrained regression gives boxes of ~0 px, which the
+        # device drops (nothing of the image is that small)
+        model.head.regression_head.bbox_reg.bias.fill_(1.0)
     graph = ExportedDetector(model, SIZE).eval()
     onnx_path = tmp_path / "model.onnx"
     assert export_detector(graph, onnx_path, SIZE)["opset"]
@@ -54,7 +57,7 @@ def test_an_exported_detector_is_served_in_image_pixels_as_the_worker_sees_it(
     # cells of the first image leaves a few confident boxes whose NMS does not hinge on 1e-7
     first = preprocess(decode_image(images[(640, 360)]), probe.preprocessing)[None]
     top = np.sort(probe.run_batch(first)[1].ravel())[::-1]
-    threshold = float(top[15])
+    threshold = float(top[40])  # the image fills 56 % of the input: some best cells are padding
 
     key = new_signing_key()
     package = make_detection_package(

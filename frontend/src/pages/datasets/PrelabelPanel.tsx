@@ -26,16 +26,21 @@ export function PrelabelPanel({ projectId, dataset, children }: { projectId: str
   const newest = jobs.data?.[0];
   const running = newest !== undefined && !TERMINAL_JOB_STATES.has(newest.status);
 
-  // a run that ends changes the samples' suggestions and the gallery's default order
+  // a run that ends changes the samples' suggestions and the gallery's default order. Watch
+  // for a finished newest job not seen finished before: a run that ends before the jobs list
+  // is polled again is never seen running (CI's worker pre-labeled 2 samples that fast, and
+  // the gallery kept its old order)
   const queryClient = useQueryClient();
-  const wasRunning = useRef(false);
+  const settled = useRef<string | null | undefined>(undefined);
+  const finished = jobs.isSuccess ? (newest !== undefined && !running ? newest.id : null) : undefined;
   useEffect(() => {
-    if (wasRunning.current && !running) {
+    if (finished === undefined) return;
+    if (settled.current !== undefined && finished !== null && finished !== settled.current) {
       void queryClient.invalidateQueries({ queryKey: datasetKeys.samples(projectId, dataset.id) });
       void queryClient.invalidateQueries({ queryKey: datasetKeys.detail(projectId, dataset.id) });
     }
-    wasRunning.current = running;
-  }, [running, queryClient, projectId, dataset.id]);
+    settled.current = finished;
+  }, [finished, queryClient, projectId, dataset.id]);
 
   return (
     <Space orientation="vertical" size="small" style={{ width: "100%" }}>
