@@ -21,13 +21,19 @@ SAMPLE_ORDERINGS = ("created_at", "-uncertainty")
 
 def dataset_list(*, project: Project) -> QuerySet[Dataset]:
     """The project's datasets with ``sample_count`` and ``suggested_samples`` (samples holding
-    a model's suggestions)."""
-    suggested = (Suggestion.objects.filter(sample__dataset=OuterRef("pk"))
-                 .order_by().values("sample__dataset")
-                 .annotate(n=Count("sample", distinct=True)).values("n"))
+    a model's suggestions).
+
+    Both are correlated subqueries, not ``Count`` over a join: with an aggregate the dataset row
+    is grouped and SQLite evaluated the suggestion subquery once per joined sample (20 s for
+    one dataset of 10,000 samples)."""
+    samples = Sample.objects.filter(dataset=OuterRef("pk")).order_by().values("dataset")
+    suggested = samples.filter(Exists(Suggestion.objects.filter(sample=OuterRef("pk"))))
+    count = Count("pk")
     return project.datasets.annotate(
-        sample_count=Count("samples"),
-        suggested_samples=Coalesce(Subquery(suggested, output_field=IntegerField()), 0),
+        sample_count=Coalesce(Subquery(samples.annotate(n=count).values("n"),
+                                       output_field=IntegerField()), 0),
+        suggested_samples=Coalesce(Subquery(suggested.annotate(n=count).values("n"),
+                                            output_field=IntegerField()), 0),
     ).order_by("created_at")
 
 

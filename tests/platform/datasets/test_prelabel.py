@@ -265,6 +265,21 @@ def test_a_detector_suggests_its_boxes_in_the_images_pixels(street: dict[str, An
         assert sample_json(street, street["samples"][name])["suggestions"] == []
 
 
+def test_the_dataset_counts_its_samples_and_those_with_suggestions(
+        street: dict[str, Any], colours: dict[str, Any]) -> None:
+    """Two boxes on each of two samples count two suggested samples; another dataset of the
+    project (5 samples, none suggested yet) keeps its own counts, and a new one has zeros."""
+    run(street, street["version"])
+    datasets = f"{street['base']}/datasets/"
+    empty = street["client"].post(datasets, {"name": "empty"}, format="json").json()
+    counts = {d["name"]: (d["sample_count"], d["suggested_samples"])
+              for d in street["client"].get(datasets).json()}
+    assert counts == {"street": (4, 2), "paints": (5, 0), "empty": (0, 0)}
+    detail = street["client"].get(f"{datasets}{street['dataset']['id']}/").json()
+    assert (detail["sample_count"], detail["suggested_samples"]) == (4, 2)
+    assert street["client"].get(f"{datasets}{empty['id']}/").json()["sample_count"] == 0
+
+
 def test_a_score_threshold_keeps_the_boxes_above_it(street: dict[str, Any]) -> None:
     job = run(street, street["version"], score_threshold=0.85)
     assert job["report"]["score_threshold"] == 0.85
