@@ -20,7 +20,7 @@ from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound
 from sampan.core.pagination import Pagination
 from sampan.core.parsers import JSONParser
-from sampan.datasets import selectors, services
+from sampan.datasets import imports, selectors, services
 from sampan.datasets.exports import dataset_version_export, zip_download
 from sampan.datasets import serializers as s
 from sampan.datasets.etags import quoted
@@ -92,14 +92,14 @@ class ImportCreateApi(ProjectApi):
         if "upload_id" in request.data:
             source = s.ImportFromUploadInput(data=request.data)
             source.is_valid(raise_exception=True)
-            job = services.import_job_create_from_upload(
+            job = imports.import_job_create_from_upload(
                 dataset=dataset, user=request.user, upload_id=source.validated_data["upload_id"],
                 label=source.validated_data["label"])
             return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
         data = s.ImportInput(data={"files": request.FILES.getlist("files"),
                                    "label": request.data.get("label", "")})
         data.is_valid(raise_exception=True)
-        job = services.import_job_create(dataset=dataset, files=data.validated_data["files"],
+        job = imports.import_job_create(dataset=dataset, files=data.validated_data["files"],
                                          label=data.validated_data["label"])
         return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
 

@@ -74,7 +74,7 @@ _WINDOWS_JUNK = {"thumbs.db": "Windows thumbnail cache", "desktop.ini": "Windows
 _DOC_STEMS = ("readme", "license", "licence", "copying", "notice", "changelog", "citation",
               "authors")
 _DOC_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
-_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
 SPLIT_FOLDERS = {"train": "train", "training": "train", "val": "val", "valid": "val",
                  "validation": "val", "test": "test", "testing": "test"}
 
@@ -226,7 +226,7 @@ def _junk_reason(parts: tuple[str, ...]) -> str | None:
 def _document_reason(base: str, *, keep_text: bool = False) -> str | None:
     folded = base.casefold()
     suffix = PurePosixPath(folded).suffix
-    if folded.split(".")[0] in _DOC_STEMS and suffix not in _IMAGE_SUFFIXES:
+    if folded.split(".")[0] in _DOC_STEMS and suffix not in IMAGE_SUFFIXES:
         return "documentation or text file, not an image"
     if suffix in _DOC_SUFFIXES and not (keep_text and suffix == ".txt"):
         return "documentation or text file, not an image"

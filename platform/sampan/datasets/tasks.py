@@ -1,7 +1,7 @@
 from celery import shared_task
 
 from sampan.datasets.prelabel import prelabel_job_run
-from sampan.datasets.services import import_job_run
+from sampan.datasets.imports import import_job_run
 
 
 @shared_task(name="datasets.run_import")

@@ -76,7 +76,7 @@ def _model_result(onnx_path: Path) -> dict[str, Any]:
 @pytest.fixture
 def world(project_with_roles: dict[str, Any], make_user: Any, tmp_path: Path) -> World:
     from sampan.accounts.models import Membership
-    from sampan.datasets import services as datasets
+    from sampan.datasets import imports, services as datasets
     from sampan.datasets.versions import dataset_version_create
     from sampan.training import services as training
 
@@ -88,18 +88,18 @@ def world(project_with_roles: dict[str, Any], make_user: Any, tmp_path: Path) ->
     dataset = datasets.dataset_create(project=project, name="Pets", labels=LABELS)
     colors = {"cat": [(250, 10, 10), (240, 20, 20)], "dog": [(10, 10, 250), (20, 20, 240)]}
     for label, shades in colors.items():
-        job = datasets.import_job_create(
+        job = imports.import_job_create(
             dataset=dataset, label=label,
             files=[png_upload(f"{label}-{i}.png", c) for i, c in enumerate(shades)])
-        datasets.import_job_run(job_id=job.pk)
+        imports.import_job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.report["imported"] == 2, job.report
     sample = dataset.samples.order_by("original_name").first()
     version = dataset_version_create(dataset=dataset, seed=0)
     detection = datasets.dataset_create(project=project, name="Shelf", task_type="object_detection")
-    boxes_job = datasets.import_job_create(dataset=detection,
+    boxes_job = imports.import_job_create(dataset=detection,
                                            files=[png_upload("shelf.png", (9, 99, 9))])
-    datasets.import_job_run(job_id=boxes_job.pk)
+    imports.import_job_run(job_id=boxes_job.pk)
     w.ids["box_sample"] = str(detection.samples.get().pk)
 
     trained = training.training_job_create(project=project, dataset_version=version,

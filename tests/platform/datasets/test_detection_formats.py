@@ -468,12 +468,12 @@ def test_a_real_voc_file_from_deepforest_pairs_by_its_name_and_keeps_every_box(
 
 def test_an_annotation_file_the_extractor_refused_fails_the_import_naming_it(
         ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    from sampan.datasets import services
+    from sampan.datasets import imports
     from sampan.datasets.archives import ArchiveLimits
 
     # the extractor's own per-file limit (64 MiB by default) stops a 200 MB JSON while it is
     # being decompressed: the import must fail, not go on without that file's boxes
-    monkeypatch.setattr(services, "_limits", lambda: ArchiveLimits(max_member_bytes=3000))
+    monkeypatch.setattr(imports, "_limits", lambda: ArchiveLimits(max_member_bytes=3000))
     big = coco_json([{"id": i, "file_name": f"{i}.png"} for i in range(100)], [],
                     [{"id": 1, "name": "cat"}])
     job = run_import(ctx, "big.zip", make_zip({"a.png": image_bytes(RED), "big.json": big}))

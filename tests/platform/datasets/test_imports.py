@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
 from sampan.datasets.models import ImportJob, Sample
-from sampan.datasets.services import import_job_run
+from sampan.datasets.imports import import_job_run
 from sampan.datasets.storage import sample_local_file
 from tests.fixtures import images
 from tests.fixtures.zips import RawEntry, raw_zip
@@ -223,12 +223,12 @@ def test_bad_class_folder_names_reject_the_archive(ctx: dict[str, Any], folder: 
 
 def test_the_same_bytes_imported_twice_at_once_are_duplicates_not_a_failure(
         ctx: dict[str, Any]) -> None:
-    from sampan.datasets import services
+    from sampan.datasets import imports
 
     data = make_zip({"a/1.png": images.png_bytes()})
     first = upload(ctx, "one.zip", data).json()
     second = upload(ctx, "two.zip", data).json()
-    real = services.storage.store_normalised_image
+    real = imports.storage.store_normalised_image
     raced = {"done": False}
 
     def racing(image: Any, digest: str) -> str:
@@ -238,11 +238,11 @@ def test_the_same_bytes_imported_twice_at_once_are_duplicates_not_a_failure(
             import_job_run(job_id=first["id"])
         return real(image, digest)
 
-    services.storage.store_normalised_image = racing
+    imports.storage.store_normalised_image = racing
     try:
         import_job_run(job_id=second["id"])
     finally:
-        services.storage.store_normalised_image = real
+        imports.storage.store_normalised_image = real
     assert raced["done"]
     report = ctx["client"].get(f"{ctx['base']}/imports/{second['id']}/").json()
     assert report["status"] == "SUCCEEDED"

@@ -22,7 +22,7 @@ from sampan.datasets import prelabel
 from sampan.datasets.models import (Annotation, DatasetVersionItem, PrelabelJob, Sample,
                                     Suggestion)
 from sampan.datasets.prelabel import prelabel_job_run
-from sampan.datasets.services import import_job_run
+from sampan.datasets.imports import import_job_run
 from sampan.registry.services import model_version_register
 from tests.edge_agent.conftest import build_classifier
 from tests.fixtures.detection import dataset_context, image_bytes

@@ -15,7 +15,7 @@ def _names(response: Any) -> list[str]:
 
 def _pets(project: Any) -> tuple[Any, Any]:
     """Two cats, two dogs and one unlabeled image; version 1 puts one of each class in val."""
-    from sampan.datasets import services
+    from sampan.datasets import imports, services
     from sampan.datasets.versions import dataset_version_create
 
     dataset = services.dataset_create(project=project, name="Pets")
@@ -23,8 +23,8 @@ def _pets(project: Any) -> tuple[Any, Any]:
                           "": [(0, 250, 0)]}.items():
         files = [SimpleUploadedFile(f"{label or 'unknown'}-{i}.png", png_bytes(color=c))
                  for i, c in enumerate(colors)]
-        job = services.import_job_create(dataset=dataset, files=files, label=label)
-        services.import_job_run(job_id=job.pk)
+        job = imports.import_job_create(dataset=dataset, files=files, label=label)
+        imports.import_job_run(job_id=job.pk)
     return dataset, dataset_version_create(dataset=dataset, seed=0, val_fraction=0.5)
 
 

@@ -14,7 +14,7 @@ from tests.fixtures.images import png_bytes
 def _street(project: Any) -> tuple[Any, Any, list[Any]]:
     """Three 40x30 images with boxes (car, person), frozen into version 1; then the first
     image's boxes are edited, which the version must not show."""
-    from sampan.datasets import services
+    from sampan.datasets import imports, services
     from sampan.datasets.models import TaskType
     from sampan.datasets.versions import dataset_version_create
 
@@ -23,7 +23,7 @@ def _street(project: Any) -> tuple[Any, Any, list[Any]]:
                                       labels=["car", "person"])
     files = [SimpleUploadedFile(f"street-{i}.png", png_bytes(color=(10 * i, 0, 0), size=(40, 30)))
              for i in range(3)]
-    services.import_job_run(job_id=services.import_job_create(dataset=dataset, files=files).pk)
+    imports.import_job_run(job_id=imports.import_job_create(dataset=dataset, files=files).pk)
     samples = list(dataset.samples.order_by("original_name"))
     for i, sample in enumerate(samples):
         services.sample_boxes_set(sample=sample, boxes=[

@@ -18,7 +18,8 @@ from PIL import Image
 
 from sampan.core import storage
 from sampan.datasets.models import ImportJob, Sample
-from sampan.datasets.services import dataset_create, import_job_run, sample_label_set
+from sampan.datasets.imports import import_job_run
+from sampan.datasets.services import dataset_create, sample_label_set
 from sampan.datasets.storage import store_normalised_image
 from sampan.datasets.versions import dataset_version_create
 from sampan.training import services as training

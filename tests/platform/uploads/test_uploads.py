@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import ImportJob
-from sampan.datasets.services import import_job_run
+from sampan.datasets.imports import import_job_run
 from sampan.uploads import services
 from sampan.uploads.models import Upload, UploadStatus
 from sampan.uploads.selectors import upload_path

@@ -12,9 +12,8 @@ import { Chart } from "../../components/charts/Chart";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { prCurvesOption, totalErrors } from "./detection";
 import { ErrorBrowser } from "./ErrorBrowser";
-import { notInSplitText, pct, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
-
-const notEvaluated = (row: DetectionPerClassRow) => row.support === 0;
+import { notEvaluated } from "./imbalance";
+import { classColumn, pct, perClassRowProps, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
 
 export function DetectionReportView(props: { evaluation: EvaluationReport; projectId: string; jobId: string; name: string; versionId: string | undefined }) {
   const { t } = useTranslation();
@@ -121,21 +120,9 @@ function PerClassTable({ rows, split }: { rows: DetectionPerClassRow[]; split: s
       data-testid="per-class"
       // six columns do not fit half the page at 1280 px: the table scrolls, the card does not
       scroll={{ x: "max-content" }}
-      onRow={(r) => (notEvaluated(r) ? { style: { color: "rgba(0, 0, 0, 0.45)" } } : {})}
-      pagination={rows.length > 20 ? { pageSize: 20, showSizeChanger: false } : false}
+      {...perClassRowProps(rows)}
       columns={[
-        {
-          title: t("report.class"),
-          dataIndex: "label",
-          render: (label: string, r) =>
-            notEvaluated(r) ? (
-              <Typography.Text type="secondary">
-                {label} <Typography.Text type="secondary" italic>({notInSplitText(t, split)})</Typography.Text>
-              </Typography.Text>
-            ) : (
-              label
-            ),
-        },
+        classColumn(t, split),
         { title: t("report.detection.ap50"), dataIndex: "ap50", render: num, sorter: by("ap50") },
         { title: t("report.detection.ap"), dataIndex: "ap", render: num, sorter: by("ap") },
         {

@@ -27,7 +27,7 @@ import { ErrorAlert } from "../../components/errors";
 import { cellSamples, heatmapSeries, maxOffDiagonal } from "./confusion";
 import { DetectionReportView } from "./DetectionReport";
 import { classesWithoutEvaluation, notEvaluated, reportImbalance } from "./imbalance";
-import { notInSplitText, pct, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
+import { classColumn, notInSplitText, pct, perClassRowProps, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
 import { SampleThumb } from "./SampleThumb";
 
 const THUMBS_PER_PAGE = 48;
@@ -260,21 +260,9 @@ function PerClassTable({ rows, split }: { rows: PerClassRow[]; split: string }) 
       size="small"
       dataSource={rows}
       data-testid="per-class"
-      onRow={(r) => (notEvaluated(r) ? { style: { color: "rgba(0, 0, 0, 0.45)" } } : {})}
-      pagination={rows.length > 20 ? { pageSize: 20, showSizeChanger: false } : false}
+      {...perClassRowProps(rows)}
       columns={[
-        {
-          title: t("report.class"),
-          dataIndex: "label",
-          render: (label: string, r) =>
-            notEvaluated(r) ? (
-              <Typography.Text type="secondary">
-                {label} <Typography.Text type="secondary" italic>({notInSplitText(t, split)})</Typography.Text>
-              </Typography.Text>
-            ) : (
-              label
-            ),
-        },
+        classColumn(t, split),
         { title: t("report.precision"), dataIndex: "precision", render: num, sorter: (a, b) => a.precision - b.precision },
         { title: t("report.recall"), dataIndex: "recall", render: num, sorter: (a, b) => a.recall - b.recall },
         { title: t("report.f1"), dataIndex: "f1", render: num, sorter: (a, b) => a.f1 - b.f1, defaultSortOrder: undefined },

@@ -36,7 +36,7 @@ export function reportImbalance(
 }
 
 /** A class with no image in the evaluated split: no precision, recall or F1 to speak of. */
-export const notEvaluated = (row: PerClassRow) => row.support === 0;
+export const notEvaluated = (row: { support: number }) => row.support === 0;
 
 /**
  * The classes the model learned (images in the training split; every class when the report does

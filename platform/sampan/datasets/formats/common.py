@@ -11,9 +11,8 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
 
-from sampan.datasets.archives import MiB, SPLIT_FOLDERS, ArchiveError
+from sampan.datasets.archives import IMAGE_SUFFIXES, MiB, SPLIT_FOLDERS, ArchiveError
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
 #: a split word alone or with a year, as COCO names its folders and files (``val2017``)
 _SPLIT_WORD = re.compile(r"^(train|training|val|valid|validation|test|testing)(\d{4})?$")
 _NAME_SEPARATORS = re.compile(r"[_\-.\s]+")
