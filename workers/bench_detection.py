@@ -135,7 +135,7 @@ def run_sampan(train: list[BoxSample], val: list[BoxSample], test: list[BoxSampl
                labels: list[str], work: Path, budget_s: float, seed: int
                ) -> tuple[list[ImageResult], float, Any]:
     started = time.monotonic()
-    # the platform's own settings (workers.tasks.training): no vertical flips
+    # a training job's defaults (workers.tasks.training): augmentation auto, horizontal flips
     result = train_detector(DetectRequest(train=train, val=val, test=[], labels=labels,
                                           out_dir=work / "sampan", budget_s=budget_s, seed=seed))
     wall = time.monotonic() - started

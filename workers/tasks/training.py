@@ -42,9 +42,11 @@ def _detect_request(inputs: services.TrainingInputs, budget_s: float) -> DetectR
             (float(b[0]), float(b[1]), float(b[2]), float(b[3]), int(b[4])) for b in boxes))
             for p, boxes, i in rows]
 
+    # "never mirror the images" (allow_flips false) means no flips for boxes either
     return DetectRequest(train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
                          labels=inputs.labels, out_dir=Path(inputs.out_dir), budget_s=budget_s,
-                         seed=inputs.seed)
+                         seed=inputs.seed, augmentation=inputs.augmentation,
+                         orientations="horizontal" if inputs.allow_flips else "none")
 
 
 @shared_task(name="training.run", acks_late=True)

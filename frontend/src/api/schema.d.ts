@@ -2246,7 +2246,7 @@ export interface components {
             /** @default  */
             model_name?: string;
             /**
-             * @description auto: chosen from the data (no flips for digits or text); none, light, strong.
+             * @description auto: chosen from the data (no flips for digits or text); none, light, strong. Object detection: auto is light (scale jitter 0.75-1.33, photometric distortion half the time), strong 0.5-1.6 and most of the time.
              *
              *     * `auto` - Auto (chosen from the data)
              *     * `none` - None
@@ -2264,7 +2264,7 @@ export interface components {
              */
             model_preference?: components["schemas"]["ModelPreferenceEnum"];
             /**
-             * @description false: never mirror the images (text, signs, arrows: left and right matter). true: horizontal flips where the data allows (colour photos of 64 px and more).
+             * @description false: never mirror the images (text, signs, arrows: left and right matter). true: horizontal flips where the data allows (classification: colour photos of 64 px and more; detection: always).
              * @default true
              */
             allow_flips?: boolean;

@@ -23,7 +23,9 @@ class TrainingJobInput(serializers.Serializer):
     model_name = NameField(required=False, allow_blank=True, default="", max_length=200)
     augmentation = serializers.ChoiceField(
         choices=Augmentation.choices, default=Augmentation.AUTO,
-        help_text="auto: chosen from the data (no flips for digits or text); none, light, strong.")
+        help_text="auto: chosen from the data (no flips for digits or text); none, light, strong. "
+                  "Object detection: auto is light (scale jitter 0.75-1.33, photometric "
+                  "distortion half the time), strong 0.5-1.6 and most of the time.")
     model_preference = serializers.ChoiceField(
         choices=ModelPreference.choices, default=ModelPreference.MORE_ACCURATE,
         help_text="more_accurate: resolution up to 224 px; faster: at most 128 px "
@@ -31,7 +33,8 @@ class TrainingJobInput(serializers.Serializer):
     allow_flips = serializers.BooleanField(
         default=True, help_text="false: never mirror the images (text, signs, arrows: left and "
                                 "right matter). true: horizontal flips where the data allows "
-                                "(colour photos of 64 px and more).")
+                                "(classification: colour photos of 64 px and more; detection: "
+                                "always).")
 
 
 class TrainingJobOutput(serializers.Serializer):

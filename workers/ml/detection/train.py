@@ -32,7 +32,7 @@ from edge_agent.imaging import Preprocessing
 
 from ..classification import available_threads
 from ..schedule import learning_rate_factor
-from ..specs import TrainingCancelled
+from ..specs import TrainResult, TrainingCancelled
 from ..state import Progress
 from ..weights import load_pretrained_state_dict
 from .data import (BoxSample, DetectionData, Geometry, augmented, choose_geometry, load_samples,
@@ -55,9 +55,12 @@ class DetectRequest:
     """What to train. ``budget_s``: wall-clock seconds for everything (decode, training,
     export, parity, evaluation). ``test`` may be empty (the report is then on ``val``).
     ``input_size``: None chooses it from the data (:func:`workers.ml.detection.data.
-    choose_geometry`). ``vertical_flips``: True for overhead imagery (aerial, microscopy),
-    whose up and down are arbitrary. ``pretrained``: None uses the ImageNet backbone when it is
-    in the torch hub cache, False never loads it."""
+    choose_geometry`). ``orientations``: how training may turn the images
+    (:data:`workers.ml.detection.data.ORIENTATIONS`: ``all`` for overhead imagery such as
+    aerial tiles or microscopy, ``none`` when left and right matter); ``augmentation``: its
+    strength (``auto``, ``none``, ``light``, ``strong``: :func:`workers.ml.detection.data.
+    training_transform`). ``pretrained``: None uses the ImageNet backbone when it is in the
+    torch hub cache, False never loads it."""
 
     train: list[BoxSample]
     val: list[BoxSample]
@@ -67,31 +70,22 @@ class DetectRequest:
     test: list[BoxSample] = field(default_factory=list)
     seed: int = 0
     input_size: int | None = None
-    vertical_flips: bool = False
+    orientations: str = "horizontal"
+    augmentation: str = "auto"
     pretrained: bool | None = None
     lr: float = 5e-3
 
 
 @dataclass
-class DetectResult:
-    """What training produced (paths inside ``out_dir``). ``preprocessing``: the manifest's
-    letterbox preprocessing; ``detection``: :class:`edge_agent.detection.DetectionSettings` as a
-    dict; ``metrics``: ``evaluated_on``, ``val_map50``, ``val_map``, and ``test_map50``,
-    ``test_map`` with a test split; ``report``: :func:`detection_report` of the exported model;
-    ``parity``: :func:`check_box_parity` (register only when ``passed``)."""
+class DetectResult(TrainResult):
+    """What training produced: :class:`workers.ml.specs.TrainResult`'s fields (paths inside
+    ``out_dir``), read for a detector: ``preprocessing`` the manifest's letterbox preprocessing;
+    ``metrics`` ``evaluated_on``, ``val_map50``, ``val_map``, and ``test_map50``, ``test_map``
+    with a test split; ``report`` :func:`detection_report` of the exported model; ``parity``
+    :func:`check_box_parity` (register only when ``passed``). Added: ``detection``, the
+    :class:`edge_agent.detection.DetectionSettings` as a dict."""
 
-    onnx_path: Path
-    checkpoint_path: Path
-    preprocessing: dict[str, Any]
-    detection: dict[str, Any]
-    pretrained: bool
-    weights_note: str
-    metrics: dict[str, Any]
-    history: list[dict[str, Any]] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
-    parity: dict[str, Any] = field(default_factory=dict)
-    recipe: dict[str, Any] = field(default_factory=dict)
-    elapsed_s: float = 0.0
+    detection: dict[str, Any] = field(default_factory=dict)
 
 
 def _image_sizes(samples: list[BoxSample]) -> list[tuple[int, int]]:
@@ -242,7 +236,8 @@ def train_detector(request: DetectRequest, *,
     else:
         state, weights_note = load_pretrained_state_dict("mobilenet_v2")
     model = build_detector(num_classes, size, state)
-    transform = training_transform(size, preprocessing.mean, request.vertical_flips)
+    transform = training_transform(size, preprocessing.mean, request.orientations,
+                                   request.augmentation)
     optimizer = _optimizer(model, request.lr)
     generator = torch.Generator().manual_seed(request.seed)
     settings = DetectionSettings(score_threshold=EVAL_SCORE_THRESHOLD, tile=geometry.tile)
@@ -291,7 +286,9 @@ def train_detector(request: DetectRequest, *,
         "tile": None if geometry.tile is None else {"size": geometry.tile.size,
                                                     "overlap": geometry.tile.overlap},
         "batch_size": BATCH_SIZE, "lr": request.lr, "optimizer": "adamw", "threads": threads,
-        "vertical_flips": request.vertical_flips, "planned_steps": planned,
+        "orientations": request.orientations,
+        "augmentation": request.augmentation,
+        "planned_steps": planned,
         "step_s": round(step_s, 3), "val_s": round(val_s, 3), "tail_s": round(tail_s, 2),
         "seed": request.seed, "warmup_steps": warmup, "replans": [[0, total]]}
 
