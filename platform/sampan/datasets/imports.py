@@ -255,12 +255,13 @@ def _import_one(job: ImportJob, staged: StagedFile, labels: dict[str, ClassLabel
     was given). A duplicate of a file with boxes keeps the boxes of the first one only."""
     name, path, label = staged.name, staged.path, staged.label
     data = path.read_bytes()
+    boxes = len(staged.annotations.boxes) if staged.annotations is not None else 0
     try:
         image = decode_image(data)
-    except ImageDecodeError as exc:
-        return "rejected", str(exc), set()
+    except ImageDecodeError as exc:  # its boxes go with it, and the report says so
+        lost = f"; its {boxes} box(es) were not imported" if boxes else ""
+        return "rejected", f"{exc}{lost}", set()
     digest = hashlib.sha256(data).hexdigest()
-    boxes = len(staged.annotations.boxes) if staged.annotations is not None else 0
     not_added = f"; its {boxes} box(es) were not added again" if boxes else ""
     existing = Sample.objects.filter(dataset=job.dataset, content_sha256=digest).first()
     if existing is not None:

@@ -346,6 +346,20 @@ def test_duplicate_images_keep_their_boxes_once(ctx: dict[str, Any]) -> None:
     assert detection(job)["boxes"] == 1
 
 
+
+def test_an_image_that_cannot_be_read_is_rejected_with_the_count_of_its_boxes(
+        ctx: dict[str, Any]) -> None:
+    job = run_import(ctx, "broken.zip", make_zip({
+        "data.yaml": "names: [cat]\n",
+        "images/a.png": image_bytes(RED), "labels/a.txt": "0 0.5 0.5 0.5 0.5\n",
+        "images/cut.png": image_bytes(RED)[:40],
+        "labels/cut.txt": "0 0.5 0.5 0.5 0.5\n0 0.2 0.2 0.1 0.1\n"}))
+    assert stored_boxes(ctx) == {"images/a.png": [("cat", 16.0, 12.0, 48.0, 36.0)]}
+    (rejected,) = job["report"]["rejected"]
+    assert rejected["name"] == "images/cut.png"
+    assert rejected["reason"].endswith("; its 2 box(es) were not imported"), rejected
+    assert detection(job)["boxes"] == 1
+
 # ---------------------------------------------------------------------- refused, and safety
 
 def test_a_class_folder_zip_is_refused_for_a_detection_dataset_naming_the_formats(
