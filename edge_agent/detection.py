@@ -29,6 +29,7 @@ __all__ = [
     "DetectionSettings",
     "TileSettings",
     "box_iou",
+    "paired_box_iou",
     "merge_tiles",
     "nms",
     "postprocess",
@@ -109,18 +110,27 @@ class DetectionSettings:
             raise ValueError(f"detection settings are malformed: {exc}") from None
 
 
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of xyxy boxes ``a`` (..., 4) and ``b`` (..., 4), broadcast; 0 where both have no
+    area."""
+    area = lambda x: np.prod(np.clip(x[..., 2:] - x[..., :2], 0, None), axis=-1)  # noqa: E731
+    inter = np.prod(np.clip(np.minimum(a[..., 2:], b[..., 2:])
+                            - np.maximum(a[..., :2], b[..., :2]), 0, None), axis=-1)
+    union = area(a) + area(b) - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+
+
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Intersection over union of every pair: ``a`` (N, 4), ``b`` (M, 4) xyxy -> (N, M)."""
     a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
     b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
-    area_a = np.clip(a[:, 2] - a[:, 0], 0, None) * np.clip(a[:, 3] - a[:, 1], 0, None)
-    area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-    lt = np.maximum(a[:, None, :2], b[None, :, :2])
-    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    wh = np.clip(rb - lt, 0, None)
-    inter = wh[..., 0] * wh[..., 1]
-    union = area_a[:, None] + area_b[None, :] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+    return _iou(a[:, None, :], b[None, :, :])
+
+
+def paired_box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection over union of the boxes of each row: ``a``, ``b`` (K, 4) xyxy -> (K,)."""
+    return _iou(np.asarray(a, dtype=np.float64).reshape(-1, 4),
+                np.asarray(b, dtype=np.float64).reshape(-1, 4))
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:

@@ -68,7 +68,7 @@ def test_augmentation_moves_boxes_with_the_pixels(tmp_path: Path) -> None:
     p = Preprocessing(size=(192, 192), resize="letterbox")
     sample = BoxSample(path, tuple(tuple(s) + (0,) for s in squares), "a")
     data = load_samples([sample], choose_geometry([(192, 192)], [], 192), p, 1, lambda: False)
-    transform = training_transform(192, p.mean, "all")
+    transform = training_transform(192, p.mean, True)
     torch.manual_seed(0)
     for _ in range(20):
         image, target = augmented(data.images[0], data.boxes[0], data.classes[0], transform)
@@ -82,20 +82,19 @@ def test_augmentation_moves_boxes_with_the_pixels(tmp_path: Path) -> None:
                 assert inside.float().mean() > 0.9
 
 
-@pytest.mark.parametrize("orientations, mirrored, upside_down", [
-    ("none", False, False), ("horizontal", True, False), ("all", True, True)])
-def test_orientations_turn_the_images_only_as_asked(tmp_path: Path, orientations: str,
-                                                    mirrored: bool, upside_down: bool) -> None:
+@pytest.mark.parametrize("flips, mirrored", [(False, False), (True, True)])
+def test_images_are_mirrored_only_when_flips_are_allowed(tmp_path: Path, flips: bool,
+                                                         mirrored: bool) -> None:
     """Square A lies left of and above square B. Scale jitter and crops move both alike, so
-    B left of A means a mirror (or a quarter turn), B above A an upside-down image: never with
-    "none", mirrors only with "horizontal", both with "all" (the 8 orientations)."""
+    B left of A means a mirror and B above A an upside-down image: mirrors only with flips,
+    never upside down."""
     squares = [(20, 30, 60, 70), (100, 110, 140, 150)]
     path = _image(tmp_path / "a.png", (192, 192), squares)
     p = Preprocessing(size=(192, 192), resize="letterbox")
     data = load_samples([BoxSample(path, tuple(tuple(q) + (i,) for i, q in enumerate(squares)),
                                    "a")], choose_geometry([(192, 192)], [], 192), p, 2,
                         lambda: False)
-    transform = training_transform(192, p.mean, orientations)
+    transform = training_transform(192, p.mean, flips)
     torch.manual_seed(0)
     seen = {"mirrored": False, "upside_down": False}
     for _ in range(40):
@@ -105,14 +104,12 @@ def test_orientations_turn_the_images_only_as_asked(tmp_path: Path, orientations
         a, b = (target["boxes"][target["labels"] == i][0] for i in (0, 1))
         seen["mirrored"] |= bool(b[0] < a[0])
         seen["upside_down"] |= bool(b[1] < a[1])
-    assert seen == {"mirrored": mirrored, "upside_down": upside_down}
+    assert seen == {"mirrored": mirrored, "upside_down": False}
 
 
-def test_an_unknown_orientation_or_preset_is_refused() -> None:
-    with pytest.raises(ValueError, match="orientations must be one of none, horizontal, all"):
-        training_transform(192, (0.5, 0.5, 0.5), "vertical")
+def test_an_unknown_preset_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown preset 'heavy'"):
-        training_transform(192, (0.5, 0.5, 0.5), "horizontal", "heavy")
+        training_transform(192, (0.5, 0.5, 0.5), True, "heavy")
 
 
 def test_no_augmentation_leaves_image_and_boxes_as_they_are(tmp_path: Path) -> None:
@@ -121,7 +118,7 @@ def test_no_augmentation_leaves_image_and_boxes_as_they_are(tmp_path: Path) -> N
     p = Preprocessing(size=(192, 192), resize="letterbox")
     data = load_samples([BoxSample(path, tuple(tuple(q) + (0,) for q in squares), "a")],
                         choose_geometry([(192, 192)], [], 192), p, 1, lambda: False)
-    transform = training_transform(192, p.mean, "all", "none")
+    transform = training_transform(192, p.mean, True, "none")
     for _ in range(5):
         image, target = augmented(data.images[0], data.boxes[0], data.classes[0], transform)
         assert torch.equal((image * 255).round().to(torch.uint8), data.images[0])
@@ -251,7 +248,7 @@ def test_training_on_real_trees_within_budget(tmp_path: Path, torch_home_with_we
     result = train_detector(DetectRequest(train=train[:-5], val=train[-5:],
                                           test=samples("heldout")[:4], labels=["Tree"],
                                           out_dir=tmp_path, budget_s=budget, seed=0,
-                                          orientations="all"),
+                                          flips=True),
                             on_progress=events.append)
     assert result.elapsed_s <= budget * 1.1, result.recipe
     assert result.pretrained

@@ -26,6 +26,8 @@ import torch
 from PIL import Image
 from torchvision.transforms import v2
 
+from .specs import AUGMENTATIONS
+
 __all__ = ["AugmentationChoice", "augment_batch", "build_transform", "choose_augmentation"]
 
 #: Smallest shorter side (px) at which ``auto`` treats colour images as photos (flips allowed).
@@ -64,7 +66,7 @@ def choose_augmentation(requested: str, images: Sequence[Image.Image],
     Raises:
         ValueError: for an unknown preset name.
     """
-    if requested not in ("auto", "none", "light", "strong"):
+    if requested not in AUGMENTATIONS:
         raise ValueError(f"augmentation: unknown preset {requested!r}")
     if requested == "none":
         return AugmentationChoice("none", False, "no augmentation requested",

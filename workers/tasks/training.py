@@ -46,7 +46,7 @@ def _detect_request(inputs: services.TrainingInputs, budget_s: float) -> DetectR
     return DetectRequest(train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
                          labels=inputs.labels, out_dir=Path(inputs.out_dir), budget_s=budget_s,
                          seed=inputs.seed, augmentation=inputs.augmentation,
-                         orientations="horizontal" if inputs.allow_flips else "none")
+                         flips=inputs.allow_flips)
 
 
 @shared_task(name="training.run", acks_late=True)

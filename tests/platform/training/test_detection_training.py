@@ -163,10 +163,10 @@ def test_detection_version_without_classes_is_refused(project_with_roles: dict[s
     assert "at least 1 class" in caught.value.message
 
 
-@pytest.mark.parametrize("allow_flips, augmentation, orientations", [
-    (True, "auto", "horizontal"), (False, "strong", "none"), (True, "none", "horizontal")])
+@pytest.mark.parametrize("allow_flips, augmentation", [
+    (True, "auto"), (False, "strong"), (True, "none")])
 def test_the_jobs_options_reach_the_detector(tmp_path: Path, allow_flips: bool,
-                                              augmentation: str, orientations: str) -> None:
+                                              augmentation: str) -> None:
     """"Never mirror the images" (allow_flips false) and the augmentation strength are the
     user's for detection too: the request the worker builds carries them."""
     from workers.tasks.training import _detect_request
@@ -176,5 +176,5 @@ def test_the_jobs_options_reach_the_detector(tmp_path: Path, allow_flips: bool,
         train=[("a.png", [[1, 2, 30, 40, 0]], "s1")], val=[("b.png", [], "s2")],
         augmentation=augmentation, allow_flips=allow_flips, out_dir=tmp_path)
     request = _detect_request(inputs, 60.0)
-    assert (request.orientations, request.augmentation) == (orientations, augmentation)
+    assert (request.flips, request.augmentation) == (allow_flips, augmentation)
     assert request.train[0].boxes == ((1.0, 2.0, 30.0, 40.0, 0),) and request.val[0].boxes == ()

@@ -6,10 +6,10 @@ their boxes scaled the same way; images of a tiled run are kept at their own res
 ``MAX_TILED_SIDE``) and training draws random ``tile``-pixel windows from them.
 
 Augmentation is torchvision's ``transforms.v2``, which moves the boxes with the pixels
-(``tv_tensors.BoundingBoxes``): horizontal flips (overhead imagery, whose "up" is arbitrary:
-all 8 orientations, quarter turns and flips; none when the user says orientation matters),
-photometric distortion (SSD's, Liu et al. 2016), scale jitter (0.75-1.33 ``light``, the
-default; 0.5-1.6 ``strong``) with a crop or pad back to S, and ``SanitizeBoundingBoxes`` (boxes cut below 2 px by a crop go).
+(``tv_tensors.BoundingBoxes``): horizontal flips (none when the user says left and right
+matter), photometric distortion (SSD's, Liu et al. 2016), scale jitter (0.75-1.33 ``light``,
+the default; 0.5-1.6 ``strong``) with a crop or pad back to S, and ``SanitizeBoundingBoxes``
+(boxes cut below 2 px by a crop go).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from edge_agent.detection import TileSettings
 from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, letterbox_size, \
     resized_pixels
 
-from ..specs import TrainingCancelled
+from ..specs import AUGMENTATIONS, TrainingCancelled
 
-__all__ = ["ORIENTATIONS", "BoxSample", "DetectionData", "Geometry", "choose_geometry",
-           "load_samples", "training_transform"]
+__all__ = ["BoxSample", "DetectionData", "Geometry", "choose_geometry", "load_samples",
+           "training_transform"]
 
 #: longest side kept in memory for a tiled run (px); larger images are scaled down to it
 MAX_TILED_SIDE = 4096
@@ -168,41 +168,25 @@ def load_samples(samples: Sequence[BoxSample], geometry: Geometry,
     return data
 
 
-#: the orientations a training image may be turned to: ``none`` (as taken), ``horizontal``
-#: (mirrored left-right: most photos), ``all`` (the 8 of the square's symmetry group, mirrors
-#: and quarter turns: overhead imagery such as aerial tiles or microscopy, whose "up" is
-#: arbitrary)
-ORIENTATIONS = ("none", "horizontal", "all")
-
-
 #: box-aware augmentation strengths (``auto`` is ``light``): photometric distortion probability
 #: and scale jitter range; ``none`` keeps the pixels as they are
 AUGMENTATION_PRESETS = {"light": (0.5, (0.75, 1.33)), "strong": (0.8, (0.5, 1.6))}
 
 
-def training_transform(input_size: int, mean: Sequence[float], orientations: str = "horizontal",
+def training_transform(input_size: int, mean: Sequence[float], flips: bool = True,
                        preset: str = "light") -> v2.Compose:
     """The box-aware augmentation of one training image (module docstring): (3, H, W) uint8
     image + ``tv_tensors.BoundingBoxes`` + labels in, the same at (3, S, S) out.
-    ``orientations``: one of :data:`ORIENTATIONS`; ``preset``: ``auto``, ``none``, ``light`` or
-    ``strong`` (:data:`AUGMENTATION_PRESETS`; ``none`` also turns no image).
-    Raises ValueError for another value of either."""
-    if orientations not in ORIENTATIONS:
-        raise ValueError(f"orientations must be one of {', '.join(ORIENTATIONS)}, "
-                         f"not {orientations!r}")
-    if preset not in ("auto", "none", *AUGMENTATION_PRESETS):
+    ``flips``: False never mirrors (left and right matter); ``preset``: one of
+    :data:`workers.ml.specs.AUGMENTATIONS` (:data:`AUGMENTATION_PRESETS`; ``none`` keeps the
+    pixels). Raises ValueError for another preset."""
+    if preset not in AUGMENTATIONS:
         raise ValueError(f"augmentation: unknown preset {preset!r}")
     fill = tuple(int(round(255 * m)) for m in mean)
     steps: list[Any] = []
     if preset != "none":
-        if orientations != "none":
+        if flips:
             steps.append(v2.RandomHorizontalFlip(0.5))
-        if orientations == "all":
-            # a quarter turn (0, 90, 180 or 270 degrees, expand: nothing cut) then a flip reach
-            # all 8 orientations; boxes of a quarter turn stay exact
-            steps += [v2.RandomChoice([v2.RandomRotation((a, a), expand=True)
-                                       for a in (0, 90, 180, 270)]),
-                      v2.RandomVerticalFlip(0.5)]
         distort, scale = AUGMENTATION_PRESETS["light" if preset == "auto" else preset]
         steps += [v2.RandomPhotometricDistort(p=distort),
                   v2.RandomAffine(degrees=0.0, scale=scale, fill=fill)]

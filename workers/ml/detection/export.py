@@ -19,7 +19,8 @@ import onnxruntime
 import torch
 from torch import nn
 
-from edge_agent.detection import INPUT_NAME, OUTPUT_NAMES, DetectionSettings, postprocess
+from edge_agent.detection import (INPUT_NAME, OUTPUT_NAMES, DetectionSettings, paired_box_iou,
+                                  postprocess)
 
 from ..export import _quiet
 
@@ -73,13 +74,7 @@ def onnx_session(onnx_path: Path, threads: int = 1) -> onnxruntime.InferenceSess
 def _cell_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IoU of the boxes of the same cells: ``a``, ``b`` (K, 4) -> (K,). Two boxes with equal
     corners (within 0.01 px) have IoU 1 even when they have no area (IoU is undefined there)."""
-    lt = np.maximum(a[:, :2], b[:, :2])
-    rb = np.minimum(a[:, 2:], b[:, 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), axis=1)
-    area = lambda x: np.prod(np.clip(x[:, 2:] - x[:, :2], 0, None), axis=1)  # noqa: E731
-    union = area(a) + area(b) - inter
-    iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
-    return np.where(np.abs(a - b).max(axis=1) <= 0.01, 1.0, iou)
+    return np.where(np.abs(a - b).max(axis=1) <= 0.01, 1.0, paired_box_iou(a, b))
 
 
 @torch.no_grad()

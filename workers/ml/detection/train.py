@@ -55,11 +55,9 @@ class DetectRequest:
     """What to train. ``budget_s``: wall-clock seconds for everything (decode, training,
     export, parity, evaluation). ``test`` may be empty (the report is then on ``val``).
     ``input_size``: None chooses it from the data (:func:`workers.ml.detection.data.
-    choose_geometry`). ``orientations``: how training may turn the images
-    (:data:`workers.ml.detection.data.ORIENTATIONS`: ``all`` for overhead imagery such as
-    aerial tiles or microscopy, ``none`` when left and right matter); ``augmentation``: its
-    strength (``auto``, ``none``, ``light``, ``strong``: :func:`workers.ml.detection.data.
-    training_transform`). ``pretrained``: None uses the ImageNet backbone when it is in the
+    choose_geometry`). ``flips``: False never mirrors the images (left and right matter);
+    ``augmentation``: its strength (``auto``, ``none``, ``light``, ``strong``:
+    :func:`workers.ml.detection.data.training_transform`). ``pretrained``: None uses the ImageNet backbone when it is in the
     torch hub cache, False never loads it."""
 
     train: list[BoxSample]
@@ -70,7 +68,7 @@ class DetectRequest:
     test: list[BoxSample] = field(default_factory=list)
     seed: int = 0
     input_size: int | None = None
-    orientations: str = "horizontal"
+    flips: bool = True
     augmentation: str = "auto"
     pretrained: bool | None = None
     lr: float = 5e-3
@@ -236,7 +234,7 @@ def train_detector(request: DetectRequest, *,
     else:
         state, weights_note = load_pretrained_state_dict("mobilenet_v2")
     model = build_detector(num_classes, size, state)
-    transform = training_transform(size, preprocessing.mean, request.orientations,
+    transform = training_transform(size, preprocessing.mean, request.flips,
                                    request.augmentation)
     optimizer = _optimizer(model, request.lr)
     generator = torch.Generator().manual_seed(request.seed)
@@ -286,7 +284,7 @@ def train_detector(request: DetectRequest, *,
         "tile": None if geometry.tile is None else {"size": geometry.tile.size,
                                                     "overlap": geometry.tile.overlap},
         "batch_size": BATCH_SIZE, "lr": request.lr, "optimizer": "adamw", "threads": threads,
-        "orientations": request.orientations,
+        "flips": request.flips,
         "augmentation": request.augmentation,
         "planned_steps": planned,
         "step_s": round(step_s, 3), "val_s": round(val_s, 3), "tail_s": round(tail_s, 2),
