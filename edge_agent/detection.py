@@ -11,9 +11,10 @@ back with :func:`to_image_pixels`, so that what the worker measured is what the 
 Tiling (``DetectionSettings.tile``): an image whose longer side exceeds ``tile.size`` * 1.5 is
 cut into ``tile.size``-pixel squares overlapping by ``tile.overlap`` (:func:`tile_windows`),
 each square is letterboxed and detected on its own, the boxes are shifted to the image's pixels,
-and the union is merged by class-wise NMS at ``nms_iou``, then boxes cut by an inner tile border
-are dropped where a larger box from another tile covers them (:func:`merge_tiles`). This is the
-"slicing aided hyper inference" scheme of Akyon et al. 2022 (SAHI) without its full-image pass.
+the boxes that reach into another tile are merged by class-wise NMS at ``nms_iou``, then boxes
+cut by an inner tile border are dropped where a larger box from another tile covers them
+(:func:`merge_tiles`). This is the "slicing aided hyper inference" scheme of Akyon et al. 2022
+(SAHI) without its full-image pass.
 """
 
 from __future__ import annotations
@@ -133,22 +134,43 @@ def paired_box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 np.asarray(b, dtype=np.float64).reshape(-1, 4))
 
 
+NMS_BLOCK = 128  # rows of the IoU matrix computed at once: 128 x N float64, ~1 MB at N = 1000
+
+
 def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:
     """Greedy non-maximum suppression, torchvision's ``ops.nms`` rule: in order of decreasing
     score (ties: lower index first), keep a box and drop every later box whose IoU with it is
     greater than ``iou_threshold``. ``boxes`` (N, 4) xyxy, ``scores`` (N,) -> kept indices (K,)
-    int64 in decreasing score order."""
+    int64 in decreasing score order.
+
+    The IoUs are computed a block of ``NMS_BLOCK`` rows at a time against every later box, and
+    the greedy pass reads them: one Python step per candidate instead of an IoU per kept box
+    (1,000 barely overlapping candidates, as an untrained detector gives: ~120 ms -> ~15 ms)."""
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    boxes = np.asarray(boxes, dtype=np.float64)
+    ranked = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)[order]
+    x0, y0, x1, y1 = (np.ascontiguousarray(ranked[:, k]) for k in range(4))
+    area = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    count = len(ranked)
+    removed = np.zeros(count, dtype=bool)
     keep: list[int] = []
-    while order.size:
-        first = int(order[0])
-        keep.append(first)
-        if order.size == 1:
-            break
-        rest = order[1:]
-        overlap = box_iou(boxes[first:first + 1], boxes[rest])[0]
-        order = rest[overlap <= iou_threshold]
+    for start in range(0, count, NMS_BLOCK):
+        stop = min(start + NMS_BLOCK, count)
+        if removed[start:stop].all():
+            continue
+        # rows: this block's boxes; columns: every box from the block's first on (the same
+        # arithmetic as box_iou, spelt out per coordinate: ~6x faster on 128 x 1,000)
+        r, c = slice(start, stop), slice(start, None)
+        width = np.minimum(x1[r, None], x1[None, c]) - np.maximum(x0[r, None], x0[None, c])
+        height = np.minimum(y1[r, None], y1[None, c]) - np.maximum(y0[r, None], y0[None, c])
+        inter = np.clip(width, 0, None, out=width) * np.clip(height, 0, None, out=height)
+        union = area[r, None] + area[None, c] - inter
+        iou = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        overlaps = iou > iou_threshold
+        for row in range(stop - start):
+            if removed[start + row]:
+                continue
+            keep.append(int(order[start + row]))
+            removed[start:] |= overlaps[row]  # earlier boxes are decided already
     return np.asarray(keep, dtype=np.int64)
 
 
@@ -221,8 +243,9 @@ def merge_tiles(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                 settings: DetectionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Detections of each window (boxes already in image px) -> one image's detections.
 
-    1. The union goes through class-wise NMS at ``settings.nms_iou`` (an object seen whole by
-       two overlapping tiles is kept once, the higher score).
+    1. The boxes that reach into another tile's window go through class-wise NMS at
+       ``settings.nms_iou`` (an object seen whole by two overlapping tiles is kept once, the
+       higher score); a box inside its own tile only met its tile's NMS, which it passed.
     2. A box that touches an inner tile border (within 2 px; the image's own border does not
        count) is a possibly cut object: it is dropped when a box of the same class from another
        tile covers at least 60 % of it (intersection over the cut box's area), since a
@@ -234,7 +257,17 @@ def merge_tiles(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     scores = np.concatenate([p[1] for p in parts]).astype(np.float32)
     classes = np.concatenate([p[2] for p in parts]).astype(np.int64)
     origin = np.concatenate([np.full(len(p[1]), i) for i, p in enumerate(parts)])
-    keep = batched_nms(boxes, scores, classes, settings.nms_iou)
+    # only a box reaching into another tile's window can meet a box of that tile; the rest met
+    # NMS in their own tile already (30 tiles x 300 boxes through one NMS took ~2 s an image)
+    shared = np.zeros(len(boxes), dtype=bool)
+    for i, (x0, y0, x1, y1) in enumerate(windows):
+        shared |= ((origin != i) & (boxes[:, 0] < x1) & (boxes[:, 2] > x0)
+                   & (boxes[:, 1] < y1) & (boxes[:, 3] > y0))
+    candidates = np.nonzero(shared)[0]
+    kept = np.concatenate([np.nonzero(~shared)[0], candidates[
+        batched_nms(boxes[candidates], scores[candidates], classes[candidates], settings.nms_iou)]])
+    kept = np.sort(kept)  # best first, ties in input order, as batched_nms returns them
+    keep = kept[np.argsort(-scores[kept].astype(np.float64), kind="stable")]
     boxes, scores, classes, origin = boxes[keep], scores[keep], classes[keep], origin[keep]
     cut = np.zeros(len(boxes), dtype=bool)
     for i, (x0, y0, x1, y1) in enumerate(windows):

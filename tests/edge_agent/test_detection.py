@@ -24,10 +24,12 @@ def test_nms_matches_torchvision() -> None:
     from torchvision.ops import nms as tv_nms
 
     rng = np.random.default_rng(0)
-    for _ in range(20):
-        boxes = _random_boxes(rng, 80)
-        scores = rng.uniform(0, 1, size=80).astype(np.float32)
-        classes = rng.integers(0, 3, size=80)
+    # 300 and 1,000 candidates cross the blocks in which the IoUs are computed; rounded
+    # scores make ties (lower index first)
+    for n in [80] * 18 + [300, 1000]:
+        boxes = _random_boxes(rng, n)
+        scores = rng.uniform(0, 1, size=n).round(2).astype(np.float32)
+        classes = rng.integers(0, 3, size=n)
         for iou in (0.3, 0.5, 0.7):
             ours = nms(boxes, scores, iou)
             theirs = tv_nms(torch.from_numpy(boxes), torch.from_numpy(scores), iou).numpy()
@@ -119,6 +121,35 @@ def test_merge_keeps_an_object_seen_by_two_tiles_once() -> None:
     other = (np.array([[330.0, 200, 380, 250]]), np.array([0.7], np.float32), np.array([0]))
     boxes, _, _ = merge_tiles([first, other], windows, 720, 400, settings)
     assert len(boxes) == 2
+
+
+def test_merge_equals_one_nms_over_every_tile() -> None:
+    """The merge runs NMS only over boxes that reach into another tile's window: the same
+    boxes, scores and order as one class-wise NMS over the union of every tile's boxes (each
+    tile's own boxes passed its NMS already), on 1,000 random boxes over 12 tiles."""
+    rng = np.random.default_rng(3)
+    width, height = 1000, 700
+    windows = tile_windows(width, height, TileSettings(size=300, overlap=0.2))
+    settings = DetectionSettings(score_threshold=0.0, nms_iou=0.5)
+    parts = []
+    for x0, y0, x1, y1 in windows:
+        xy = rng.uniform([x0, y0], [x1 - 8, y1 - 8], size=(90, 2))
+        boxes = np.concatenate([xy, np.minimum(xy + rng.uniform(6, 50, size=(90, 2)),
+                                               [x1, y1])], axis=1)
+        scores = rng.uniform(0, 1, 90).round(3).astype(np.float32)
+        classes = rng.integers(0, 2, 90)
+        own = batched_nms(boxes, scores, classes, settings.nms_iou)
+        parts.append((boxes[own], scores[own], classes[own]))
+    union = [np.concatenate([p[i] for p in parts]) for i in range(3)]
+    everything = batched_nms(*union, settings.nms_iou)
+    origin = np.concatenate([np.full(len(p[1]), i) for i, p in enumerate(parts)])
+    once = [tuple(union[k][everything][origin[everything] == i] for k in range(3))
+            for i in range(len(parts))]  # already merged: the merge's NMS changes nothing
+    expected = merge_tiles(once, windows, width, height, settings)
+    got = merge_tiles(parts, windows, width, height, settings)
+    assert len(windows) == 12 and len(got[0]) < len(union[0])
+    for a, b in zip(got, expected):
+        assert a.tolist() == b.tolist()
 
 
 def test_detect_tiles_and_returns_image_pixels() -> None:

@@ -292,6 +292,7 @@ def train_detector(request: DetectRequest, *,
 
     history: list[dict[str, Any]] = []
     best_state: dict[str, torch.Tensor] | None = None
+    best_results: list[ImageResult] = []
     best_map50, best_step = -1.0, 0
     step = 0
     running: dict[str, float] = {}
@@ -299,7 +300,7 @@ def train_detector(request: DetectRequest, *,
     stop_reason = None
 
     def validate() -> None:
-        nonlocal best_state, best_map50, best_step, val_s, tail_s
+        nonlocal best_state, best_results, best_map50, best_step, val_s, tail_s
         model.eval()
         graph = ExportedDetector(model, size).eval()
         began = time.monotonic()
@@ -308,7 +309,7 @@ def train_detector(request: DetectRequest, *,
         map50, map_ = mean_ap(results, num_classes)
         if map50 >= best_map50:
             best_state = copy.deepcopy(model.state_dict())
-            best_map50, best_step = map50, step
+            best_results, best_map50, best_step = results, map50, step
         entry = {"phase": "train", "step": step, "steps": total,
                  "loss": round(sum(running.values()), 4) if running else None,
                  "losses": {k: round(v, 4) for k, v in running.items()},
@@ -365,9 +366,8 @@ def train_detector(request: DetectRequest, *,
 
     # the serving threshold from the validation split (best F1), then export and gate
     progress.emit({"phase": "export", "message": "exporting to ONNX"}, force=True)
-    val_results = _results(_torch_runner(graph), request.val, val, preprocessing, settings,
-                           progress)
-    threshold, val_f1 = best_f1_threshold(val_results)
+    # the kept weights' validation detections were computed when they were kept
+    threshold, val_f1 = best_f1_threshold(best_results)
     serving = DetectionSettings(score_threshold=threshold, tile=geometry.tile)
     onnx_path = out_dir / "model.onnx"
     export = export_detector(graph, onnx_path, size)
