@@ -233,7 +233,9 @@ def train_detector(request: DetectRequest, *,
         state, weights_note = None, "random initialisation (pretrained weights not requested)"
     else:
         state, weights_note = load_pretrained_state_dict("mobilenet_v2")
-    model = build_detector(num_classes, size, state)
+    # channels_last: oneDNN's convolutions ran a training step 15-19 % faster (0.57-0.62 vs
+    # 0.70-0.74 s at 384 px, batch 4, 2 threads); the export gets the default layout back
+    model = build_detector(num_classes, size, state).to(memory_format=torch.channels_last)
     transform = training_transform(size, preprocessing.mean, request.flips,
                                    request.augmentation)
     optimizer = _optimizer(model, request.lr)
@@ -358,6 +360,7 @@ def train_detector(request: DetectRequest, *,
                    "train_s": round(progress.elapsed_s(), 2)})
     if best_state is not None:
         model.load_state_dict(best_state)
+    model = model.to(memory_format=torch.contiguous_format)
     model.eval()
     graph = ExportedDetector(model, size).eval()
     checkpoint_path = out_dir / "checkpoint.pt"
