@@ -281,12 +281,7 @@ export interface paths {
          */
         get: operations["compression_jobs_list"];
         put?: never;
-        /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
-         */
+        /** @description Creates and queues a compression job (201). With an `Idempotency-Key` header that a job of this project already holds, answers that job (200, `Idempotent-Replayed: true`) and starts nothing; the same key with a different body: 422 `idempotency_key_reused`. */
         post: operations["compression_jobs_create"];
         delete?: never;
         options?: never;
@@ -1163,12 +1158,7 @@ export interface paths {
          */
         get: operations["training_jobs_list"];
         put?: never;
-        /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
-         */
+        /** @description Creates and queues a training job (201). With an `Idempotency-Key` header that a job of this project already holds, answers that job (200, `Idempotent-Replayed: true`) and starts nothing; the same key with a different body: 422 `idempotency_key_reused`. */
         post: operations["training_jobs_create"];
         delete?: never;
         options?: never;
@@ -2753,7 +2743,10 @@ export interface operations {
     compression_jobs_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Chosen by the client (a UUID), 1-128 visible ASCII characters. A retry with the same key answers the job the first request made (200, `Idempotent-Replayed: true`) instead of starting another; the same key with a different body answers 422 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 project_id: string;
             };
@@ -2767,6 +2760,14 @@ export interface operations {
             };
         };
         responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompressionJobOutput"];
+                };
+            };
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3976,7 +3977,10 @@ export interface operations {
     training_jobs_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Chosen by the client (a UUID), 1-128 visible ASCII characters. A retry with the same key answers the job the first request made (200, `Idempotent-Replayed: true`) instead of starting another; the same key with a different body answers 422 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 project_id: string;
             };
@@ -3990,6 +3994,14 @@ export interface operations {
             };
         };
         responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrainingJobOutput"];
+                };
+            };
             201: {
                 headers: {
                     [name: string]: unknown;

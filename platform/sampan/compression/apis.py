@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sampan.compression import selectors, services
-from sampan.compression.models import METHODS
-from sampan.core.apis import ProjectApi
+from sampan.compression.models import METHODS, CompressionJob
+from sampan.core.apis import IDEMPOTENCY_KEY_PARAMETER, ProjectApi, created_or_replayed
+from sampan.core.idempotency import idempotency_key, idempotent_create
 from sampan.core.pagination import Pagination
 from sampan.fleet.selectors import device_get
 from sampan.fleet.serializers import ModelVersionRefOutput
@@ -86,20 +87,32 @@ class CompressionJobListApi(ProjectApi):
                                               source_id=query.validated_data.get("source"))
         return self.paginate(request, jobs, CompressionJobOutput)
 
-    @extend_schema(request=CompressionJobInput, responses={201: CompressionJobOutput},
-                   operation_id="compression_jobs_create")
+    @extend_schema(request=CompressionJobInput, parameters=[IDEMPOTENCY_KEY_PARAMETER],
+                   responses={201: CompressionJobOutput, 200: CompressionJobOutput},
+                   operation_id="compression_jobs_create",
+                   description="Creates and queues a compression job (201). With an "
+                   "`Idempotency-Key` header that a job of this project already holds, answers "
+                   "that job (200, `Idempotent-Replayed: true`) and starts nothing; the same key "
+                   "with a different body: 422 `idempotency_key_reused`.")
     def post(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)
-        data = CompressionJobInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        source = model_version_get(project=project,
-                                   version_id=values.pop("source_model_version_id"))
-        device_id = values.pop("device_id")
-        device = device_get(project=project, device_id=device_id) if device_id else None
-        job = services.compression_job_create(project=project, source=source, device=device,
-                                              user=request.user, **values)
-        return Response(CompressionJobOutput(job).data, status=status.HTTP_201_CREATED)
+        key = idempotency_key(request)
+
+        def create() -> CompressionJob:
+            data = CompressionJobInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            values = dict(data.validated_data)
+            source = model_version_get(project=project,
+                                       version_id=values.pop("source_model_version_id"))
+            device_id = values.pop("device_id")
+            device = device_get(project=project, device_id=device_id) if device_id else None
+            return services.compression_job_create(project=project, source=source,
+                                                   device=device, user=request.user,
+                                                   idempotency=key, **values)
+
+        job, created = idempotent_create(CompressionJob, project, key, create,
+                                         kind="compression job")
+        return created_or_replayed(CompressionJobOutput(job).data, created)
 
 
 class CompressionJobDetailApi(ProjectApi):

@@ -48,3 +48,6 @@ class CompressionJob(Job):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(
+            fields=["project", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+            name="compression_job_idempotency_key_unique")]

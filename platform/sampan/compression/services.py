@@ -24,6 +24,7 @@ from sampan.compression.models import METHODS, CompressionJob
 from sampan.core import storage
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
+from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.services import job_publish, job_report_progress
 from sampan.datasets.models import Split, TaskType
@@ -53,9 +54,11 @@ BENCHMARK_INPUTS = 16
 def compression_job_create(*, project: Project, source: ModelVersion, device: Device | None,
                            accuracy_budget_pt: float = 1.0, budget_s: float = DEFAULT_BUDGET_S,
                            methods: list[str] | None = None, seed: int = 0,
-                           user: Any = None) -> CompressionJob:
+                           user: Any = None,
+                           idempotency: IdempotencyKey | None = None) -> CompressionJob:
     """Create and enqueue a compression job of ``source`` for ``device`` (None: measured on the
-    compression worker itself).
+    compression worker itself). ``idempotency``: the request's key, recorded on the job
+    (:func:`sampan.core.idempotency.idempotent_create`).
 
     Raises ValidationFailed naming the field: a source that is not an image classifier or has
     no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
@@ -93,7 +96,8 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
             project=project, source=source, device=device,
             device_name=device.name if device else "", accuracy_budget_pt=accuracy_budget_pt,
             budget_s=budget_s, methods=chosen, seed=seed, created_by=user
-            if getattr(user, "is_authenticated", False) else None)
+            if getattr(user, "is_authenticated", False) else None,
+            **idempotency_fields(idempotency))
         job_transition(CompressionJob, job.pk, JobStatus.QUEUED)
         enqueue_on_commit("compression.run", str(job.pk), queue="compression")
     job.refresh_from_db()

@@ -1,13 +1,17 @@
-"""Shared pieces of API views: the project-scoped base view."""
+"""Shared pieces of API views: the project-scoped base view, the answer of a job create."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import status
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sampan.accounts.models import Project, Role
+from sampan.core.idempotency import REPLAYED_HEADER
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -38,3 +42,20 @@ class ProjectApi(APIView):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+#: the ``Idempotency-Key`` request header of the creates that start a job, for the schema
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    name="Idempotency-Key", location=OpenApiParameter.HEADER, required=False, type=str,
+    description="Chosen by the client (a UUID), 1-128 visible ASCII characters. A retry with "
+    "the same key answers the job the first request made (200, `Idempotent-Replayed: true`) "
+    "instead of starting another; the same key with a different body answers 422 "
+    "`idempotency_key_reused`.")
+
+
+def created_or_replayed(data: Any, created: bool) -> Response:
+    """201 for a new job; 200 with ``Idempotent-Replayed: true`` for the job an earlier request
+    with the same ``Idempotency-Key`` made (``sampan.core.idempotency``)."""
+    if created:
+        return Response(data, status=status.HTTP_201_CREATED)
+    return Response(data, status=status.HTTP_200_OK, headers={REPLAYED_HEADER: "true"})

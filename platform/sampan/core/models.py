@@ -26,6 +26,8 @@ class Job(BaseModel):
     ``status`` only changes through ``sampan.core.jobs.job_transition``; ``progress`` is a JSON
     object written by the worker (at least ``fraction`` 0..1 and ``message`` when known);
     ``heartbeat_at`` is refreshed by a RUNNING worker and read by the reaper.
+    ``idempotency_key``: the client's ``Idempotency-Key`` of the request that created the job
+    (empty: none); a second create with it answers this job (``sampan.core.idempotency``).
     """
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING,
@@ -37,6 +39,8 @@ class Job(BaseModel):
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     idempotency_key = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    #: SHA-256 (hex) of the creating request's canonical JSON body (sampan.core.idempotency)
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True, default="")
     cancel_requested = models.BooleanField(default=False)
 
     class Meta:

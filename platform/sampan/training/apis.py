@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sampan.core.apis import ProjectApi
+from sampan.core.apis import IDEMPOTENCY_KEY_PARAMETER, ProjectApi, created_or_replayed
+from sampan.core.idempotency import idempotency_key, idempotent_create
 from sampan.core.pagination import Pagination
 from sampan.core.validation import NameField
 from sampan.datasets.selectors import dataset_version_get
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
-from sampan.training.models import Augmentation, ModelPreference
+from sampan.training.models import Augmentation, ModelPreference, TrainingJob
 
 
 class TrainingJobInput(serializers.Serializer):
@@ -98,17 +99,28 @@ class TrainingJobListApi(ProjectApi):
         return self.paginate(request, selectors.training_job_list(project=project),
                              TrainingJobOutput)
 
-    @extend_schema(request=TrainingJobInput, responses={201: TrainingJobOutput},
-                   operation_id="training_jobs_create")
+    @extend_schema(request=TrainingJobInput, parameters=[IDEMPOTENCY_KEY_PARAMETER],
+                   responses={201: TrainingJobOutput, 200: TrainingJobOutput},
+                   operation_id="training_jobs_create",
+                   description="Creates and queues a training job (201). With an "
+                   "`Idempotency-Key` header that a job of this project already holds, answers "
+                   "that job (200, `Idempotent-Replayed: true`) and starts nothing; the same key "
+                   "with a different body: 422 `idempotency_key_reused`.")
     def post(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)
-        data = TrainingJobInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        version = dataset_version_get(project=project, version_id=values.pop("dataset_version_id"))
-        job = services.training_job_create(project=project, dataset_version=version,
-                                           user=request.user, **values)
-        return Response(TrainingJobOutput(job).data, status=status.HTTP_201_CREATED)
+        key = idempotency_key(request)
+
+        def create() -> TrainingJob:
+            data = TrainingJobInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            values = dict(data.validated_data)
+            version = dataset_version_get(project=project,
+                                          version_id=values.pop("dataset_version_id"))
+            return services.training_job_create(project=project, dataset_version=version,
+                                                user=request.user, idempotency=key, **values)
+
+        job, created = idempotent_create(TrainingJob, project, key, create, kind="training job")
+        return created_or_replayed(TrainingJobOutput(job).data, created)
 
 
 class TrainingJobDetailApi(ProjectApi):

@@ -31,8 +31,9 @@ class TrainingJob(Job):
     ``history``: one entry per epoch (loss, val_accuracy, ...); ``recipe``: what the worker chose
     (resolution, epochs, learning rate, phases); ``pretrained``: whether ImageNet weights were used
     (null until known). ``augmentation``, ``model_preference`` and ``allow_flips`` (False: never
-    mirror the images): the user's options, passed to the engine as they are. ``metrics``: what the engine returned; newer jobs add ``evaluated_on``
-    ("test" or "val") and, with a test split, ``test_accuracy`` and ``test_macro_f1``.
+    mirror the images): the user's options, passed to the engine as they are. ``metrics``: what
+    the engine returned; newer jobs add ``evaluated_on`` ("test" or "val") and, with a test
+    split, ``test_accuracy`` and ``test_macro_f1``.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="training_jobs")
@@ -55,6 +56,11 @@ class TrainingJob(Job):
     metrics = models.JSONField(default=dict, blank=True)
     model_version = models.ForeignKey("registry.ModelVersion", null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["project", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+            name="training_job_idempotency_key_unique")]
 
 
 class EvaluationReport(BaseModel):

@@ -22,6 +22,7 @@ from sampan.accounts.models import Project
 from sampan.core import storage as shared_storage
 from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
+from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
@@ -43,8 +44,10 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                         seed: int = 0, model_name: str = "",
                         augmentation: str = Augmentation.AUTO,
                         model_preference: str = ModelPreference.MORE_ACCURATE,
-                        allow_flips: bool = True, user: Any = None) -> TrainingJob:
-    """Create and enqueue a training job on a frozen dataset version.
+                        allow_flips: bool = True, user: Any = None,
+                        idempotency: IdempotencyKey | None = None) -> TrainingJob:
+    """Create and enqueue a training job on a frozen dataset version (``idempotency``: the
+    request's key, recorded on the job: see :func:`sampan.core.idempotency.idempotent_create`).
 
     Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
     this release cannot train yet, fewer than 2 classes, an empty train or validation split, a
@@ -97,7 +100,8 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                                          budget_s=budget_s, seed=seed,
                                          augmentation=augmentation,
                                          model_preference=model_preference,
-                                         allow_flips=bool(allow_flips))
+                                         allow_flips=bool(allow_flips),
+                                         **idempotency_fields(idempotency))
         job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
         enqueue_on_commit("training.run", str(job.pk), queue="training")
     job.refresh_from_db()
@@ -240,8 +244,9 @@ def training_job_progress(*, job_id: Any, progress: dict[str, Any]) -> bool:
     """Store and publish progress. False when the job is no longer RUNNING (cancelled/reaped).
 
     An end-of-epoch event (one that carries ``val_accuracy`` and ``epoch``, or a detector's
-    validation round, ``val_map50``) is also appended to ``history`` at once, so live loss and validation curves survive a reconnect. Only the job's
-    own worker writes ``history`` while it runs.
+    validation round, ``val_map50``) is also appended to ``history`` at once, so live loss and
+    validation curves survive a reconnect. Only the job's own worker writes ``history`` while it
+    runs.
     """
     if (progress.get("epoch") is not None and "val_accuracy" in progress) or \
             "val_map50" in progress:
