@@ -329,6 +329,11 @@ SPECTACULAR_SETTINGS = {
 
 # Jobs
 SAMPAN_JOB_HEARTBEAT_TIMEOUT_S = env.float("SAMPAN_JOB_HEARTBEAT_TIMEOUT_S", default=45.0)
+# Quotas: the longest budget a training job may ask for (seconds), and how many training (and,
+# apart, compression) jobs one project may have waiting in the queue at once; 86,400 s jobs
+# without a limit on their number let one user hold the worker for days (issue 12)
+SAMPAN_TRAINING_MAX_BUDGET_S = env.float("SAMPAN_TRAINING_MAX_BUDGET_S", default=24 * 3600.0)
+SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = env.int("SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT", default=10)
 # Devices
 SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)

@@ -26,7 +26,7 @@ from sampan.core.enqueue import enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
-from sampan.core.services import job_publish, job_report_progress
+from sampan.core.services import job_publish, job_queue_quota_check, job_report_progress
 from sampan.datasets.models import Split, TaskType
 from sampan.fleet.benchmarks import (benchmark_package_delete, benchmark_package_store,
                                      device_benchmark_cancel, device_benchmark_create,
@@ -63,7 +63,9 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     Raises ValidationFailed naming the field: a source that is not an image classifier or has
     no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
     outside 0..50 points (``accuracy_budget_pt``) or 120 s..6 h (``budget_s``), an unknown
-    method (``methods``), a device of another project (``device_id``).
+    method (``methods``), a device of another project (``device_id``). Raises QuotaExceeded (429)
+    when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
+    jobs waiting.
     """
     if source.task_type != TaskType.IMAGE_CLASSIFICATION:
         raise ValidationFailed(f"compressing {source.task_type} models is not available yet",
@@ -92,6 +94,7 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     if device is not None and device.project_id != project.pk:
         raise ValidationFailed("the device is not in this project", field="device_id")
     with transaction.atomic():
+        job_queue_quota_check(CompressionJob, project, kind="compression job")
         job = CompressionJob.objects.create(
             project=project, source=source, device=device,
             device_name=device.name if device else "", accuracy_budget_pt=accuracy_budget_pt,

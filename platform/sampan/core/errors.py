@@ -74,6 +74,14 @@ class TooLarge(ApplicationError):
     code = "too_large"
 
 
+class QuotaExceeded(ApplicationError):
+    """429: the project holds as many of something as it may (``details``: ``limit``); what
+    frees a place is said in the message."""
+
+    status_code = 429
+    code = "quota_exceeded"
+
+
 class Unauthenticated(ApplicationError):
     """401: no credentials came with the request. Same code as DRF's NotAuthenticated."""
 

@@ -13,6 +13,7 @@ from django.apps import apps
 from django.conf import settings
 from django.utils import timezone
 
+from sampan.core.errors import QuotaExceeded
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.models import Job
 
@@ -46,7 +47,8 @@ def job_publish(job_model: type[Job], pk: Any, event: dict[str, Any], *, force: 
         layer = get_channel_layer()
         if layer is None:
             return
-        async_to_sync(layer.group_send)(job_group_name(job_model, pk), {"type": "job.event", "event": event})
+        async_to_sync(layer.group_send)(job_group_name(job_model, pk),
+                                        {"type": "job.event", "event": event})
     except Exception:  # a dead channel layer must never fail a job
         log.warning("could not publish progress for %s", key, exc_info=True)
 
@@ -58,6 +60,26 @@ def job_report_progress(job_model: type[Job], pk: Any, progress: dict[str, Any])
     if alive:  # a cancelled or reaped job's socket must not hear "RUNNING" after its end
         job_publish(job_model, pk, {"status": JobStatus.RUNNING, "progress": progress})
     return alive
+
+
+def job_queue_quota_check(model: type[Job], project: Any, *, kind: str) -> None:
+    """Refuse a new job of ``model`` when ``project`` already has
+    ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` of them waiting (PENDING or QUEUED).
+
+    Call inside the transaction that creates the job: the project's row is locked first, so two
+    concurrent creates count one after the other. Raises QuotaExceeded (429) naming the limit
+    and what frees a place."""
+    from sampan.accounts.models import Project
+
+    limit = settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    waiting = model.objects.filter(project=project,
+                                   status__in=(JobStatus.PENDING, JobStatus.QUEUED)).count()
+    if waiting >= limit:
+        raise QuotaExceeded(
+            f"this project already has {waiting} {kind}{'' if waiting == 1 else 's'} waiting in "
+            f"the queue, the most it may have (SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = {limit}): "
+            "wait until one starts, or cancel one", details={"limit": limit})
 
 
 def job_models() -> list[type[Job]]:
@@ -89,4 +111,4 @@ def jobs_reap_stale(*, timeout_s: float | None = None) -> int:
 
 
 __all__ = ["job_transition", "job_heartbeat", "job_publish", "job_report_progress",
-           "jobs_reap_stale", "job_models", "job_group_name"]
+           "jobs_reap_stale", "job_models", "job_group_name", "job_queue_quota_check"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-MAX_BUDGET_S = 24 * 3600.0
 # Fixed part of every training job, seconds: model setup (building MobileNetV2, loading the
 # ImageNet weights), step-time calibration, the linear probe and the ONNX export with its parity
 # check.

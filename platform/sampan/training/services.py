@@ -25,14 +25,14 @@ from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.names import display_name
-from sampan.core.services import job_publish, job_report_progress
+from sampan.core.services import job_publish, job_queue_quota_check, job_report_progress
 from sampan.core.validation import validated_name
 from sampan.datasets import storage
 from sampan.datasets.models import DatasetVersion, Split, TaskType
 from sampan.datasets.selectors import dataset_version_pixels
 from sampan.registry.models import ModelVersion
 from sampan.registry.services import model_version_register
-from sampan.training.budget import MAX_BUDGET_S, minimum_budget_s, minimum_budget_text
+from sampan.training.budget import minimum_budget_s, minimum_budget_text
 from sampan.training.models import Augmentation, EvaluationReport, ModelPreference, TrainingJob
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,11 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     Raises ValidationFailed (naming the field) when the version cannot be trained: a task type
     this release cannot train yet, fewer than 2 classes, an empty train or validation split, a
     budget below :func:`sampan.training.budget.minimum_budget_s` of the version's images or
-    above 24 h, an unknown ``augmentation`` / ``model_preference``, or a ``model_name`` that the
-    rule of ``sampan.core.names`` refuses. An empty test split is fine: the engine then reports on
-    the validation split.
+    above ``settings.SAMPAN_TRAINING_MAX_BUDGET_S`` (24 h by default), an unknown
+    ``augmentation`` / ``model_preference``, or a ``model_name`` that the rule of
+    ``sampan.core.names`` refuses. An empty test split is fine: the engine then reports on the
+    validation split. Raises QuotaExceeded (429) when the project already has
+    ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` training jobs waiting.
     """
     task = dataset_version.task_type
     if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION):
@@ -74,9 +76,11 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
         raise ValidationFailed(f"budget_s {budget_s:g} is too short for {size}: at least "
                                f"{minimum_budget_text(n_images, pixels, task)} s",
                                field="budget_s")
-    if budget_s > MAX_BUDGET_S:
-        raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most "
-                               f"{MAX_BUDGET_S:.0f} s (24 h)", field="budget_s")
+    longest = settings.SAMPAN_TRAINING_MAX_BUDGET_S
+    if budget_s > longest:
+        raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most {longest:.0f} s "
+                               f"({longest / 3600:.3g} h, SAMPAN_TRAINING_MAX_BUDGET_S)",
+                               field="budget_s")
     if task == TaskType.OBJECT_DETECTION:
         if not dataset_version.labels:
             raise ValidationFailed("a detector needs at least 1 class with boxes; this version "
@@ -95,6 +99,7 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     name = (validated_name(model_name, field="model_name") if model_name.strip()
             else display_name(dataset_version.dataset.name))
     with transaction.atomic():
+        job_queue_quota_check(TrainingJob, project, kind="training job")
         job = TrainingJob.objects.create(project=project, dataset_version=dataset_version,
                                          task_type=dataset_version.task_type, model_name=name,
                                          budget_s=budget_s, seed=seed,

@@ -291,3 +291,18 @@ def test_the_lineage_names_every_step_from_the_float_model() -> None:
                   {"key": "res64-int8", "method": "int8", "parent": "res64"}]
     assert services._method_chain(candidates, "res64-int8") == ["distilled", "int8"]
     assert services._method_chain(candidates, "res64") == ["distilled"]
+
+
+def test_a_project_may_have_only_so_many_compression_jobs_waiting(setup: dict[str, Any],
+                                                                 settings: Any) -> None:
+    from sampan.core.errors import QuotaExceeded
+
+    settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = 1
+    services.compression_job_create(project=setup["project"], source=setup["source"],
+                                    device=None)
+    with pytest.raises(QuotaExceeded) as error:
+        services.compression_job_create(project=setup["project"], source=setup["source"],
+                                        device=None)
+    assert "1 compression job waiting" in error.value.message
+    assert error.value.details == {"limit": 1}
+    assert CompressionJob.objects.count() == 1

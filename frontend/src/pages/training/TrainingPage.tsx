@@ -30,7 +30,7 @@ import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./Wiza
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
 export const DEFAULT_BUDGET_S = 90;
-/** The server's upper limit (sampan/training/budget.py MAX_BUDGET_S); the lower one is the version's min_budget_s. */
+/** The server's default upper limit (SAMPAN_TRAINING_MAX_BUDGET_S; a server set lower answers its own limit on submit); the lower one is the version's min_budget_s. */
 const MAX_BUDGET_S = 24 * 3600;
 const TASKS = ["image_classification", "object_detection"] as const;
 const SUPPORTED_TASKS = new Set<string>(["image_classification"]);
