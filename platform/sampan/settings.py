@@ -329,6 +329,8 @@ SPECTACULAR_SETTINGS = {
 
 # Jobs
 SAMPAN_JOB_HEARTBEAT_TIMEOUT_S = env.float("SAMPAN_JOB_HEARTBEAT_TIMEOUT_S", default=45.0)
+# a job QUEUED this long whose message the broker no longer holds is sent again (the reaper)
+SAMPAN_JOB_REQUEUE_AFTER_S = env.float("SAMPAN_JOB_REQUEUE_AFTER_S", default=120.0)
 # Quotas: the longest budget a training job may ask for (seconds), and how many training (and,
 # apart, compression) jobs one project may have waiting in the queue at once; 86,400 s jobs
 # without a limit on their number let one user hold the worker for days (issue 12)

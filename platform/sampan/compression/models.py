@@ -26,6 +26,8 @@ class CompressionJob(Job):
     ``pick_reason``). ``device`` null: measured on the compression worker itself.
     """
 
+    task_name, task_queue = "compression.run", "compression"
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE,
                                 related_name="compression_jobs")
     source = models.ForeignKey("registry.ModelVersion", on_delete=models.PROTECT,

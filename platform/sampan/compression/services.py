@@ -22,7 +22,7 @@ from django.db import transaction
 from sampan.accounts.models import Project
 from sampan.compression.models import METHODS, CompressionJob
 from sampan.core import storage
-from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
@@ -102,7 +102,7 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
             if getattr(user, "is_authenticated", False) else None,
             **idempotency_fields(idempotency))
         job_transition(CompressionJob, job.pk, JobStatus.QUEUED)
-        enqueue_on_commit("compression.run", str(job.pk), queue="compression")
+        job_enqueue_on_commit(CompressionJob, job.pk)
     job.refresh_from_db()
     return job
 

@@ -1,4 +1,5 @@
-"""The job state machine shared by every background job (docs/architecture.md, "Jobs: one state machine").
+"""The job state machine shared by every background job (docs/architecture.md, "Jobs: one
+state machine").
 
 States: PENDING -> QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED. The allowed transitions are
 data (``TRANSITIONS``); every change is a compare-and-set ``UPDATE ... WHERE status IN (...)`` so a
@@ -40,11 +41,14 @@ def job_transition(model: type[models.Model], pk: Any, to: str, **fields: Any) -
 
     Returns True when this call made the transition, False when the job was in a state that does
     not allow it (already taken by another delivery, cancelled, or finished). Timestamps are set
-    here: ``started_at`` and ``heartbeat_at`` on RUNNING, ``finished_at`` on a terminal state.
+    here: ``queued_at`` on QUEUED, ``started_at`` and ``heartbeat_at`` on RUNNING,
+    ``finished_at`` on a terminal state.
     """
     allowed = TRANSITIONS[to]
     now = timezone.now()
     values: dict[str, Any] = {"status": to, **fields}
+    if to == JobStatus.QUEUED:
+        values.setdefault("queued_at", now)
     if to == JobStatus.RUNNING:
         values.setdefault("started_at", now)
         values.setdefault("heartbeat_at", now)
@@ -54,7 +58,8 @@ def job_transition(model: type[models.Model], pk: Any, to: str, **fields: Any) -
     return bool(model.objects.filter(pk=pk, status__in=allowed).update(**values))
 
 
-def job_heartbeat(model: type[models.Model], pk: Any, progress: dict[str, Any] | None = None) -> bool:
+def job_heartbeat(model: type[models.Model], pk: Any,
+                  progress: dict[str, Any] | None = None) -> bool:
     """Record that a RUNNING job is alive (and its progress). False if it is no longer RUNNING."""
     values: dict[str, Any] = {"heartbeat_at": timezone.now()}
     if progress is not None:

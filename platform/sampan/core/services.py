@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.apps import apps
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from sampan.core.errors import QuotaExceeded
@@ -110,5 +112,53 @@ def jobs_reap_stale(*, timeout_s: float | None = None) -> int:
     return reaped
 
 
+REQUEUED = "sent again to the {queue} queue after {seconds:.0f} s: {why}"
+LOST = "the broker no longer held its message"
+UNKNOWN = "the broker's queue could not be read"
+
+
+def jobs_requeue_lost(*, after_s: float | None = None,
+                      held: Callable[[str], set[str] | None] | None = None) -> int:
+    """Send again the message of every QUEUED job that has waited ``after_s`` seconds
+    (``settings.SAMPAN_JOB_REQUEUE_AFTER_S``) and that the broker no longer holds.
+
+    A job stays QUEUED forever when its message is lost (the web process stopped between the
+    commit and the send, the broker lost its data). ``held(queue)``: the job ids the broker
+    holds for a queue (default :func:`sampan.core.enqueue.broker_job_ids`); when it cannot tell
+    (None), the message is sent again anyway: a job's task starts it with a compare-and-set
+    (QUEUED -> RUNNING), so a second message for a job that already ran returns at once. Each
+    re-send restarts the job's wait (``queued_at``) and says so in its progress. Returns the
+    number of messages sent."""
+    from sampan.core.enqueue import broker_job_ids, enqueue_on_commit
+
+    seconds = settings.SAMPAN_JOB_REQUEUE_AFTER_S if after_s is None else after_s
+    held = broker_job_ids if held is None else held
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=seconds)
+    waited = Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True, created_at__lt=cutoff)
+    sent = 0
+    for model in job_models():
+        if not model.task_name:
+            continue
+        stale = [str(pk) for pk in model.objects.filter(waited, status=JobStatus.QUEUED)
+                 .order_by("created_at").values_list("pk", flat=True)[:500]]
+        if not stale:
+            continue
+        queue = model.task_queue or settings.CELERY_TASK_DEFAULT_QUEUE
+        holding = held(queue)
+        for pk in stale:
+            if holding is not None and pk in holding:
+                continue
+            message = REQUEUED.format(queue=queue, seconds=seconds,
+                                      why=UNKNOWN if holding is None else LOST)
+            if model.objects.filter(waited, pk=pk, status=JobStatus.QUEUED).update(
+                    queued_at=now, progress={"message": message}):
+                enqueue_on_commit(model.task_name, pk, queue=model.task_queue)
+                sent += 1
+                log.warning("re-sent %s %s: %s", model.__name__, pk, message)
+    return sent
+
+
 __all__ = ["job_transition", "job_heartbeat", "job_publish", "job_report_progress",
-           "jobs_reap_stale", "job_models", "job_group_name", "job_queue_quota_check"]
+           "jobs_reap_stale", "job_models", "job_group_name", "job_queue_quota_check",
+           "jobs_requeue_lost"]

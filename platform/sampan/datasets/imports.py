@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 
 from edge_agent.imaging import ImageDecodeError, decode_image
 from sampan.core import storage as shared_storage
-from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
 from sampan.core.names import display_name
@@ -89,7 +89,7 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
                                            staging_dir=prefix, default_label=label.strip())
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
-            enqueue_on_commit("datasets.run_import", str(job.pk))
+            job_enqueue_on_commit(ImportJob, job.pk)
     except BaseException:
         shared_storage.delete_tree(prefix)
         raise
@@ -142,7 +142,7 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
                                            staging_dir=prefix, default_label=label.strip())
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
-            enqueue_on_commit("datasets.run_import", str(job.pk))
+            job_enqueue_on_commit(ImportJob, job.pk)
     except BaseException:
         back = upload_path(upload_id) if _is_uuid(upload_id) else None
         if back is not None and not back.exists():

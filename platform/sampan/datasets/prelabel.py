@@ -22,7 +22,7 @@ from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
 from sampan.core import storage as shared_storage
-from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ApplicationError, Conflict, ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
 from sampan.core.services import job_publish, job_report_progress
@@ -108,7 +108,7 @@ def prelabel_job_create(*, dataset: Dataset, model_version: ModelVersion,
                                          model_version=model_version,
                                          score_threshold=score_threshold)
         job_transition(PrelabelJob, job.pk, JobStatus.QUEUED)
-        enqueue_on_commit("datasets.run_prelabel", str(job.pk))
+        job_enqueue_on_commit(PrelabelJob, job.pk)
     job.refresh_from_db()
     return job
 

@@ -36,6 +36,8 @@ class TrainingJob(Job):
     split, ``test_accuracy`` and ``test_macro_f1``.
     """
 
+    task_name, task_queue = "training.run", "training"
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="training_jobs")
     dataset_version = models.ForeignKey("datasets.DatasetVersion", on_delete=models.PROTECT,
                                         related_name="training_jobs")

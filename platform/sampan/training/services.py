@@ -20,7 +20,7 @@ from django.db import transaction
 
 from sampan.accounts.models import Project
 from sampan.core import storage as shared_storage
-from sampan.core.enqueue import enqueue_on_commit
+from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
@@ -108,7 +108,7 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                                          allow_flips=bool(allow_flips),
                                          **idempotency_fields(idempotency))
         job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
-        enqueue_on_commit("training.run", str(job.pk), queue="training")
+        job_enqueue_on_commit(TrainingJob, job.pk)
     job.refresh_from_db()
     return job
 

@@ -60,3 +60,66 @@ def test_task_enqueued_in_a_rolled_back_transaction_is_never_sent(
     with transaction.atomic():
         enqueue_on_commit("datasets.run_import", "y")
     assert sent == ["datasets.run_import"]
+
+
+def _queued_since(job: ImportJob, seconds: float) -> None:
+    assert job_transition(ImportJob, job.pk, JobStatus.QUEUED)
+    ImportJob.objects.filter(pk=job.pk).update(
+        queued_at=timezone.now() - timedelta(seconds=seconds))
+
+
+@pytest.mark.django_db
+def test_a_queued_job_whose_message_is_lost_is_sent_again_once(
+        job: ImportJob, django_capture_on_commit_callbacks: Any) -> None:
+    """QUEUED longer than the wait and absent from the broker: its task is sent again, its
+    progress says why, and its wait starts over (no second send at the next round)."""
+    from sampan.core.services import jobs_requeue_lost
+
+    _queued_since(job, 200)
+    asked: list[str] = []
+
+    def held(queue: str) -> set[str]:
+        asked.append(queue)
+        return {"some-other-job"}
+
+    with django_capture_on_commit_callbacks() as sends:
+        assert jobs_requeue_lost(after_s=120, held=held) == 1
+        assert jobs_requeue_lost(after_s=120, held=held) == 0
+    assert len(sends) == 1 and asked == ["default"]
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.progress["message"] == ("sent again to the default queue after 120 s: the "
+                                       "broker no longer held its message")
+    assert timezone.now() - job.queued_at < timedelta(seconds=5)
+
+
+@pytest.mark.django_db
+def test_a_job_the_broker_holds_or_that_waited_briefly_is_left_alone(
+        job: ImportJob, django_capture_on_commit_callbacks: Any) -> None:
+    from sampan.core.services import jobs_requeue_lost
+
+    _queued_since(job, 200)
+    with django_capture_on_commit_callbacks() as sends:
+        assert jobs_requeue_lost(after_s=120, held=lambda queue: {str(job.pk)}) == 0
+        ImportJob.objects.filter(pk=job.pk).update(queued_at=timezone.now())
+        assert jobs_requeue_lost(after_s=120, held=lambda queue: set()) == 0
+        job_transition(ImportJob, job.pk, JobStatus.RUNNING)
+        ImportJob.objects.filter(pk=job.pk).update(
+            queued_at=timezone.now() - timedelta(seconds=200))
+        assert jobs_requeue_lost(after_s=120, held=lambda queue: set()) == 0
+    assert sends == []
+
+
+@pytest.mark.django_db
+def test_an_unreadable_broker_or_a_job_from_before_queued_at_is_sent_again(
+        job: ImportJob, django_capture_on_commit_callbacks: Any) -> None:
+    from sampan.core.services import jobs_requeue_lost
+
+    assert job_transition(ImportJob, job.pk, JobStatus.QUEUED)
+    ImportJob.objects.filter(pk=job.pk).update(
+        queued_at=None, created_at=timezone.now() - timedelta(seconds=200))
+    with django_capture_on_commit_callbacks() as sends:
+        assert jobs_requeue_lost(after_s=120, held=lambda queue: None) == 1
+    assert len(sends) == 1
+    job.refresh_from_db()
+    assert job.progress["message"].endswith("the broker's queue could not be read")

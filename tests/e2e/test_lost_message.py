@@ -1,0 +1,65 @@
+"""A training job whose queue message is lost (the broker's data gone) does not stay QUEUED
+forever: beat's reaper sees that the broker no longer holds it and sends it again, and a worker
+then runs it once. A message the broker still holds is never sent twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sampan.devstack.client import Client
+from sampan.devstack.stack import Stack, wait_until
+from tests.database import stack_database_url
+from tests.e2e.conftest import frozen_digits_version
+
+REQUEUE_AFTER_S = 6
+BEAT_INTERVAL_S = 15  # settings.CELERY_BEAT_SCHEDULE["reap-stale-jobs"]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with Stack(data_dir=tmp_path_factory.mktemp("stack"), database_url=stack_database_url(),
+               extra_env={"SAMPAN_JOB_REQUEUE_AFTER_S": str(REQUEUE_AFTER_S)}) as s:
+        s.start()
+        yield s
+
+
+def test_a_lost_message_is_sent_again_and_the_job_runs_once(stack: Stack, client: Client,
+                                                              tmp_path: Any) -> None:
+    import redis
+
+    p, version = frozen_digits_version(client, "lost", tmp_path)
+    worker = stack.processes["worker"]  # the training worker goes: the message waits
+    os.killpg(worker.pid, signal.SIGTERM)
+    worker.wait(timeout=30)
+
+    job = client.post(f"{p}/training-jobs/", {"dataset_version_id": version["id"],
+                                             "budget_s": 600})
+    url = f"{p}/training-jobs/{job['id']}/"
+    broker = redis.Redis.from_url(stack.env()["SAMPAN_REDIS_URL"])
+    assert broker.llen("training") == 1
+    # past the wait and a round of the reaper: the broker holds the message, nothing is sent
+    time.sleep(REQUEUE_AFTER_S + BEAT_INTERVAL_S + 4)
+    waiting = client.get(url)
+    assert waiting["status"] == "QUEUED" and not waiting["progress"].get("message"), waiting
+    assert broker.llen("training") == 1
+
+    broker.delete("training")  # the broker loses its data
+    sent = wait_until(lambda: "no longer held" in ((j := client.get(url))["progress"]
+                                                   .get("message") or "") and j,
+                      timeout_s=REQUEUE_AFTER_S + 2 * BEAT_INTERVAL_S + 10,
+                      what="the reaper to send the lost message again")
+    assert sent["status"] == "QUEUED"
+    assert sent["progress"]["message"].startswith("sent again to the training queue")
+    assert broker.llen("training") == 1
+
+    stack.start_worker("worker2")
+    wait_until(lambda: client.get(url)["status"] == "RUNNING", timeout_s=120,
+               what="the re-sent job to start")
+    cancelled = client.post(f"{url}cancel/", {})
+    assert cancelled["status"] == "CANCELLED" and cancelled["attempt"] == 1
