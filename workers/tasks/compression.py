@@ -31,7 +31,7 @@ from sampan.compression import selectors, services
 from workers.ml.compression import (CompressionCancelled, CompressRequest, Teacher,
                                     compress_classifier, pick)
 from workers.ml.specs import SampleRef
-from workers.tasks.heartbeat import heartbeating
+from workers.tasks.heartbeat import heartbeating, time_limit_s
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,15 @@ def run_compression(compression_job_id: str) -> None:
             budget_s=max(30.0, deadline - time.monotonic() - measure_reserve_s(inputs.budget_s)),
             accuracy_budget_pt=inputs.accuracy_budget_pt, providers=inputs.providers,
             methods=tuple(inputs.methods), seed=inputs.seed, allow_flips=inputs.allow_flips)
-        with heartbeating(job_id, alive, services.compression_heartbeat):
+        limit_s = time_limit_s(inputs.budget_s)
+
+        def expire(expired_id: str) -> None:
+            services.compression_job_fail(job_id=expired_id, message=(
+                f"time limit exceeded: still compressing {limit_s:.0f} s after the start "
+                f"(budget {inputs.budget_s:g} s; the limit is 1.5 x the budget + 120 s)"))
+
+        with heartbeating(job_id, alive, services.compression_heartbeat, limit_s=limit_s,
+                          expire=expire):
             try:
                 result = compress_classifier(request, on_candidate=on_candidate,
                                              on_progress=on_progress,

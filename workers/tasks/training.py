@@ -11,7 +11,7 @@ from celery import shared_task
 
 from sampan.training import services
 from workers.ml.export import onnx_info
-from workers.tasks.heartbeat import heartbeating
+from workers.tasks.heartbeat import heartbeating, time_limit_s
 from workers.ml.classification import (SampleRef, TrainingCancelled, TrainRequest,
                                        train_image_classifier)
 from workers.ml.detection.data import BoxSample
@@ -66,7 +66,15 @@ def run_training(training_job_id: str) -> None:
 
         budget_s = max(5.0, inputs.budget_s - OVERHEAD_S - (time.monotonic() - started))
         try:
-            with heartbeating(training_job_id, alive, services.training_job_heartbeat):
+            limit_s = time_limit_s(inputs.budget_s)
+
+            def expire(job_id: str) -> None:
+                services.training_job_fail(job_id=job_id, message=(
+                    f"time limit exceeded: still training {limit_s:.0f} s after the start "
+                    f"(budget {inputs.budget_s:g} s; the limit is 1.5 x the budget + 120 s)"))
+
+            with heartbeating(training_job_id, alive, services.training_job_heartbeat,
+                              limit_s=limit_s, expire=expire):
                 if inputs.task_type == "object_detection":
                     result = train_detector(_detect_request(inputs, budget_s),
                                             on_progress=on_progress,
