@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run test test-python test-python-postgres test-python-sqlite test-frontend frontend lint-imports demo bench schema clean
+.PHONY: install run test test-python test-python-postgres test-python-sqlite test-frontend frontend lint lint-imports demo bench schema clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,7 +40,13 @@ frontend: frontend/dist/index.html
 run: install frontend
 	$(PY) -m sampan.devstack.run
 
-test: install lint-imports test-python test-frontend
+test: install lint test-python test-frontend
+
+# static checks: the import contracts (pyproject's [tool.importlinter]), ruff (pycodestyle,
+# pyflakes, bugbear, pyupgrade) and mypy strict on workers/ml and edge_agent
+lint: lint-imports
+	cd $(CURDIR) && $(VENV)/bin/ruff check .
+	cd $(CURDIR) && $(VENV)/bin/mypy
 
 lint-imports: install
 	cd $(CURDIR) && $(VENV)/bin/lint-imports

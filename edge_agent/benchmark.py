@@ -19,8 +19,9 @@ runs them one at a time (a benchmark already done or in progress is not started 
    seconds), peak memory (the child's VmHWM), onnxruntime version and providers, plus the p99
    and count of the ``/v1/predict`` requests this agent served while the child ran
    (``serving_p99_ms``, null when none, ``serving_requests``); ``incompatible`` when onnxruntime
-   cannot load the model or its task is not one this agent serves; ``failed`` for anything else, a child killed after its timeout
-   (``base_timeout_s`` + ``per_run_timeout_s`` x (warmup + runs)) included. The folder is removed.
+   cannot load the model or its task is not one this agent serves; ``failed`` for anything
+   else, a child killed after its timeout (``base_timeout_s`` + ``per_run_timeout_s`` x
+   (warmup + runs)) included. The folder is removed.
 
 This module imports nothing heavy at import time: the child lowers its priority before it loads
 onnxruntime.
@@ -279,7 +280,8 @@ class Benchmarker:
             (directory / "inputs" / str(index)).write_bytes(data)
 
     def timeout_s(self, spec: dict[str, Any]) -> float:
-        return self.base_timeout_s + self.per_run_timeout_s * (spec["warmup"] + spec["runs"])
+        runs = int(spec["warmup"]) + int(spec["runs"])  # ints, checked by _valid_spec
+        return self.base_timeout_s + self.per_run_timeout_s * runs
 
     def _measure(self, spec: dict[str, Any], directory: Path) -> dict[str, Any]:
         """Run the measuring child; its result plus the serving figures of the same window."""

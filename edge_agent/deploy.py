@@ -2,8 +2,9 @@
 
 Steps for a new desired model version (state persisted to ``state.json`` before each step):
 ``downloading`` (manifest, signature check, artifact to ``downloads/<id>.part`` with HTTP Range
-resume) -> ``verifying`` (size and sha256 of every file, test-load with the session of the manifest's task
-and one dummy input; a task this agent does not serve fails here) -> files moved into ``models/<id>/`` with ``os.replace`` -> predictor swapped -> ``running``.
+resume) -> ``verifying`` (size and sha256 of every file, test-load with the session of the
+manifest's task and one dummy input; a task this agent does not serve fails here) -> files
+moved into ``models/<id>/`` with ``os.replace`` -> predictor swapped -> ``running``.
 Any failure -> ``failed`` with the reason; the current model keeps serving throughout. Retryable
 failures (network, 5xx) back off exponentially; terminal ones (bad signature, checksum, a model
 that does not load) are reported and not retried until the desired state changes.
@@ -54,7 +55,8 @@ class Backoff:
         self.initial_s, self.maximum_s, self._failures = initial_s, maximum_s, 0
 
     def next(self) -> float:
-        delay = min(self.maximum_s, self.initial_s * 2**self._failures)
+        # the exponent capped: 2**1024 overflows a float (after ~17 h of 60 s retries)
+        delay = min(self.maximum_s, self.initial_s * 2.0 ** min(self._failures, 64))
         self._failures += 1
         return delay * random.uniform(0.8, 1.2)
 

@@ -114,7 +114,10 @@ class DetectionSettings:
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IoU of xyxy boxes ``a`` (..., 4) and ``b`` (..., 4), broadcast; 0 where both have no
     area."""
-    area = lambda x: np.prod(np.clip(x[..., 2:] - x[..., :2], 0, None), axis=-1)  # noqa: E731
+    def area(x: np.ndarray) -> np.ndarray:
+        areas: np.ndarray = np.prod(np.clip(x[..., 2:] - x[..., :2], 0, None), axis=-1)
+        return areas  # annotated: np.prod(..., axis=...) is Any in numpy's stubs
+
     inter = np.prod(np.clip(np.minimum(a[..., 2:], b[..., 2:])
                             - np.maximum(a[..., :2], b[..., :2]), 0, None), axis=-1)
     union = area(a) + area(b) - inter
@@ -283,17 +286,17 @@ def merge_tiles(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
             near |= boxes[:, 3] >= y1 - 2
         cut |= mine & near
     drop = np.zeros(len(boxes), dtype=bool)
-    for i in np.nonzero(cut)[0]:
-        others = (origin != origin[i]) & (classes == classes[i]) & ~drop
+    for j in np.nonzero(cut)[0]:
+        others = (origin != origin[j]) & (classes == classes[j]) & ~drop
         if not others.any():
             continue
-        b = boxes[i]
+        b = boxes[j]
         area = max((b[2] - b[0]) * (b[3] - b[1]), 1e-9)
         lt = np.maximum(b[:2], boxes[others, :2])
         rb = np.minimum(b[2:], boxes[others, 2:])
         inter = np.prod(np.clip(rb - lt, 0, None), axis=1)
         if (inter / area).max() >= 0.6:
-            drop[i] = True
+            drop[j] = True
     kept = ~drop
     return boxes[kept], scores[kept], classes[kept]
 

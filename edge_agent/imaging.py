@@ -208,7 +208,7 @@ def _floats(values: Iterable[Any], name: str) -> tuple[float, float, float]:
     result = tuple(float(v) for v in values)
     if len(result) != 3:
         raise ValueError(f"preprocessing.{name} must have 3 values, got {len(result)}")
-    return result  # type: ignore[return-value]
+    return result
 
 
 RESIZE_MODES = ("stretch", "letterbox")

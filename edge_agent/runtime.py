@@ -302,6 +302,7 @@ class ClassifierSession(_PackageSession):
         height, width = self.preprocessing.size
         if x.dtype != np.float32 or x.ndim != 4 or x.shape[1:] != (3, height, width):
             raise ValueError(f"expected (N, 3, {height}, {width}) float32, got {x.shape} {x.dtype}")
+        probabilities: np.ndarray  # onnxruntime is untyped: run() returns Any
         try:
             (probabilities,) = self._session.run([OUTPUT_NAME], {INPUT_NAME: x})
         except _ORT_ERRORS as error:
@@ -436,4 +437,4 @@ class DetectorSession(_PackageSession):
                 "detections": [
                     {"label": self.labels[int(c)], "index": int(c), "score": float(s),
                      "box": [round(float(v), 2) for v in b]}
-                    for b, s, c in zip(found.boxes, found.scores, found.classes)]}
+                    for b, s, c in zip(found.boxes, found.scores, found.classes, strict=True)]}

@@ -57,7 +57,7 @@ def _voc(name: str, width: int, height: int, boxes: list[tuple[float, ...]]) -> 
         ET.SubElement(obj, "name").text = "Tree"
         ET.SubElement(obj, "difficult").text = "0"
         bnd = ET.SubElement(obj, "bndbox")
-        for key, value in zip(("xmin", "ymin", "xmax", "ymax"), box):
+        for key, value in zip(("xmin", "ymin", "xmax", "ymax"), box, strict=True):
             ET.SubElement(bnd, key).text = f"{value:g}"
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"

@@ -78,6 +78,7 @@ def table(job: dict[str, Any]) -> str:
     for c in candidates:
         latency = c.get("latency") or {}
         p50 = latency.get("p50_ms")
+        drop = c.get("accuracy_drop_pt")
         note = ("PICK" if c["key"] == job["picked"] else "") + (
             f" {c['status']}: {c.get('reason')}" if c["status"] != "ready" else "") + (
             f" {c['benchmark']['status']}: {c['benchmark']['error']}"
@@ -87,7 +88,7 @@ def table(job: dict[str, Any]) -> str:
         rows.append(
             f"{c['key']:24s} {c.get('method', ''):9s} "
             f"{100 * c['accuracy'] if c.get('accuracy') is not None else float('nan'):6.2f} "
-            f"{c.get('accuracy_drop_pt') if c.get('accuracy_drop_pt') is not None else float('nan'):7.2f} "
+            f"{drop if drop is not None else float('nan'):7.2f} "
             f"{size / 1e6:6.2f} {reference['size_bytes'] / size if size else float('nan'):6.2f} "
             f"{p50 if p50 else float('nan'):7.3f} {latency.get('p99_ms') or float('nan'):7.3f} "
             f"{ref_p50 / p50 if p50 and ref_p50 else float('nan'):7.2f}  {note.strip()}")

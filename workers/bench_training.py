@@ -52,7 +52,7 @@ CONFIGURATIONS = (("digits", 60.0, 3), ("digits", 180.0, 1), ("lfw_faces", 60.0,
 def _write(root: Path, arrays: np.ndarray, labels: np.ndarray, splits: np.ndarray,
            names: list[str]) -> dict[str, list[SampleRef]]:
     refs: dict[str, list[SampleRef]] = {"train": [], "val": [], "test": []}
-    for i, (pixels, label, split) in enumerate(zip(arrays, labels, splits)):
+    for i, (pixels, label, split) in enumerate(zip(arrays, labels, splits, strict=False)):
         path = root / str(split) / f"{i:05d}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(pixels).save(path)

@@ -1,6 +1,6 @@
 """ASGI entry point: HTTP through the body limit and the authentication of large bodies
-(``sampan.uploads.auth.AuthenticateBeforeLargeBodies``), then resumable uploads (``/api/v1/uploads/``,
-the tus app) or Django; websockets through Channels.
+(``sampan.uploads.auth.AuthenticateBeforeLargeBodies``), then resumable uploads
+(``/api/v1/uploads/``, the tus app) or Django; websockets through Channels.
 
 Served by uvicorn: ``python -m uvicorn sampan.asgi:application`` with ``platform/`` on
 PYTHONPATH (``sampan.devstack.stack.Stack.web_command``).

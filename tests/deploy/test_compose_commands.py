@@ -4,9 +4,9 @@ The one-shot ``migrate`` script, the demo agent's enroll-then-run script, the im
 command line and its health check are taken from docker-compose.yml as the container's shell
 would receive them and run against a real Redis and web server (sampan.devstack.stack), in
 production settings, on a PostgreSQL database of their own as in compose (SQLite in the data
-folder under SAMPAN_TEST_DB=sqlite: tests/database.py). Only paths and the agent's listening address differ from the containers':
-files go to a temporary folder instead of the named volumes, and the agent binds 127.0.0.1 on a
-free port instead of 0.0.0.0:8700.
+folder under SAMPAN_TEST_DB=sqlite: tests/database.py). Only paths and the agent's listening
+address differ from the containers': files go to a temporary folder instead of the named
+volumes, and the agent binds 127.0.0.1 on a free port instead of 0.0.0.0:8700.
 """
 
 from __future__ import annotations

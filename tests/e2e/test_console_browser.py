@@ -455,7 +455,8 @@ def freeze_version(page: Page, screenshots: Any) -> None:
     samples, classes = statistic(page, "Samples"), statistic(page, "Classes")
     expect(samples).to_have_text("403")
     expect(classes).to_have_text("10")
-    train, val, test = statistic(page, "Train"), statistic(page, "Validation"), statistic(page, "Test")
+    train, val, test = (statistic(page, "Train"), statistic(page, "Validation"),
+                        statistic(page, "Test"))
     for count in (train, val, test):
         expect(count).to_have_text(re.compile(r"^\d+$"))  # a test split: no "no test split"
     n_train, n_val, n_test = int(train.inner_text()), int(val.inner_text()), int(test.inner_text())
@@ -554,7 +555,8 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     # augmentation "Auto" by default, previewed on 4 of the version's images, 3 draws each
     expect(page.get_by_role("radio", name=re.compile(r"^Auto"))).to_be_checked()
     expect(page.get_by_test_id("augmented")).to_have_count(12)
-    expect(page.get_by_role("radio", name=re.compile(r"^More accurate"))).to_have_attribute("aria-checked", "true")
+    expect(page.get_by_role("radio", name=re.compile(r"^More accurate"))).to_have_attribute(
+        "aria-checked", "true")
     expect(page.get_by_test_id("training-jobs")).to_contain_text("No training jobs yet.")
     screenshots.take(page, "training-wizard")
     # what the job's websocket brings to the page (the page also polls while the socket is down)
@@ -619,7 +621,8 @@ def train_small_budget(page: Page, screenshots: Any) -> None:
     wait_for_chart(curves)
     # the curve may end lower than the result: the page says which epoch's weights were kept
     expect(page.get_by_test_id("kept-epoch")).to_have_text(re.compile(
-        r"^The model kept is from epoch \d+ \((output layer only|all layers), validation accuracy \d+\.\d%\)"))
+        r"^The model kept is from epoch \d+ \((output layer only|all layers), "
+        r"validation accuracy \d+\.\d%\)"))
     # once done, the figure in the header is the kept model's (on the test split), and says so
     expect(page.get_by_test_id("val-epoch")).to_have_text(
         re.compile(r"^of the model kept: epoch \d+ \((output layer only|all layers)\)$"))
@@ -720,7 +723,8 @@ def try_model(page: Page, screenshots: Any) -> None:
 
 def add_device(page: Page, stack: Stack, screenshots: Any) -> None:
     """Add a device as a person would: copy the enroll command from the console and run it on the
-    device (here: this machine, with the agent's home in the stack's folder), then start the agent."""
+    device (here: this machine, with the agent's home in the stack's folder), then start the
+    agent."""
     page.get_by_role("menuitem", name="Devices").click()
     expect(page.get_by_role("heading", name="Devices")).to_be_visible()
     expect(page.get_by_text("No devices yet: add one.")).to_be_visible()

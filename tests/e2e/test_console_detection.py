@@ -10,9 +10,10 @@ a class key then picks the next box's class, Escape deselects it and the drawer 
 and resize it by dragging, give it another class with its key, draw a second box, delete it with
 the Delete key and bring it back with Ctrl+Z, reload, and see both boxes kept, on the gallery's
 thumbnail too; choose another key for a class in the key editor and see it kept after a reload;
-then the same drawer in Chinese. Each step asserts what the person sees (the box list, its classes, "Saved"), and the boxes
-the API stored, in pixels of the image, within a pixel of what the mouse did. Screenshots of the
-drawer go to ``$SAMPAN_SCREENSHOT_DIR`` (default ``test-artifacts/screenshots/``).
+then the same drawer in Chinese. Each step asserts what the person sees (the box list, its
+classes, "Saved"), and the boxes the API stored, in pixels of the image, within a pixel of what
+the mouse did. Screenshots of the drawer go to ``$SAMPAN_SCREENSHOT_DIR`` (default
+``test-artifacts/screenshots/``).
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def close_to(actual: tuple[float, ...], box: tuple[float, float, float, float],
     """Within 1.5 CSS px of the box (x1, y1, x2, y2 in px of the image), shown at `scale`."""
     x1, y1, x2, y2 = box
     expected = (x1, y1, x2 - x1, y2 - y1)
-    return all(abs(a - e) * scale <= 1.5 for a, e in zip(actual, expected))
+    return all(abs(a - e) * scale <= 1.5 for a, e in zip(actual, expected, strict=True))
 
 
 def test_detection_report_headline_table_chart_and_error_browser(

@@ -59,7 +59,7 @@ def test_detection_job_serves_boxes_through_the_agent(stack: Stack, client: Clie
         assert served["task"] == "object_detection"
         assert (served["width"], served["height"]) == size
         assert len(served["detections"]) == len(reference["detections"])
-        for ours, theirs in zip(served["detections"], reference["detections"]):
+        for ours, theirs in zip(served["detections"], reference["detections"], strict=True):
             assert ours["label"] == theirs["label"]
             assert ours["score"] == pytest.approx(theirs["score"], abs=1e-4)
             assert ours["box"] == pytest.approx(theirs["box"], abs=0.05)

@@ -45,7 +45,7 @@ def test_main_job_serves_heldout_digits_through_the_agent(stack: Stack, client: 
     verify_manifest(manifest, agent_config["signing_public_key"])
     session = ClassifierSession(tmp_path / "model.onnx", manifest)
     worst = 0.0
-    for label, path in heldout_images(SEEDS_DIR / recipe["heldout_dir"])[:40]:
+    for _label, path in heldout_images(SEEDS_DIR / recipe["heldout_dir"])[:40]:
         data = path.read_bytes()
         reference = session.predict_image(data, top_k=len(manifest["labels"]))
         served = requests.post(stack.agent_url + "/v1/predict?top_k=10", data=data,

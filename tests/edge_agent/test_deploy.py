@@ -230,3 +230,16 @@ def test_a_malformed_trusted_key_list_is_ignored(device, control_plane, key_fact
     assert device.agent.config.trusted_keys() == before
     assert "trusted_signing_keys" not in json.loads(device.home.config_path.read_text()) or (
         json.loads(device.home.config_path.read_text())["trusted_signing_keys"] == [])
+
+
+def test_backoff_doubles_to_its_cap_and_never_overflows() -> None:
+    """A device offline for days keeps retrying every ~60 s: 2**1024 overflowed a float after
+    ~17 h of failures and ended the agent's loop (found by mypy's review of the agent)."""
+    from edge_agent.deploy import Backoff
+
+    backoff = Backoff(initial_s=1.0, maximum_s=60.0)
+    delays = [backoff.next() for _ in range(2000)]
+    assert 0.8 <= delays[0] <= 1.2 and 1.6 <= delays[1] <= 2.4
+    assert all(48.0 <= d <= 72.0 for d in delays[10:])
+    backoff.reset()
+    assert backoff.next() <= 1.2

@@ -104,7 +104,7 @@ def test_tile_windows_cover_the_image_with_overlap() -> None:
         covered[y0:y1, x0:x1] = True
     assert covered.all()
     xs = sorted({w[0] for w in windows})
-    assert all(b - a <= 320 for a, b in zip(xs, xs[1:]))  # overlap >= 20 %
+    assert all(b - a <= 320 for a, b in zip(xs, xs[1:], strict=False))  # overlap >= 20 %
     assert xs[-1] == 2299 - 400  # the last tile ends at the border, no sliver
 
 
@@ -148,7 +148,7 @@ def test_merge_equals_one_nms_over_every_tile() -> None:
     expected = merge_tiles(once, windows, width, height, settings)
     got = merge_tiles(parts, windows, width, height, settings)
     assert len(windows) == 12 and len(got[0]) < len(union[0])
-    for a, b in zip(got, expected):
+    for a, b in zip(got, expected, strict=True):
         assert a.tolist() == b.tolist()
 
 

@@ -16,11 +16,14 @@ def test_report_matches_hand_computed_values():
     assert report["accuracy"] == pytest.approx(4 / 6)
     a, b, c = report["per_class"]
     # a: TP 2, FP 1 (s4), FN 1 (s2) -> P 2/3, R 2/3, F1 2/3
-    assert (a["precision"], a["recall"], a["f1"], a["support"]) == pytest.approx((2 / 3, 2 / 3, 2 / 3, 3))
+    assert (a["precision"], a["recall"], a["f1"], a["support"]) == pytest.approx(
+        (2 / 3, 2 / 3, 2 / 3, 3))
     # b: TP 1, FP 1 (s2), FN 0 -> P 1/2, R 1, F1 2/3
-    assert (b["precision"], b["recall"], b["f1"], b["support"]) == pytest.approx((0.5, 1.0, 2 / 3, 1))
+    assert (b["precision"], b["recall"], b["f1"], b["support"]) == pytest.approx(
+        (0.5, 1.0, 2 / 3, 1))
     # c: TP 1, FP 0, FN 1 -> P 1, R 1/2, F1 2/3
-    assert (c["precision"], c["recall"], c["f1"], c["support"]) == pytest.approx((1.0, 0.5, 2 / 3, 2))
+    assert (c["precision"], c["recall"], c["f1"], c["support"]) == pytest.approx(
+        (1.0, 0.5, 2 / 3, 2))
     assert report["macro_f1"] == pytest.approx(2 / 3)
     assert report["misclassified"] == [
         {"sample_id": "s2", "true": "a", "predicted": "b", "probability": 0.6},

@@ -139,8 +139,9 @@ def test_one_planned_total_is_plain_warm_up_and_cosine():
 def test_a_replan_never_makes_the_learning_rate_jump_and_it_ends_at_zero(replans):
     total = replans[-1][1]
     factors = [scheduled_factor(step, replans, 10) for step in range(total + 1)]
-    assert max(abs(a - b) for a, b in zip(factors, factors[1:])) < 0.1
-    assert all(b <= a + 1e-9 for a, b in zip(factors[10:], factors[11:]))  # decays after warm-up
+    assert max(abs(a - b) for a, b in zip(factors, factors[1:], strict=False)) < 0.1
+    # decays after warm-up
+    assert all(b <= a + 1e-9 for a, b in zip(factors[10:], factors[11:], strict=False))
     assert factors[-1] == pytest.approx(0.0)
     # a replay reading the whole list gets the same factor at every step
     assert factors == [scheduled_factor(step, replans, 10) for step in range(total + 1)]
@@ -165,7 +166,8 @@ def test_the_kept_model_is_the_latest_within_two_standard_errors_not_a_lucky_epo
         with torch.no_grad():
             model.bias.fill_(epoch)
         state.offer(model, "finetune", epoch, accuracy, loss, 200)
-    assert state.best_epoch == 9 and state.kept_accuracy == 0.98  # not 3, and not 10 (clearly worse)
+    # not 3, and not 10 (clearly worse)
+    assert state.best_epoch == 9 and state.kept_accuracy == 0.98
     assert float(state.best_state["bias"][0]) == 9.0
     assert state.best_accuracy == 0.99 and state.epochs_since_best == 3
 

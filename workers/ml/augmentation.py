@@ -81,7 +81,8 @@ def choose_augmentation(requested: str, images: Sequence[Image.Image],
     elif flip:
         why, code = f"colour images of {shorter} px: horizontal flips keep the class", "photos"
     elif gray:
-        why = "grayscale images (digits, text, scans): no flips, a mirror image can change the class"
+        why = ("grayscale images (digits, text, scans): no flips, a mirror image can change "
+               "the class")
         code = "grayscale"
     else:
         why, code = f"small images ({shorter} px, like symbols or characters): no flips", "small"

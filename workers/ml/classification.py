@@ -101,7 +101,7 @@ def available_threads() -> int:
     return max(1, cpus)
 
 
-def _resolve_weights(request: TrainRequest) -> tuple[dict | None, str]:
+def _resolve_weights(request: TrainRequest) -> tuple[dict[str, Any] | None, str]:
     if request.pretrained is False:
         return None, "random initialisation (pretrained weights not requested)"
     return load_pretrained_state_dict(request.architecture)
@@ -244,6 +244,8 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     torch.manual_seed(request.seed + 2)  # dropout masks and augmentation draws
     finetune(model, train, val, recipe, state, progress, deadline, preprocessing, transform,
              class_weights)
+    if state.best_state is None:  # train_head and the "init" evaluation always offer a model
+        raise RuntimeError("training kept no model state to restore")
     model.load_state_dict(state.best_state)
     return _finish(request, model, recipe, state, (train, val, test), preprocessing, progress,
                    out_dir, pretrained, weights_note)
@@ -257,7 +259,7 @@ def _report(data: ImageTensors, probabilities: np.ndarray, labels: list[str]) ->
     )
     report["predictions"] = [  # what the device should answer for each sample
         {"sample_id": sid, "predicted": int(p), "probability": float(row[p])}
-        for sid, p, row in zip(data.sample_ids, predicted, probabilities)
+        for sid, p, row in zip(data.sample_ids, predicted, probabilities, strict=True)
     ]
     return report
 
@@ -295,7 +297,8 @@ def _finish(
     del val_pixels
     val_report = _report(val, val_probabilities, request.labels)
     if len(test):
-        report = _report(test, onnx_probabilities(onnx_path, normalised_batches(test, preprocessing)),
+        report = _report(test,
+                         onnx_probabilities(onnx_path, normalised_batches(test, preprocessing)),
                          request.labels)
         report["split"] = "test"
     else:

@@ -9,7 +9,7 @@ float32 values as ``edge_agent.imaging.preprocess``.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,8 @@ def decode_samples(
         try:
             decoded.append((sample, _decode(sample)))
         except ImageDecodeError as error:
-            skipped.append({"sample_id": sample.sample_id, "path": sample.path, "error": str(error)})
+            skipped.append({"sample_id": sample.sample_id, "path": sample.path,
+                            "error": str(error)})
     return decoded, skipped
 
 
@@ -113,7 +114,8 @@ def normalise(images: torch.Tensor, preprocessing: Preprocessing) -> torch.Tenso
     return ((pixels - mean) / std).contiguous(memory_format=torch.channels_last)
 
 
-def normalised_batches(data: ImageTensors, preprocessing: Preprocessing, size: int = 64):
+def normalised_batches(data: ImageTensors, preprocessing: Preprocessing, size: int = 64
+                       ) -> Iterator[np.ndarray]:
     """:func:`normalise` ``data`` in batches of ``size``: contiguous (n, 3, H, W) float32 numpy
     arrays, as onnxruntime takes them."""
     for start in range(0, len(data), size):

@@ -82,7 +82,7 @@ def classification_report(
             "predicted": labels[int(pred[i])],
             "probability": None if probabilities is None else float(probabilities[i]),
         }
-        for i in np.flatnonzero(true != pred)
+        for i in map(int, np.flatnonzero(true != pred))
     ]
     n = int(len(true))
     return {

@@ -7,7 +7,7 @@ import io
 import logging
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ def export_onnx(
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """The exporters print progress and deprecation warnings; keep worker logs readable."""
     onnx_logger = logging.getLogger("torch.onnx")
     level = onnx_logger.level

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUGMENTATIONS", "MODEL_PREFERENCES", "SampleRef", "TrainRequest", "TrainResult", "TrainingCancelled"]
+__all__ = ["AUGMENTATIONS", "MODEL_PREFERENCES", "SampleRef", "TrainRequest", "TrainResult",
+           "TrainingCancelled"]
 
 
 class TrainingCancelled(Exception):

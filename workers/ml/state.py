@@ -62,7 +62,8 @@ class Progress:
         elapsed = now - self.started
         done = event.get("phase") == "done"
         if math.isfinite(self.budget_s):
-            self._fraction = max(self._fraction, 1.0 if done else min(0.99, elapsed / self.budget_s))
+            self._fraction = max(self._fraction,
+                                 1.0 if done else min(0.99, elapsed / self.budget_s))
         eta = event.get("eta_s", max(0.0, self.budget_s - elapsed))
         self._eta_s = 0.0 if done else min(self._eta_s, float(eta))
         self._on_progress({**event, "elapsed_s": round(elapsed, 2),

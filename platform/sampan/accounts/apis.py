@@ -120,7 +120,8 @@ class ProjectInput(serializers.Serializer):
 class ProjectListApi(APIView):
     @extend_schema(responses=ProjectSerializer(many=True), operation_id="projects_list")
     def get(self, request: Request) -> Response:
-        return Response(ProjectSerializer(selectors.project_list(user=request.user), many=True).data)
+        return Response(ProjectSerializer(selectors.project_list(user=request.user),
+                                          many=True).data)
 
     @extend_schema(request=ProjectInput, responses={201: ProjectSerializer},
                    operation_id="projects_create")

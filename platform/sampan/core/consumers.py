@@ -11,7 +11,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/jobs/<kind>/<uuid>/``: sends the current state on connect, then every event.
 
-    ``kind`` is ``training``, ``import`` or ``compression``. Only members of the job's project may connect.
+    ``kind`` is ``training``, ``import`` or ``compression``. Only members of the job's project
+    may connect.
     """
 
     async def connect(self) -> None:

@@ -4,8 +4,8 @@ Names: projects, datasets, class labels (typed or from zip folder names), models
 tokens. Free text: descriptions and notes. ``sampan.core.validation`` wraps these functions in
 DRF fields and service helpers; ``sampan.datasets.archives`` applies them to folder names.
 
-A **name** is Unicode NFC with surrounding whitespace trimmed (``"Cafe\\u0301 "`` and ``"Caf\\u00e9"``
-are the same name) and holds none of:
+A **name** is Unicode NFC with surrounding whitespace trimmed (``"Cafe\\u0301 "`` and
+``"Caf\\u00e9"`` are the same name) and holds none of:
 
 - ``Cc`` control characters: C0 (U+0000-U+001F, tab and newline included), DEL, C1
   (U+0080-U+009F). A newline in a name broke HTTP headers (a model's package download answered

@@ -256,7 +256,7 @@ def plan_archive(
         raise ArchiveError(f"too many entries: {len(infos)} (limit {limits.max_members})")
     names = entry_names(infos)
     seen: set[str] = set()
-    for info, name in zip(infos, names):
+    for info, name in zip(infos, names, strict=True):
         reason = _unsafe_reason(info, name)
         if reason:
             raise ArchiveError(f"unsafe entry {name!r}: {reason}; archive rejected")
@@ -265,7 +265,7 @@ def plan_archive(
         seen.add(name)
     ignored: list[tuple[str, str]] = []
     kept: list[tuple[int, str, tuple[str, ...]]] = []
-    for index, (info, name) in enumerate(zip(infos, names)):
+    for index, (_info, name) in enumerate(zip(infos, names, strict=True)):
         if name.endswith("/"):
             continue
         parts = tuple(name.split("/"))

@@ -52,7 +52,8 @@ def class_labels_ensure(*, dataset: Dataset, names: list[str]) -> dict[str, Clas
         if name not in wanted:
             wanted.append(name)
     with transaction.atomic():
-        existing = {c.name: c for c in ClassLabel.objects.select_for_update().filter(dataset=dataset)}
+        existing = {c.name: c
+                    for c in ClassLabel.objects.select_for_update().filter(dataset=dataset)}
         position = max((c.position for c in existing.values()), default=-1) + 1
         for name in wanted:
             if name not in existing:
@@ -138,7 +139,8 @@ def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | 
     return len(samples)
 
 
-def _check_box(sample: Sample, box: dict[str, Any], index: int) -> tuple[float, float, float, float]:
+def _check_box(sample: Sample, box: dict[str, Any], index: int
+               ) -> tuple[float, float, float, float]:
     try:
         x1, y1, x2, y2 = (float(box[k]) for k in ("x1", "y1", "x2", "y2"))
     except (KeyError, TypeError, ValueError):

@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     recipe = json.loads(Path(args.recipe or SEEDS_DIR / default).read_text())
     if args.budget_s:
         recipe["budget_s"] = args.budget_s
-    data_dir = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="sampan-demo-"))
+    data_dir = (Path(args.data_dir) if args.data_dir
+                else Path(tempfile.mkdtemp(prefix="sampan-demo-")))
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

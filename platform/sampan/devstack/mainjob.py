@@ -210,7 +210,8 @@ def edge_map50(truth: list[list[tuple[str, list[float]]]],
     names = sorted({name for boxes in truth for name, _ in boxes})
     ids = {name: i + 1 for i, name in enumerate(names)}
     images, annotations, detections = [], [], []
-    for image_id, (boxes, answers, (width, height)) in enumerate(zip(truth, found, sizes), 1):
+    rows = zip(truth, found, sizes, strict=True)
+    for image_id, (boxes, answers, (width, height)) in enumerate(rows, 1):
         images.append({"id": image_id, "width": width, "height": height})
         for name, (x1, y1, x2, y2) in boxes:
             annotations.append({"id": len(annotations) + 1, "image_id": image_id,

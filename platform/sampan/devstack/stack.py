@@ -139,7 +139,8 @@ class Stack:
         env.update(self.host_env.get(host or "manage", {}))
         return env
 
-    def _spawn(self, name: str, argv: list[str], cwd: Path = PLATFORM_DIR) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, argv: list[str], cwd: Path = PLATFORM_DIR
+               ) -> subprocess.Popen[bytes]:
         log = open(self.data_dir / "logs" / f"{name}.log", "ab")
         self._logs.append(log)
         process = subprocess.Popen(argv, cwd=cwd, env=self.env(name), stdout=log,
@@ -165,7 +166,8 @@ class Stack:
         process = self.processes[name]
         if process.poll() is not None:
             raise RuntimeError(f"{name} exited with status {process.returncode}; see "
-                               f"{self.data_dir / 'logs' / (name + '.log')}:\n{self.log_tail(name)}")
+                               f"{self.data_dir / 'logs' / (name + '.log')}:\n"
+                               f"{self.log_tail(name)}")
 
     def log_tail(self, name: str, lines: int = 30) -> str:
         path = self.data_dir / "logs" / f"{name}.log"

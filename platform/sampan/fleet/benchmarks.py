@@ -193,8 +193,8 @@ def device_benchmark_report(*, device: Device, benchmark_id: Any, status: str,
     else:
         mine.filter(status__in=BENCHMARK_OPEN).update(
             status=status, result=result or {}, error=(error or "")[:MAX_ERROR_CHARS],
-            delivered_at=Coalesce(F("delivered_at"), Value(now, output_field=DateTimeField())), finished_at=now,
-            updated_at=now)
+            delivered_at=Coalesce(F("delivered_at"), Value(now, output_field=DateTimeField())),
+            finished_at=now, updated_at=now)
     row = mine.first()
     if row is None:
         raise NotFound("benchmark not found")

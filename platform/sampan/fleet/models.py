@@ -1,8 +1,8 @@
 """The fleet: enrollment tokens, devices, deployments of model versions, and device telemetry.
 
 Secrets (enrollment tokens, device credentials) are stored as their sha256 only; the secret is
-shown once. Liveness is the server's receive time of the last heartbeat (docs/architecture.md, "Model package and devices"):
-the device clock is recorded, never trusted.
+shown once. Liveness is the server's receive time of the last heartbeat (docs/architecture.md,
+"Model package and devices"): the device clock is recorded, never trusted.
 """
 
 from __future__ import annotations

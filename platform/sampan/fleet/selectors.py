@@ -107,8 +107,9 @@ def device_model_version_get(*, device: Device, version_id: Any) -> ModelVersion
     allowed = Q(pk__in=desired)
     if device.current_model_version_id is not None:
         allowed |= Q(pk=device.current_model_version_id)
-    return get_or_not_found(ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
-                "model version", pk=version_id)
+    return get_or_not_found(
+        ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
+        "model version", pk=version_id)
 
 
 #: Most open benchmarks one heartbeat reply lists.

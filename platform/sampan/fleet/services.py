@@ -1,8 +1,8 @@
 """Writes for the fleet: enrollment, heartbeats, deployments.
 
 Heartbeats are handled here, in the web process, synchronously: they never go through Celery
-(docs/architecture.md, "Model package and devices"). Every deployment state change is a compare-and-set UPDATE guarded by
-``TRANSITIONS`` (models.py), never a read-check-write.
+(docs/architecture.md, "Model package and devices"). Every deployment state change is a
+compare-and-set UPDATE guarded by ``TRANSITIONS`` (models.py), never a read-check-write.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ class Enrollment:
 def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
     """Consume the one-time enrollment ``token`` and create a device with a new credential.
 
-    The credential is returned once; only its sha256 is stored. Raises AuthenticationFailed (401, field
-    ``token``) for an unknown, used or expired token. The token is claimed with a compare-and-set
-    UPDATE inside the transaction, so two concurrent enrollments with one token create one device.
+    The credential is returned once; only its sha256 is stored. Raises AuthenticationFailed (401,
+    field ``token``) for an unknown, used or expired token. The token is claimed with a
+    compare-and-set UPDATE inside the transaction, so two concurrent enrollments with one token
+    create one device.
     A ``name`` that the rule of ``sampan.core.names`` refuses is a ValidationFailed (field
     ``name``), checked before the token is looked at, so the token stays usable.
     """

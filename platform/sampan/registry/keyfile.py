@@ -14,8 +14,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["KeyFileError", "check_private_key_permissions", "create_private_key_file", "generate_private_key", "private_key_pem",
-           "public_key_b64", "read_private_key", "replace_private_key_file"]
+__all__ = ["KeyFileError", "check_private_key_permissions", "create_private_key_file",
+           "generate_private_key", "private_key_pem", "public_key_b64", "read_private_key",
+           "replace_private_key_file"]
 
 
 class KeyFileError(ValueError):

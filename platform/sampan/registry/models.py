@@ -25,8 +25,8 @@ class ModelVersion(BaseModel):
     """An immutable model package: ``model.onnx`` + signed ``manifest.json`` (docs/architecture.md).
 
     ``package_dir`` is a storage folder name (``models/<model id>/<version id>``,
-    ``sampan.core.storage``); ``manifest`` is the signed manifest exactly as written to disk; ``model_sha256``/``model_size`` (bytes)
-    describe ``model.onnx``.
+    ``sampan.core.storage``); ``manifest`` is the signed manifest exactly as written to disk;
+    ``model_sha256``/``model_size`` (bytes) describe ``model.onnx``.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_versions")

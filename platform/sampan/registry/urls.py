@@ -12,6 +12,6 @@ urlpatterns = [
          name="model-version-package"),
     path(P + "model-versions/<uuid:version_id>/predict/", apis.ModelVersionPredictApi.as_view(),
          name="model-version-predict"),
-    path(P + "model-versions/<uuid:version_id>/files/<str:name>", apis.ModelVersionFileApi.as_view(),
-         name="model-version-file"),
+    path(P + "model-versions/<uuid:version_id>/files/<str:name>",
+         apis.ModelVersionFileApi.as_view(), name="model-version-file"),
 ]

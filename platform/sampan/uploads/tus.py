@@ -190,7 +190,8 @@ class TusApp:
     async def create(self, scope: Scope, send: Send, user: Any) -> None:
         length = _int_header(scope, "Upload-Length")
         metadata = services.parse_metadata(header(scope, b"upload-metadata"))
-        upload = await in_db_thread(services.upload_create)(owner=user, length=length, metadata=metadata)
+        upload = await in_db_thread(services.upload_create)(owner=user, length=length,
+                                                            metadata=metadata)
         await _respond(send, 201, {"Location": f"{PREFIX}{upload.pk}/",
                                    "Upload-Expires": _expires(upload)})
 

@@ -66,7 +66,8 @@ def test_not_ready_names_redis_when_it_is_down_and_leaks_no_address(settings: An
     assert body["status"] == "unavailable"
     assert body["checks"]["database"] == "ok"
     assert body["checks"]["redis"] == "error: ConnectionError"
-    assert "secret-password" not in response.content.decode() and str(port) not in response.content.decode()
+    assert "secret-password" not in response.content.decode() \
+        and str(port) not in response.content.decode()
 
 
 def test_bucket_checked_with_object_storage(settings: Any, redis_url: str, s3: Any) -> None:

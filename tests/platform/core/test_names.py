@@ -63,4 +63,5 @@ def test_free_text_keeps_lines_but_not_other_controls() -> None:
 
 def test_display_name_replaces_what_the_rule_refuses() -> None:
     assert display_name("model\nname\u202e") == "model\ufffdname\ufffd"
-    assert display_name("Cafe\u0301 \U0001f469\u200d\U0001f4bb") == "Caf\u00e9 \U0001f469\u200d\U0001f4bb"
+    assert display_name("Cafe\u0301 \U0001f469\u200d\U0001f4bb") \
+        == "Caf\u00e9 \U0001f469\u200d\U0001f4bb"

@@ -378,8 +378,8 @@ def test_western_windows_cp437_names_stay_cp437(tmp_path: Path) -> None:
 def test_macos_nfd_utf8_names_without_the_flag_are_one_nfc_class(tmp_path: Path) -> None:
     """macOS Archive Utility: UTF-8 in decomposed form (NFD), no flag."""
     nfd = "Cafe\u0301"
-    members, _ = plan_raw(tmp_path, [RawEntry(f"{nfd}/1.jpg".encode("utf-8"), b"1"),
-                                     RawEntry("Café/2.jpg".encode("utf-8"), b"2", flags=0x800)])
+    members, _ = plan_raw(tmp_path, [RawEntry(f"{nfd}/1.jpg".encode(), b"1"),
+                                     RawEntry("Café/2.jpg".encode(), b"2", flags=0x800)])
     assert [m.label for m in members] == ["Caf\u00e9", "Caf\u00e9"]
     assert members[0].name == "Caf\u00e9/1.jpg"
 

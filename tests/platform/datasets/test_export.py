@@ -152,8 +152,9 @@ def test_import_export_import_loses_nothing(client: Any, project_with_roles: dic
     assert class_names(again) == version["labels"] == class_names(first)
     for image, boxes in before.items():
         assert len(after[image]) == len(boxes), image
-        for (name_a, *a), (name_b, *b) in zip(boxes, after[image]):
-            assert name_a == name_b and max(abs(x - y) for x, y in zip(a, b)) <= 0.5, image
+        for (name_a, *a), (name_b, *b) in zip(boxes, after[image], strict=True):
+            assert name_a == name_b \
+                and max(abs(x - y) for x, y in zip(a, b, strict=True)) <= 0.5, image
     # the version's split came along: every image has a cat but the background image, which
     # counts as "" (no class)
     assert {split: per.get("cat", 0) + per.get("", 0)

@@ -213,7 +213,8 @@ def test_a_class_whose_files_are_all_rejected_leaves_no_empty_class(ctx: dict[st
 
 
 @pytest.mark.parametrize("folder, reason", [("a" * 201, "at most 200"),
-                                            ("ctl\x01", "contains U+0001 (a control character) at position 3"),
+                                            ("ctl\x01", "contains U+0001 (a control character) "
+                                                        "at position 3"),
                                             ("bidi\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE")])
 def test_bad_class_folder_names_reject_the_archive(ctx: dict[str, Any], folder: str,
                                                    reason: str) -> None:

@@ -20,9 +20,10 @@ def make_samples(dataset: Any, counts: dict[str, int]) -> list[Sample]:
     samples = []
     for label, count in counts.items():
         for i in range(count):
-            sample = Sample.objects.create(dataset=dataset, content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
-                                           file=f"samples/{label}{i}.png", original_name=f"{label}/{i}.png",
-                                           width=40, height=30)
+            sample = Sample.objects.create(dataset=dataset,
+                                           content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
+                                           file=f"samples/{label}{i}.png",
+                                           original_name=f"{label}/{i}.png", width=40, height=30)
             sample_label_set(sample=sample, label=label)
             samples.append(sample)
     return samples
@@ -97,7 +98,8 @@ def test_label_one_and_many_through_the_api(project_with_roles: dict[str, Any], 
     listed = client.get(f"{base}/datasets/{dataset.pk}/samples/?label=b").json()
     assert listed["count"] == 3
     response = client.post(f"{base}/datasets/{dataset.pk}/labels/bulk/",
-                           {"sample_ids": [str(samples[0].pk), "00000000-0000-0000-0000-000000000000"],
+                           {"sample_ids": [str(samples[0].pk),
+                                           "00000000-0000-0000-0000-000000000000"],
                             "class_label": "a"}, format="json")
     assert response.status_code == 400 and "00000000" in response.json()["error"]["message"]
     assert client.get(f"{base}/datasets/{dataset.pk}/samples/?label=b").json()["count"] == 3

@@ -24,7 +24,8 @@ def test_describe_status_names_the_signal() -> None:
 def test_a_process_that_keeps_dying_is_given_up_after_quick_failures(tmp_path: Path) -> None:
     lines: list[str] = []
     with Stack(data_dir=tmp_path / "stack") as stack:
-        stack._spawn("crasher", [sys.executable, "-c", "print('cannot start'); raise SystemExit(3)"])
+        stack._spawn("crasher", [sys.executable, "-c",
+                                 "print('cannot start'); raise SystemExit(3)"])
         stack._spawn("steady", [sys.executable, "-c", "import time; time.sleep(60)"])
         supervisor = Supervisor(stack, say=lines.append, max_quick_failures=3,
                                 initial_backoff_s=0.05)

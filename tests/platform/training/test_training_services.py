@@ -46,7 +46,8 @@ def labelled_version(project: Any, counts: dict[str, int], name: str = "d") -> A
     dataset = dataset_create(project=project, name=name)
     for label, count in counts.items():
         for i in range(count):
-            sample = Sample.objects.create(dataset=dataset, content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
+            sample = Sample.objects.create(dataset=dataset,
+                                           content_sha256=f"{label}-{i:04d}".ljust(64, "0"),
                                            file=f"samples/{label}{i}.png", original_name=f"{i}",
                                            width=4, height=4)
             sample_label_set(sample=sample, label=label)

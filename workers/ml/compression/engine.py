@@ -114,22 +114,25 @@ class _Splits:
 def _evaluate(candidate: Candidate, splits: _Splits, labels: list[str],
               reference: Candidate | None, budget_pt: float) -> None:
     """Accuracy of ``candidate.onnx_path`` with onnxruntime on test (else val) and val."""
+    path = candidate.onnx_path
+    if path is None:
+        raise ValueError(f"candidate {candidate.key}: no ONNX file to evaluate")
     size = int(candidate.preprocessing["size"][0])
     data = splits.at(size)
     p = splits.preprocessing(size)
-    val = onnx_probabilities(candidate.onnx_path, normalised_batches(data["val"], p))
+    val = onnx_probabilities(path, normalised_batches(data["val"], p))
     candidate.val_accuracy = _accuracy(val, data["val"])
     held_out = data["test"] if len(data["test"]) else data["val"]
     candidate.evaluated_on = "test" if len(data["test"]) else "val"
     probabilities = val if held_out is data["val"] else \
-        onnx_probabilities(candidate.onnx_path, normalised_batches(held_out, p))
+        onnx_probabilities(path, normalised_batches(held_out, p))
     report = classification_report(held_out.labels.tolist(),
                                    probabilities.argmax(1).tolist() if len(held_out) else [],
                                    labels, held_out.sample_ids)
     candidate.accuracy = float(report["accuracy"])
     candidate.macro_f1 = float(report["macro_f1"])
     candidate.n_evaluated = len(held_out)
-    candidate.size_bytes = candidate.onnx_path.stat().st_size
+    candidate.size_bytes = path.stat().st_size
     if reference is not None and reference.accuracy is not None:
         candidate.accuracy_drop_pt = round(100 * (reference.accuracy - candidate.accuracy), 3)
         candidate.val_accuracy_drop_pt = round(
@@ -228,27 +231,30 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
     # 1. the reference
     started = time.monotonic()
     clock.emit({"phase": "reference", "candidate": "fp32"})
+    reference_path = out / "fp32" / "model.onnx"
     reference = Candidate(key="fp32", method="fp32", params={"graph_optimization": "basic"},
-                          preprocessing=base.to_dict(), onnx_path=out / "fp32" / "model.onnx")
-    reference.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+                          preprocessing=base.to_dict(), onnx_path=reference_path)
+    reference_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        optimise_fp32(request.teacher.onnx_path, reference.onnx_path)
+        optimise_fp32(request.teacher.onnx_path, reference_path)
     except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
         raise ValueError(f"teacher: onnxruntime cannot load the model: {error}") from error
-    reference.onnx = onnx_info(reference.onnx_path)
+    reference.onnx = onnx_info(reference_path)
     _evaluate(reference, splits, labels, None, budget_pt)
     add(reference, started)
 
-    teacher_module = None
+    teacher_module: torch.nn.Module | None = None
     teacher_recipe: dict[str, Any] = {}
     if request.teacher.checkpoint_path and Path(request.teacher.checkpoint_path).is_file():
         try:
-            teacher_module, teacher_recipe = load_teacher_module(
-                Path(request.teacher.checkpoint_path), len(labels))
-            reference.macs = count_macs(teacher_module, teacher_size)
+            module, recipe = load_teacher_module(Path(request.teacher.checkpoint_path),
+                                                 len(labels))
+            reference.macs = count_macs(module, teacher_size)
         except (ValueError, OSError, RuntimeError) as error:
             result.warnings.append(f"the training checkpoint cannot be read ({error}): no "
                                    "distilled students, only graph-level candidates")
+        else:  # only a teacher that loaded AND ran (count_macs) is distilled, as warned above
+            teacher_module, teacher_recipe = module, recipe
     elif {"resolution", "pruning"} & set(request.methods):
         result.warnings.append("this model has no training checkpoint: no distilled students, "
                                "only graph-level candidates")
@@ -267,7 +273,8 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
             calibration = _calibration_images(data["train"], base, request.seed)
 
     def int8_of(parent: Candidate, method: str = "minmax") -> None:
-        if calibration is None or parent.status != "ready" or clock.left() < 5:
+        source = parent.onnx_path
+        if calibration is None or source is None or parent.status != "ready" or clock.left() < 5:
             return
         key = f"{parent.key}-int8" if parent.key != "fp32" else "int8"
         if method != "minmax":
@@ -277,15 +284,15 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
         size = int(parent.preprocessing["size"][0])
         images = calibration if size == teacher_size else _calibration_images(
             splits.at(size)["train"], splits.preprocessing(size), request.seed)
+        target = out / key / "model.onnx"
         candidate = Candidate(key=key, method="int8", parent=parent.key,
                               preprocessing=dict(parent.preprocessing),
-                              onnx_path=out / key / "model.onnx", macs=parent.macs)
-        candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+                              onnx_path=target, macs=parent.macs)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            candidate.params = {**parent.params, **quantize_int8(parent.onnx_path,
-                                                                 candidate.onnx_path, images,
+            candidate.params = {**parent.params, **quantize_int8(source, target, images,
                                                                  method=method)}
-            candidate.onnx = onnx_info(candidate.onnx_path)
+            candidate.onnx = onnx_info(target)
             _evaluate(candidate, splits, labels, reference, budget_pt)
         except (CompressionCancelled, TrainingCancelled):
             raise
@@ -315,6 +322,8 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
                                                reason="not enough time left in the budget"))
             on_candidate(result.candidates[-1])
             continue
+        if teacher_module is None:  # students are only planned with a teacher (above)
+            raise RuntimeError(f"student {key}: no teacher module to distil from")
         started = time.monotonic()
         clock.emit({"phase": "student", "candidate": key})
         candidate = _student(key, ratio, size, teacher_module, transform, splits, request,
@@ -333,12 +342,13 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
             f"({', '.join(request.providers) or 'none'}); on a CPU it is emulated and slower")
     if "fp16" in request.methods and GPU_PROVIDERS & set(request.providers):
         started = time.monotonic()
+        target = out / "fp16" / "model.onnx"
         candidate = Candidate(key="fp16", method="fp16", parent="fp32",
-                              preprocessing=base.to_dict(), onnx_path=out / "fp16" / "model.onnx")
-        candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+                              preprocessing=base.to_dict(), onnx_path=target)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            candidate.params = convert_fp16(reference.onnx_path, candidate.onnx_path)
-            candidate.onnx = onnx_info(candidate.onnx_path, request.providers)
+            candidate.params = convert_fp16(reference_path, target)
+            candidate.onnx = onnx_info(target, request.providers)
             _evaluate(candidate, splits, labels, reference, budget_pt)
         except Exception as error:  # noqa: BLE001
             candidate.status, candidate.reason = "failed", f"FP16 conversion failed: {error}"
@@ -362,9 +372,10 @@ def _student(key: str, ratio: float, size: int, teacher: torch.nn.Module, transf
     import copy
 
     p = splits.preprocessing(size)
+    target = out / key / "model.onnx"
     candidate = Candidate(key=key, method="distilled", parent="fp32", preprocessing=p.to_dict(),
-                          onnx_path=out / key / "model.onnx")
-    candidate.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+                          onnx_path=target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     student = copy.deepcopy(teacher)
     if ratio:
         prune(student, ratio, size)
@@ -388,15 +399,15 @@ def _student(key: str, ratio: float, size: int, teacher: torch.nn.Module, transf
                                     should_stop=lambda: clock._should_stop(), on_epoch=on_epoch)
         candidate.params["epochs"] = len(candidate.history) - 1
         student = student.to(memory_format=torch.contiguous_format).eval()
-        export_onnx(student, candidate.onnx_path, (size, size), "torchscript")
-        tidy_graph(candidate.onnx_path)
+        export_onnx(student, target, (size, size), "torchscript")
+        tidy_graph(target)
         pixels = np.concatenate(list(normalised_batches(data["val"], p)))
-        parity, _ = compare_with_onnx(student, candidate.onnx_path, pixels, data["val"].sample_ids)
+        parity, _ = compare_with_onnx(student, target, pixels, data["val"].sample_ids)
         if not parity["passed"]:
             candidate.status = "failed"
             candidate.reason = (f"export gate failed: torch and onnxruntime disagree "
                                 f"(max |Δprob| {parity['max_abs_diff']:.2g})")
-        candidate.onnx = onnx_info(candidate.onnx_path)
+        candidate.onnx = onnx_info(target)
     except (CompressionCancelled, TrainingCancelled):
         raise
     except Exception as error:  # noqa: BLE001 - a failed candidate never ends the job

@@ -99,7 +99,7 @@ def optimise_fp32(source: Path, target: Path) -> Path:
 _BATCH = 16
 
 
-class _Batches(CalibrationDataReader):
+class _Batches(CalibrationDataReader):  # type: ignore[misc]  # onnxruntime is untyped (Any)
     """Feeds preprocessed (n, 3, H, W) float32 batches to the calibrator, one image at a time
     (the quantizer's augmented graph is run once per item); a remainder smaller than a batch is left
     out."""
@@ -127,8 +127,8 @@ def quantize_int8(source: Path, target: Path, calibration: np.ndarray, *,
     """INT8 post-training static quantization of ``source`` in QDQ form (QuantizeLinear /
     DequantizeLinear pairs around standard operators: any onnxruntime >= 1.11 loads it; no
     ConvInteger, which many builds cannot run), weights QInt8 (per output channel unless
-    ``per_channel=False``), activations QUInt8, biases float32, calibrated on ``calibration`` (n, 3, H, W)
-    float32 preprocessed training images with ``method`` (a key of
+    ``per_channel=False``), activations QUInt8, biases float32, calibrated on ``calibration``
+    (n, 3, H, W) float32 preprocessed training images with ``method`` (a key of
     :data:`CALIBRATION_METHODS`). The model is first shape-inferred and optimised with
     ``quant_pre_process`` as onnxruntime's quantization guide recommends.
 

@@ -66,9 +66,10 @@ class Candidate:
     was derived from (None: the teacher). ``accuracy`` (0..1) is on ``evaluated_on`` ("test" or
     "val"), ``val_accuracy`` always on validation; ``accuracy_drop_pt`` = reference accuracy -
     this one, in points (negative: better), ``val_accuracy_drop_pt`` the same on validation;
-    ``within_budget``: both at most the request's budget. ``size_bytes``: of model.onnx. ``macs``: multiply-
-    accumulates per image (students and the reference; None when unknown). ``onnx``: ``opset``,
-    ``ir_version``, ``operators`` (sorted ``domain:op``), ``execution_providers``.
+    ``within_budget``: both at most the request's budget. ``size_bytes``: of model.onnx.
+    ``macs``: multiply-accumulates per image (students and the reference; None when unknown).
+    ``onnx``: ``opset``, ``ir_version``, ``operators`` (sorted ``domain:op``),
+    ``execution_providers``.
     """
 
     key: str

@@ -26,7 +26,7 @@ from edge_agent.imaging import Preprocessing
 
 from ..augmentation import augment_batch
 from ..data import ImageTensors, normalise
-from ..models import build_classifier
+from ..models import build_classifier, classifier_head
 from ..recipe import steps_per_epoch
 from ..specs import TrainingCancelled
 from ..training import balanced_accuracy, evaluate
@@ -75,7 +75,7 @@ def prune(model: nn.Module, ratio: float, resolution: int) -> nn.Module:
     if not 0 < ratio < 1:
         raise ValueError("ratio must be in (0, 1)")
     model.eval()
-    head = model.classifier[1] if hasattr(model, "classifier") else None
+    head = classifier_head(model) if hasattr(model, "classifier") else None
     pruner = tp.pruner.MagnitudePruner(
         model, torch.zeros(1, 3, resolution, resolution),
         importance=tp.importance.MagnitudeImportance(p=1), pruning_ratio=ratio,
@@ -171,7 +171,7 @@ def distill(student: nn.Module, teacher: nn.Module, train: ImageTensors, val: Im
             loss = (config.alpha * config.temperature ** 2 * kd
                     + (1 - config.alpha) * F.cross_entropy(logits, train.labels[index]))
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            torch.autograd.backward(loss)  # what the unannotated Tensor.backward calls
             optimizer.step()
             total += float(loss.detach()) * len(index)
             seen += len(index)
@@ -184,7 +184,8 @@ def distill(student: nn.Module, teacher: nn.Module, train: ImageTensors, val: Im
         history.append({"epoch": epoch, "epochs": epochs_planned,
                         "loss": round(total / max(seen, 1), 5),
                         "val_accuracy": round(accuracy, 4),
-                        "val_balanced_accuracy": round(balanced, 4), "elapsed_s": round(elapsed, 2)})
+                        "val_balanced_accuracy": round(balanced, 4),
+                        "elapsed_s": round(elapsed, 2)})
         on_epoch(history[-1])
         if (balanced, accuracy) > best:
             best, since_best = (balanced, accuracy), 0

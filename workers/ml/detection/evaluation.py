@@ -55,16 +55,18 @@ def _coco(results: Sequence[ImageResult], num_classes: int) -> Any:
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
-    images, annotations, detections = [], [], []
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    detections: list[dict[str, Any]] = []
     for image_id, result in enumerate(results, start=1):
         images.append({"id": image_id, "width": result.width, "height": result.height})
-        for box, cls in zip(result.true, result.true_classes):
+        for box, cls in zip(result.true, result.true_classes, strict=True):
             w, h = float(box[2] - box[0]), float(box[3] - box[1])
             annotations.append({"id": len(annotations) + 1, "image_id": image_id,
                                 "category_id": int(cls) + 1, "iscrowd": 0, "area": w * h,
                                 "bbox": [float(box[0]), float(box[1]), w, h]})
-        for box, score, cls in list(zip(result.boxes, result.scores,
-                                        result.classes))[:MAX_DETECTIONS]:
+        for box, score, cls in list(zip(result.boxes, result.scores, result.classes,
+                                        strict=True))[:MAX_DETECTIONS]:
             detections.append({"image_id": image_id, "category_id": int(cls) + 1,
                                "score": float(score),
                                "bbox": [float(box[0]), float(box[1]), float(box[2] - box[0]),
@@ -183,7 +185,7 @@ def detection_report(results: Sequence[ImageResult], labels: Sequence[str], thre
         boxes, scores, classes = result.boxes[kept], result.scores[kept], result.classes[kept]
         predictions.append({"sample_id": result.sample_id, "boxes": [
             [round(float(v), 2) for v in b] + [int(c), round(float(s), 4)]
-            for b, s, c in zip(boxes, scores, classes)]})
+            for b, s, c in zip(boxes, scores, classes, strict=True)]})
         for i, outcome in enumerate(outcomes):
             counts = class_counts[int(classes[i])]
             if outcome == "tp":

@@ -22,8 +22,6 @@ same code on the worker (parity, evaluation) and on the device.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import torch
 from torch import nn
 from torchvision.models import mobilenet_v2
@@ -98,6 +96,10 @@ class ExportedDetector(nn.Module):
     ``normalize_by_size=True``: (l, t, r, b) distances times the level's stride from the cell
     centre, clipped to the input. The anchors of the fixed size are constants of the graph.
     """
+
+    # buffers registered in __init__ (nn.Module.__getattr__ is typed ``Tensor | Module``)
+    centres: torch.Tensor
+    sizes: torch.Tensor
 
     def __init__(self, detector: FCOS, input_size: int) -> None:
         super().__init__()

@@ -57,8 +57,8 @@ class DetectRequest:
     ``input_size``: None chooses it from the data (:func:`workers.ml.detection.data.
     choose_geometry`). ``flips``: False never mirrors the images (left and right matter);
     ``augmentation``: its strength (``auto``, ``none``, ``light``, ``strong``:
-    :func:`workers.ml.detection.data.training_transform`). ``pretrained``: None uses the ImageNet backbone when it is in the
-    torch hub cache, False never loads it."""
+    :func:`workers.ml.detection.data.training_transform`). ``pretrained``: None uses the
+    ImageNet backbone when it is in the torch hub cache, False never loads it."""
 
     train: list[BoxSample]
     val: list[BoxSample]

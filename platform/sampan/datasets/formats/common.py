@@ -11,7 +11,9 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
 
-from sampan.datasets.archives import IMAGE_SUFFIXES, MiB, SPLIT_FOLDERS, ArchiveError
+# IMAGE_SUFFIXES is unused here but re-exported: formats/reader.py imports it from this module
+from sampan.datasets.archives import IMAGE_SUFFIXES  # noqa: F401
+from sampan.datasets.archives import MiB, SPLIT_FOLDERS, ArchiveError
 
 #: a split word alone or with a year, as COCO names its folders and files (``val2017``)
 _SPLIT_WORD = re.compile(r"^(train|training|val|valid|validation|test|testing)(\d{4})?$")
@@ -253,7 +255,7 @@ def number(value: Any) -> float | None:
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
     count = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         count += 1

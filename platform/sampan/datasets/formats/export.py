@@ -106,7 +106,7 @@ def export_chunks(info: ExportInfo, items: list[ExportItem], open_image: Opener
     stream = ZipStream()
     written: list[tuple[ExportItem, str]] = []
     missing: list[str] = []
-    for item, name in zip(items, names):
+    for item, name in zip(items, names, strict=True):
         try:
             handle, size = open_image(item.storage_name)
         except FileNotFoundError:

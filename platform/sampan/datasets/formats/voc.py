@@ -172,7 +172,7 @@ def voc_xml(*, file_name: str, width: int, height: int, labels: list[str],
         _text(obj, "truncated", 0)
         _text(obj, "difficult", 0)
         box = ElementTree.SubElement(obj, "bndbox")
-        for tag, value in zip(_CORNERS, (x1, y1, x2, y2)):
+        for tag, value in zip(_CORNERS, (x1, y1, x2, y2), strict=True):
             _text(box, tag, coordinate(value))
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"

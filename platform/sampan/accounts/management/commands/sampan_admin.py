@@ -45,7 +45,8 @@ class Command(BaseCommand):
         try:
             password_validation.validate_password(password, user=User(username=username))
         except ValidationError as error:
-            raise CommandError(f"{PASSWORD_VARIABLE} is refused: " + " ".join(error.messages))
+            raise CommandError(f"{PASSWORD_VARIABLE} is refused: "
+                               + " ".join(error.messages)) from None
         try:
             with transaction.atomic():
                 User.objects.create_superuser(username=username, email="", password=password)
