@@ -17,6 +17,7 @@ from sampan.accounts import login_limits, selectors, services
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import AuthenticationFailed
+from sampan.core.origin import require_same_origin
 from sampan.core.validation import NameField, TextField
 
 
@@ -54,6 +55,8 @@ class LoginApi(APIView):
 
     @extend_schema(request=LoginInput, responses=UserSerializer, operation_id="auth_login")
     def post(self, request: Request) -> Response:
+        # login CSRF: no session to carry a CSRF token yet, so the Origin decides
+        require_same_origin(request._request, "signing in")
         data = LoginInput(data=request.data)
         data.is_valid(raise_exception=True)
         username, address = data.validated_data["username"], login_limits.client_address(request)
