@@ -434,10 +434,14 @@ def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
                      "params": candidate.get("params") or {},
                      "accuracy_budget_pt": job.accuracy_budget_pt},
             dataset_version=version_dataset, parent=source)
-        if not job_transition(CompressionJob, job.pk, JobStatus.SUCCEEDED, picked=picked,
-                              pick_reason=reason, model_version=version, progress=done):
+        succeeded = job_transition(CompressionJob, job.pk, JobStatus.SUCCEEDED, picked=picked,
+                                   pick_reason=reason, model_version=version, progress=done)
+        if not succeeded:  # cancelled or reaped while registering: no version
             transaction.set_rollback(True)
-            return None
+    if not succeeded:
+        # the version's row was rolled back: its stored package goes with it
+        storage.delete_tree(version.package_dir)
+        return None
     job_publish(CompressionJob, job.pk, {"status": JobStatus.SUCCEEDED,
                                          "model_version_id": str(version.pk)}, force=True)
     return version

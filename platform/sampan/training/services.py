@@ -330,11 +330,15 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
                      "training_job_id": str(job.pk), "parent_model_version_id": None,
                      "recipe": result["recipe"], "pretrained": result["pretrained"]},
             dataset_version=version, training_job=job)
-        if not job_transition(TrainingJob, job.pk, JobStatus.SUCCEEDED,
-                              model_version=model_version,
-                              progress={**job.progress, "fraction": 1.0, "message": "done"}):
+        succeeded = job_transition(TrainingJob, job.pk, JobStatus.SUCCEEDED,
+                                   model_version=model_version,
+                                   progress={**job.progress, "fraction": 1.0, "message": "done"})
+        if not succeeded:  # cancelled or reaped while registering: no version
             transaction.set_rollback(True)
-            return None
+    if not succeeded:
+        # the version's row was rolled back: its stored package goes with it
+        shared_storage.delete_tree(model_version.package_dir)
+        return None
     job_publish(TrainingJob, job.pk, {"status": JobStatus.SUCCEEDED,
                                       "model_version_id": str(model_version.pk)}, force=True)
     return model_version

@@ -375,3 +375,34 @@ def test_budget_too_short_through_the_api_names_the_minimum(project_with_roles: 
     assert response.json()["error"] == {
         "code": "invalid", "field": "budget_s",
         "message": "budget_s 8 is too short for 10 images: at least 16 s"}
+
+
+def test_a_job_cancelled_while_registering_leaves_no_version_and_no_files(
+        project_with_roles: dict[str, Any], version: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's completion is a compare-and-set: when it loses (a cancel or the reaper
+    committed meanwhile, from another connection; here the set is made to lose), the version's
+    row is rolled back and its stored package deleted."""
+    from django.conf import settings
+
+    job = start(project_with_roles["project"], version)
+    register, transition = services.model_version_register, services.job_transition
+    packages: list[str] = []
+
+    def register_and_remember(**kwargs: Any) -> ModelVersion:
+        made = register(**kwargs)
+        packages.append(made.package_dir)
+        assert (Path(settings.MEDIA_ROOT) / made.package_dir / "model.onnx").is_file()
+        return made
+
+    def lost_race(model: Any, pk: Any, to: str, **fields: Any) -> bool:
+        return False if to == JobStatus.SUCCEEDED else transition(model, pk, to, **fields)
+
+    monkeypatch.setattr(services, "model_version_register", register_and_remember)
+    monkeypatch.setattr(services, "job_transition", lost_race)
+    assert services.training_job_complete(
+        job_id=job.pk, result=result_for(tiny_onnx(tmp_path / "m.onnx"))) is None
+    job.refresh_from_db()
+    assert job.status != JobStatus.SUCCEEDED and job.model_version_id is None
+    assert ModelVersion.objects.count() == 0
+    assert len(packages) == 1 and not (Path(settings.MEDIA_ROOT) / packages[0]).exists()
