@@ -1749,6 +1749,7 @@ export interface components {
         EnrollInputRequest: {
             token: string;
             name: string;
+            /** @description What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON. */
             info?: {
                 [key: string]: unknown;
             };

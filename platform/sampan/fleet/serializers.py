@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rest_framework import serializers
@@ -172,10 +173,24 @@ class DeploymentOutput(serializers.Serializer):
 # --- device API (docs/contracts.md) -----------------------------------------------------------
 
 
+#: Largest ``info`` a device may enroll with, bytes of compact JSON: it is stored and returned in
+#: every device list (the agent sends ~300 bytes: OS, machine, CPU count, Python, onnxruntime)
+MAX_DEVICE_INFO_BYTES = 16 * 1024
+
+
 class EnrollInput(serializers.Serializer):
     token = serializers.CharField(max_length=200)
     name = NameField(max_length=200)
-    info = serializers.DictField(required=False, default=dict)
+    info = serializers.DictField(required=False, default=dict, help_text=(
+        "What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON."))
+
+    def validate_info(self, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_DEVICE_INFO_BYTES:
+            raise serializers.ValidationError(
+                f"info is {size} bytes of JSON; at most {MAX_DEVICE_INFO_BYTES} (it is shown "
+                "with the device in every list)")
+        return value
 
 
 class TrustedSigningKeyOutput(serializers.Serializer):

@@ -104,3 +104,22 @@ def test_deleted_device_credential_stops_working(owner_api: APIClient, project: 
     url = f"/api/v1/projects/{project.pk}/devices/{device.pk}/"
     assert owner_api.delete(url).status_code == 204
     assert heartbeat(client).status_code == 401
+
+
+def test_a_device_info_blob_is_bounded_and_named(project: Any, owner: Any) -> None:
+    """A device's ``info`` is stored and returned in every device list: 20 MB of it (accepted
+    before) is refused with the field named, and the token stays unused."""
+    issued = services.enrollment_token_create(project=project, user=owner,
+                                              expires_in=timedelta(hours=1))
+    client = APIClient()
+    big = {"notes": "x" * (16 * 1024)}
+    refused = client.post("/api/device/v1/enroll",
+                          {"token": issued.secret, "name": "cam-1", "info": big}, format="json")
+    assert refused.status_code == 400, refused.content
+    error = refused.json()["error"]
+    assert error["field"] == "info" and "at most 16384" in error["message"]
+    assert Device.objects.count() == 0
+    fits = client.post("/api/device/v1/enroll",
+                       {"token": issued.secret, "name": "cam-1",
+                        "info": {"notes": "x" * 1000, "os": "linux"}}, format="json")
+    assert fits.status_code == 201, fits.content
