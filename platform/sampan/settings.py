@@ -336,6 +336,10 @@ SAMPAN_JOB_REQUEUE_AFTER_S = env.float("SAMPAN_JOB_REQUEUE_AFTER_S", default=120
 # without a limit on their number let one user hold the worker for days (issue 12)
 SAMPAN_TRAINING_MAX_BUDGET_S = env.float("SAMPAN_TRAINING_MAX_BUDGET_S", default=24 * 3600.0)
 SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = env.int("SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT", default=10)
+# "Try it" predictions at once per web process (each may decode a 40-megapixel image, ~290 MB),
+# and how long one waits for a slot before answering 429 with Retry-After
+SAMPAN_PREDICT_CONCURRENCY = env.int("SAMPAN_PREDICT_CONCURRENCY", default=2)
+SAMPAN_PREDICT_WAIT_S = env.float("SAMPAN_PREDICT_WAIT_S", default=5.0)
 # Devices
 SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)

@@ -14,6 +14,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from django.conf import settings
+
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import DetectorSession, ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
@@ -24,11 +26,30 @@ from sampan.registry.selectors import model_version_file
 MAX_SESSIONS = 4  # loaded model versions kept in memory per web process
 _sessions: OrderedDict[str, ModelSession] = OrderedDict()
 _lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
 
 
 class ModelUnavailable(ApplicationError):
     status_code = 409
     code = "model_unavailable"
+
+
+class TooBusy(ApplicationError):
+    """429: every inference slot of this web process is taken (``details.retry_after_s``)."""
+
+    status_code = 429
+    code = "busy"
+
+
+def _inference_slots() -> threading.BoundedSemaphore:
+    """The process's inference slots, ``settings.SAMPAN_PREDICT_CONCURRENCY`` of them (made
+    again when the setting changes)."""
+    global _slots
+    count = max(1, int(settings.SAMPAN_PREDICT_CONCURRENCY))
+    with _lock:
+        if _slots is None or _slots[0] != count:
+            _slots = (count, threading.BoundedSemaphore(count))
+        return _slots[1]
 
 
 def _session(version: ModelVersion) -> ModelSession:
@@ -60,16 +81,26 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
     "latency_ms"}`` (boxes xyxy in px of the upright image, best first; ``score_threshold``
     replaces the manifest's ``detection.score_threshold``). Raises ValidationFailed (field
     ``file``) for an undecodable image, ModelUnavailable (409) when the package cannot be
-    loaded or its task is not one the agent serves.
+    loaded or its task is not one the agent serves, TooBusy (429, ``Retry-After``) when the
+    process's ``SAMPAN_PREDICT_CONCURRENCY`` inferences are running and none ends within
+    ``SAMPAN_PREDICT_WAIT_S``: an image may decode to 40 megapixels (~290 MB while it is
+    worked on), so the number at once is what bounds the process's memory.
     """
-    session = _session(version)
-    started = time.perf_counter()
+    slots = _inference_slots()
+    if not slots.acquire(timeout=settings.SAMPAN_PREDICT_WAIT_S):
+        raise TooBusy(f"this server is already running {settings.SAMPAN_PREDICT_CONCURRENCY} "
+                      "predictions; try again in a moment", details={"retry_after_s": 1})
     try:
-        if isinstance(session, DetectorSession):
-            answer = session.predict_image(data, score_threshold=score_threshold)
-        else:
-            answer = {"predictions": session.predict_image(data, top_k=top_k)}
-    except ImageDecodeError as exc:
-        raise ValidationFailed(f"file: {exc}", field="file") from None
+        session = _session(version)
+        started = time.perf_counter()
+        try:
+            if isinstance(session, DetectorSession):
+                answer = session.predict_image(data, score_threshold=score_threshold)
+            else:
+                answer = {"predictions": session.predict_image(data, top_k=top_k)}
+        except ImageDecodeError as exc:
+            raise ValidationFailed(f"file: {exc}", field="file") from None
+    finally:
+        slots.release()
     return {"model_version_id": str(version.pk), "task": session.task, **answer,
             "latency_ms": round((time.perf_counter() - started) * 1000.0, 3)}

@@ -65,3 +65,63 @@ def test_another_projects_member_cannot_try_it(project_with_roles: dict[str, Any
     response = predict(api, project_with_roles["outsider"], project_with_roles["other"],
                        version, images.png_bytes())
     assert response.status_code == 404
+
+
+def test_predictions_at_once_are_bounded_and_the_rest_told_when_to_retry(
+        project_with_roles: dict[str, Any], api: Any, version: Any, settings: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each prediction may decode 40 megapixels (~290 MB): a web process runs
+    SAMPAN_PREDICT_CONCURRENCY at once; one more waits SAMPAN_PREDICT_WAIT_S, then is a 429
+    with Retry-After, and nothing stays taken afterwards."""
+    import threading
+    import time as clock
+
+    from sampan.registry import inference
+
+    settings.SAMPAN_PREDICT_CONCURRENCY, settings.SAMPAN_PREDICT_WAIT_S = 2, 0.05
+    running, most = [0], [0]
+    guard = threading.Lock()
+
+    class Slow:
+        task = "image_classification"
+
+        def predict_image(self, data: bytes, top_k: int) -> list[dict[str, Any]]:
+            with guard:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            clock.sleep(0.3)
+            with guard:
+                running[0] -= 1
+            return []
+
+    monkeypatch.setattr(inference, "_session", lambda version: Slow())
+    outcomes: list[str] = []
+
+    def call() -> None:
+        try:
+            inference.model_version_predict(version=version, data=b"x")
+            outcomes.append("ok")
+        except inference.TooBusy:
+            outcomes.append("busy")
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 2 and sorted(outcomes) == ["busy"] * 6 + ["ok"] * 2
+
+    # through the API: every slot taken -> 429 naming when to retry; free again afterwards
+    slots = inference._inference_slots()
+    assert slots.acquire(timeout=1) and slots.acquire(timeout=1)
+    data = images.png_bytes((200, 30, 90), size=(12, 9))
+    busy = predict(api, project_with_roles["viewer"], project_with_roles["project"], version,
+                   data)
+    slots.release()
+    slots.release()
+    assert busy.status_code == 429 and busy["Retry-After"] == "1"
+    assert busy.json()["error"]["code"] == "busy"
+    monkeypatch.undo()
+    settings.SAMPAN_PREDICT_CONCURRENCY = 2
+    assert predict(api, project_with_roles["viewer"], project_with_roles["project"], version,
+                   data).status_code == 200
