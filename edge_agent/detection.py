@@ -246,9 +246,11 @@ def merge_tiles(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                 settings: DetectionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Detections of each window (boxes already in image px) -> one image's detections.
 
-    1. The boxes that reach into another tile's window go through class-wise NMS at
-       ``settings.nms_iou`` (an object seen whole by two overlapping tiles is kept once, the
-       higher score); a box inside its own tile only met its tile's NMS, which it passed.
+    1. The boxes that reach into another tile's window, and every box of a window that is not
+       square (letterboxed with padding: clipped to the window after its NMS), go through
+       class-wise NMS at ``settings.nms_iou`` (an object seen whole by two overlapping tiles is
+       kept once, the higher score); any other box only met its tile's NMS, which it passed,
+       so the result is that of one NMS over the union.
     2. A box that touches an inner tile border (within 2 px; the image's own border does not
        count) is a possibly cut object: it is dropped when a box of the same class from another
        tile covers at least 60 % of it (intersection over the cut box's area), since a
@@ -261,11 +263,15 @@ def merge_tiles(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     classes = np.concatenate([p[2] for p in parts]).astype(np.int64)
     origin = np.concatenate([np.full(len(p[1]), i) for i, p in enumerate(parts)])
     # only a box reaching into another tile's window can meet a box of that tile; the rest met
-    # NMS in their own tile already (30 tiles x 300 boxes through one NMS took ~2 s an image)
+    # NMS in their own tile already (30 tiles x 300 boxes through one NMS took ~2 s an image).
+    # A window that is not square was letterboxed with padding: its boxes were clipped to it
+    # after its NMS, which can raise their IoU (review), so all of them go through it again.
     shared = np.zeros(len(boxes), dtype=bool)
     for i, (x0, y0, x1, y1) in enumerate(windows):
         shared |= ((origin != i) & (boxes[:, 0] < x1) & (boxes[:, 2] > x0)
                    & (boxes[:, 1] < y1) & (boxes[:, 3] > y0))
+        if x1 - x0 != y1 - y0:
+            shared |= origin == i
     candidates = np.nonzero(shared)[0]
     kept = np.concatenate([np.nonzero(~shared)[0], candidates[
         batched_nms(boxes[candidates], scores[candidates], classes[candidates], settings.nms_iou)]])

@@ -191,3 +191,20 @@ def test_settings_round_trip_and_refuse_bad_values() -> None:
         DetectionSettings.from_dict({"score_treshold": 0.3})
     with pytest.raises(ValueError, match="tile.size"):
         TileSettings(size=4)
+
+
+def test_merge_of_a_padded_window_runs_its_clipped_boxes_through_nms() -> None:
+    """A strip image (1000 x 250, tiles of 300): each window is 300 x 250, letterboxed with
+    padding. Two boxes that passed the window's NMS (IoU 0.4 in the model's input) overlap by
+    IoU 0.8 once clipped to the image, and one NMS over every box drops one: so must the merge
+    (review: it kept both)."""
+    windows = tile_windows(1000, 250, TileSettings(size=300, overlap=0.2))
+    assert all(y1 - y0 == 250 for _, y0, _, y1 in windows)
+    settings = DetectionSettings(score_threshold=0.0, nms_iou=0.6)
+    clipped = (np.array([[100.0, 200, 160, 250], [100.0, 210, 160, 250]]),
+               np.array([0.9, 0.8], np.float32), np.array([0, 0]))
+    empty = (np.zeros((0, 4)), np.zeros(0, np.float32), np.zeros(0, np.int64))
+    boxes, scores, _ = merge_tiles([clipped] + [empty] * (len(windows) - 1), windows, 1000, 250,
+                                   settings)
+    assert boxes.tolist() == [[100.0, 200, 160, 250]] and scores.tolist() == [
+        pytest.approx(0.9)]

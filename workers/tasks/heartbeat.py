@@ -67,15 +67,21 @@ def heartbeating(job_id: str, alive: dict[str, bool], beat: Callable[..., bool],
                         alive["value"] = False
                         log.error("job %s passed its time limit of %.0f s", job_id, limit_s)
                         if expire is not None:
-                            expire(job_id)
+                            try:
+                                expire(job_id)
+                            except Exception:  # the database away: the kill still comes
+                                log.exception("job %s: could not record its time limit", job_id)
                     elif now - expired_at > kill_after_s:
                         log.error("job %s still running %.0f s after its time limit: ending "
                                   "the worker process", job_id, kill_after_s)
                         end()
                         return
                     continue
-                if not beat(job_id=job_id):
-                    alive["value"] = False
+                try:
+                    if not beat(job_id=job_id):
+                        alive["value"] = False
+                except Exception:  # a database hiccup must not end the watchdog
+                    log.exception("job %s: heartbeat failed", job_id)
         finally:
             connection.close()
 

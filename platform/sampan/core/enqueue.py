@@ -60,15 +60,26 @@ def broker_job_ids(queue: str) -> set[str] | None:
                 return None
             raw = [m for priority in channel.priority_steps
                    for m in client.lrange(channel._q_for_pri(queue, priority), 0, -1)]
-            raw += [json.dumps(json.loads(v)[0]) for v in client.hvals(channel.unacked_key)]
+            unacked = client.hvals(channel.unacked_key)
     except Exception:  # a broker that does not answer: nothing can be told
         log.warning("could not read the broker's queue %s", queue, exc_info=True)
         return None
-    ids: set[str] = set()
-    for message in raw:
+    messages: list[Any] = []
+    for entry in raw:
         try:
-            headers = json.loads(message).get("headers") or {}
-        except (TypeError, ValueError, AttributeError):
+            messages.append(json.loads(entry))
+        except (TypeError, ValueError):
+            continue  # not a message of ours
+    for entry in unacked:  # [message, exchange, routing_key]
+        try:
+            messages.append(json.loads(entry)[0])
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+    ids: set[str] = set()
+    for message in messages:
+        try:
+            headers = message.get("headers") or {}
+        except AttributeError:
             continue
         argsrepr = str(headers.get("argsrepr", ""))
         ids.update(part.strip(" '\"") for part in argsrepr.strip("[]()").split(",") if part)

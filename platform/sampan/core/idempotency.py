@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from django.db import IntegrityError, models
 
-from sampan.core.errors import ApplicationError, ValidationFailed
+from sampan.core.errors import ApplicationError, QuotaExceeded, ValidationFailed
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -82,8 +82,9 @@ def idempotent_create(model: type[JobT], project: Any, key: IdempotencyKey | Non
 
     ``create`` must store ``key.key`` and ``key.fingerprint`` on the job it makes
     (``idempotency_key``, ``idempotency_fingerprint``) inside its own transaction: the unique
-    constraint on (project, idempotency_key) turns a concurrent duplicate into an IntegrityError,
-    answered here with the job that won. Raises IdempotencyKeyReused when the key's job was made
+    constraint on (project, idempotency_key) turns a concurrent duplicate into an IntegrityError
+    (or, when the winner took the queue's last place, a QuotaExceeded), answered here with the
+    job that won. Raises IdempotencyKeyReused when the key's job was made
     from a different request body; whatever ``create`` raises otherwise."""
     if key is None:
         return create(), True
@@ -92,7 +93,9 @@ def idempotent_create(model: type[JobT], project: Any, key: IdempotencyKey | Non
         return _replay(existing, key, kind), False
     try:
         return create(), True
-    except IntegrityError:
+    except (IntegrityError, QuotaExceeded):
+        # a concurrent request with the key won: the unique constraint refused our row, or the
+        # winner's job took the project's last place in the queue (review)
         winner = model._default_manager.filter(project=project,
                                                idempotency_key=key.key).first()
         if winner is None:

@@ -48,7 +48,8 @@ class Job(BaseModel):
     cancel_requested = models.BooleanField(default=False)
 
     #: the Celery task that runs a job of this kind (its one argument: the job's id) and its
-    #: queue (None: the default queue); the reaper re-sends a lost message with them
+    #: queue (the one settings.CELERY_TASK_ROUTES gives it; None: the default queue); the
+    #: reaper re-sends a lost message with them and looks for it in that queue
     task_name: ClassVar[str] = ""
     task_queue: ClassVar[str | None] = None
 

@@ -74,7 +74,11 @@ def job_queue_quota_check(model: type[Job], project: Any, *, kind: str) -> None:
     from sampan.accounts.models import Project
 
     limit = settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT
-    Project.objects.select_for_update().filter(pk=project.pk).first()
+    # FOR NO KEY UPDATE: serialises the quota checks, yet leaves the KEY SHARE locks that rows
+    # pointing at the project take (a deployment, a model version) free: FOR UPDATE deadlocked
+    # with a deployment holding its device (review)
+    list(Project.objects.select_for_update(no_key=True).filter(pk=project.pk)
+         .values_list("pk", flat=True))
     waiting = model.objects.filter(project=project,
                                    status__in=(JobStatus.PENDING, JobStatus.QUEUED)).count()
     if waiting >= limit:

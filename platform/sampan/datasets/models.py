@@ -152,7 +152,7 @@ class PrelabelJob(Job):
     ``Suggestion`` rows and each sample's uncertainty. ``score_threshold`` (object detection):
     boxes scoring above it are suggested (null: the manifest's). ``report``: what it did."""
 
-    task_name = "datasets.run_prelabel"
+    task_name, task_queue = "datasets.run_prelabel", "imports"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prelabel_jobs")
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="prelabel_jobs")
@@ -165,7 +165,7 @@ class PrelabelJob(Job):
 class ImportJob(Job):
     """A background import of uploaded files or a zip. ``report``: imported, ignored, rejected."""
 
-    task_name = "datasets.run_import"
+    task_name, task_queue = "datasets.run_import", "imports"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="import_jobs")

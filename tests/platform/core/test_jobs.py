@@ -85,10 +85,10 @@ def test_a_queued_job_whose_message_is_lost_is_sent_again_once(
     with django_capture_on_commit_callbacks() as sends:
         assert jobs_requeue_lost(after_s=120, held=held) == 1
         assert jobs_requeue_lost(after_s=120, held=held) == 0
-    assert len(sends) == 1 and asked == ["default"]
+    assert len(sends) == 1 and asked == ["imports"]
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
-    assert job.progress["message"] == ("sent again to the default queue after 120 s: the "
+    assert job.progress["message"] == ("sent again to the imports queue after 120 s: the "
                                        "broker no longer held its message")
     assert timezone.now() - job.queued_at < timedelta(seconds=5)
 
