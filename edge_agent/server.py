@@ -6,10 +6,17 @@
   "probability"}], "latency_ms"}`` or ``{"model_version_id", "task": "object_detection",
   "width", "height", "tiles", "detections": [{"label", "index", "score", "box": [x1, y1, x2,
   y2]}], "latency_ms"}`` (boxes in px of the upright image; :meth:`Agent.predict`);
-  400 ``{"error"}`` for an undecodable image, a bad ``top_k`` or ``score_threshold`` (named);
-  413 for a body over :data:`MAX_BODY_BYTES`; 503 when no model is loaded.
+  400 ``{"error"}`` for an undecodable image, a bad ``top_k`` or ``score_threshold`` (named),
+  or a ``Content-Length`` that is not a non-negative integer; 411 without a length (neither
+  ``Content-Length`` nor ``Transfer-Encoding: chunked``); 413 for a body over
+  :data:`MAX_BODY_BYTES`, whichever way it arrives; 503 when no model is loaded, or with
+  ``Retry-After`` when :data:`MAX_CONNECTIONS` connections are open already.
 - ``GET /healthz`` -> ``{"status": "ok" | "no_model", "model_version_id"}`` (always 200).
 - ``GET /metrics`` -> Prometheus text format.
+
+Bounds (one request must not take the device down): at most :data:`MAX_CONNECTIONS` connections
+are served at once (one thread each), a socket that sends nothing for :data:`READ_TIMEOUT_S` is
+closed, and a body is never read past :data:`MAX_BODY_BYTES`.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import logging
 import math
 from http import HTTPStatus
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -28,12 +36,30 @@ from edge_agent.agent import Agent, NoModelError
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ModelLoadError
 
-__all__ = ["MAX_BODY_BYTES", "AgentHTTPServer", "make_server"]
+__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S", "AgentHTTPServer",
+           "make_server"]
 
 log = logging.getLogger(__name__)
 
 #: Largest accepted request body, in bytes (a 40 MP JPEG is well under this).
 MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Connections served at once (a thread each); one more is answered 503 with Retry-After.
+MAX_CONNECTIONS = 32
+#: Seconds a socket may stay silent while a request is read (a slow or stalled client).
+READ_TIMEOUT_S = 30.0
+
+_BUSY_BODY = b'{"error": "too many connections; retry in a second"}'
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+         b"Retry-After: 1\r\nConnection: close\r\n"
+         + f"Content-Length: {len(_BUSY_BODY)}\r\n\r\n".encode() + _BUSY_BODY)
+
+
+class BodyError(Exception):
+    """A request body that cannot be read: ``status`` and the message to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class AgentHTTPServer(ThreadingHTTPServer):
@@ -41,12 +67,36 @@ class AgentHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], agent: Agent) -> None:
         self.agent = agent
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection while fewer than MAX_CONNECTIONS are open; else a 503
+        written at once and the socket closed (no thread, no read)."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: AgentHTTPServer
     protocol_version = "HTTP/1.1"
+    timeout = READ_TIMEOUT_S  # socketserver sets it on the connection: reads cannot pin a thread
     # headers and body go out in two writes; with Nagle on, the client's delayed ACK holds the
     # second one ~40 ms (measured: p50 47 ms -> 2.4 ms at batch 1)
     disable_nagle_algorithm = True
@@ -80,18 +130,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path}"})
             return
         try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
+            data = self._body()
+        except BodyError as error:
             self.close_connection = True
-            self._json(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length is required"})
+            self._json(error.status, {"error": str(error)})
             return
-        if length > MAX_BODY_BYTES:
+        except (TimeoutError, ConnectionError):
             self.close_connection = True
-            self._json(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": f"body over {MAX_BODY_BYTES} bytes"}
-            )
             return
-        data = self.rfile.read(length)
         query = parse_qs(url.query)
         try:
             top_k = int(query.get("top_k", ["5"])[0])
@@ -119,11 +165,66 @@ class _Handler(BaseHTTPRequestHandler):
             log.error("prediction failed: %s", error)
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(error)})
 
+    def _body(self) -> bytes:
+        """The request body, by ``Content-Length`` or ``Transfer-Encoding: chunked`` (RFC 9112,
+        section 7.1; trailers are read and dropped). Raises BodyError (400 a malformed length
+        or chunk, 411 no length, 413 past MAX_BODY_BYTES: nothing more is read)."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._chunked()
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            raise BodyError(HTTPStatus.LENGTH_REQUIRED,
+                            "Content-Length (or Transfer-Encoding: chunked) is required")
+        if not raw.strip().isdigit():  # "-5", "1e3", "0x10", " ": never a read of that length
+            raise BodyError(HTTPStatus.BAD_REQUEST,
+                            f"Content-Length must be a non-negative integer, got {raw[:40]!r}")
+        length = int(raw)
+        if length > MAX_BODY_BYTES:
+            raise BodyError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                            f"body over {MAX_BODY_BYTES} bytes")
+        data = self.rfile.read(length)
+        if len(data) < length:
+            raise ConnectionError("the client closed before its body ended")
+        return data
+
+    def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(1026)
+            if not line.endswith(b"\n"):
+                raise BodyError(HTTPStatus.BAD_REQUEST, "a chunk size line is malformed")
+            size_text = line.split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise BodyError(HTTPStatus.BAD_REQUEST,
+                                f"a chunk size is not hexadecimal: {size_text[:20]!r}") from None
+            if size < 0 or size_text.startswith((b"-", b"+", b"0x", b"0X")):
+                raise BodyError(HTTPStatus.BAD_REQUEST, "a chunk size is malformed")
+            if size == 0:
+                break
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise BodyError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                                f"body over {MAX_BODY_BYTES} bytes")
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.read(2) != b"\r\n":
+                raise BodyError(HTTPStatus.BAD_REQUEST, "a chunk is shorter than its size")
+            parts.append(chunk)
+        for _ in range(64):  # trailer fields, up to the empty line
+            line = self.rfile.readline(8192)
+            if line in (b"\r\n", b"\n", b""):
+                break
+        else:
+            raise BodyError(HTTPStatus.BAD_REQUEST, "too many trailer fields")
+        return b"".join(parts)
+
     def _drain(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if 0 < length <= MAX_BODY_BYTES:
-            self.rfile.read(length)
-        elif length:
+        """Read and drop a body we do not answer (a 404), when it is small enough; else close."""
+        try:
+            self._body()
+        except (TimeoutError, BodyError, ConnectionError):
             self.close_connection = True
 
 

@@ -58,3 +58,110 @@ def test_bad_requests_name_the_problem(served, png, tmp_path, package_factory) -
     assert [p["label"] for p in reply.json()["predictions"]] == ["green", "red", "blue"]
     assert requests.get(f"{base}/nope", timeout=5).status_code == 404
     assert requests.post(f"{base}/nope", data=b"x", timeout=5).status_code == 404
+
+
+def _raw(base: str, request: bytes, *, wait_s: float = 5.0) -> bytes:
+    """Send raw bytes to the server and read until it closes the connection (or ``wait_s``)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base)
+    with socket.create_connection((url.hostname, url.port), timeout=wait_s) as conn:
+        conn.sendall(request)
+        answer = b""
+        try:
+            while chunk := conn.recv(65536):
+                answer += chunk
+        except TimeoutError:
+            pass
+    return answer
+
+
+def _with_model(agent, package_factory) -> None:
+    package = package_factory()
+    directory = agent.home.model_dir(package.version_id)
+    directory.mkdir(parents=True)
+    (directory / "model.onnx").write_bytes(package.model_bytes)
+    (directory / "manifest.json").write_text(json.dumps(package.manifest))
+    agent.swap(agent.load_package(package.version_id))
+
+
+@pytest.mark.parametrize("length, status", [("-5", b"400"), ("1e3", b"400"), ("0x10", b"400"),
+                                            (" ", b"400"), (None, b"411")])
+def test_a_bad_or_missing_content_length_never_pins_a_thread(served, length, status) -> None:
+    """A negative length once made the handler read to the end of the stream (a thread held
+    until the client left): every length that is not a non-negative integer is a 400 at once."""
+    _, base = served
+    header = b"" if length is None else f"Content-Length: {length}\r\n".encode()
+    answer = _raw(base, b"POST /v1/predict HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+    if length is not None:
+        assert b"non-negative integer" in answer
+
+
+def test_a_chunked_body_is_read_and_bounded(served, png, package_factory,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP/1.1 clients may stream a body in chunks (no Content-Length): it is answered as the
+    same body sent at once; past MAX_BODY_BYTES it is a 413 without reading the rest; a
+    malformed chunk is a 400."""
+    import edge_agent.server as server
+
+    agent, base = served
+    _with_model(agent, package_factory)
+    image = png((0, 250, 0))
+    whole = requests.post(f"{base}/v1/predict", data=image, timeout=5).json()
+    chunks = b"".join(f"{len(image[i:i + 100]):x}\r\n".encode() + image[i:i + 100] + b"\r\n"
+                      for i in range(0, len(image), 100))
+    request = (b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+               b"Connection: close\r\n\r\n")
+    answer = _raw(base, request + chunks + b"0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["predictions"] == whole["predictions"]
+    # requests sends a generator chunked, too
+    streamed = requests.post(f"{base}/v1/predict", data=iter([image[:50], image[50:]]), timeout=5)
+    assert streamed.status_code == 200 and streamed.json()["predictions"] == whole["predictions"]
+
+    monkeypatch.setattr(server, "MAX_BODY_BYTES", 1000)
+    big = b"".join(b"190\r\n" + b"x" * 400 + b"\r\n" for _ in range(4))  # 1,600 bytes
+    answer = _raw(base, request + big + b"0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    answer = _raw(base, request + b"zz\r\nabc\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") and b"hexadecimal" in answer
+
+
+def test_a_silent_client_is_dropped_and_connections_are_capped(
+        tmp_path: Path, signing_key, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that opens a connection and sends nothing is closed after READ_TIMEOUT_S; past
+    MAX_CONNECTIONS open connections the next one is answered 503 with Retry-After at once, and
+    served again once one closes."""
+    import socket
+    import time
+
+    import edge_agent.server as server
+
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(server._Handler, "timeout", 1.0)
+    home = AgentHome(tmp_path / "agent")
+    config = AgentConfig("http://127.0.0.1:9", "device-1", "cred", signing_key.public_b64)
+    http = make_server(Agent(home, config), "127.0.0.1", 0)
+    thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    address = http.server_address[:2]
+    base = f"http://{address[0]}:{address[1]}"
+    try:
+        silent = [socket.create_connection(address, timeout=5) for _ in range(2)]
+        time.sleep(0.2)
+        answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in answer
+        began = time.monotonic()
+        assert silent[0].recv(10) == b""  # closed by the server after its read timeout
+        assert time.monotonic() - began < 3.0
+        for conn in silent:
+            conn.close()
+        time.sleep(0.2)
+        assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
+    finally:
+        http.shutdown()
+        http.server_close()
+        thread.join()
