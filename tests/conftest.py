@@ -27,6 +27,10 @@ def _media_root(settings: Any, tmp_path: Path) -> Path:
     # job progress goes to an in-process layer, never to a Redis that may or may not be running
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.DATA_DIR.mkdir()
+    # counts kept in the cache (failed sign-ins, enrollment throttling) start at zero per test
+    from django.core.cache import cache
+
+    cache.clear()
     return tmp_path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.urls import reverse
@@ -16,6 +17,7 @@ from rest_framework import status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from sampan.core import storage
@@ -157,12 +159,29 @@ class DeviceApi(APIView):
         return request.auth  # type: ignore[return-value]
 
 
+class EnrollmentThrottle(SimpleRateThrottle):
+    """DRF's rate throttle on enrollment, per client address (``REMOTE_ADDR``, which uvicorn's
+    ``--forwarded-allow-ips`` sets behind the TLS proxy), at ``settings.SAMPAN_ENROLL_RATE``
+    ("30/min" by default): enrollment needs no credential, so it is where a flood would come.
+    Counted in Django's cache (Redis in production: shared by every web process)."""
+
+    scope = "device-enroll"
+
+    def get_rate(self) -> str:
+        return str(settings.SAMPAN_ENROLL_RATE)
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope,
+                                    "ident": request.META.get("REMOTE_ADDR") or "unknown"}
+
+
 class DeviceEnrollApi(APIView):
     """Exchange a one-time enrollment token for a device credential (shown once)."""
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
     parser_classes = [JSONParser]
+    throttle_classes = [EnrollmentThrottle]
 
     @extend_schema(request=s.EnrollInput, responses={201: s.EnrollOutput},
                    operation_id="device_enroll", auth=[])

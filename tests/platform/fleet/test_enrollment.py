@@ -123,3 +123,26 @@ def test_a_device_info_blob_is_bounded_and_named(project: Any, owner: Any) -> No
                        {"token": issued.secret, "name": "cam-1",
                         "info": {"notes": "x" * 1000, "os": "linux"}}, format="json")
     assert fits.status_code == 201, fits.content
+
+
+def test_enrollment_is_throttled_per_address(project: Any, owner: Any, settings: Any) -> None:
+    """Enrollment needs no credential: past SAMPAN_ENROLL_RATE attempts from one address (bad
+    tokens count too) the next is a 429 with Retry-After, and another address is not held."""
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.SAMPAN_ENROLL_RATE = "3/min"
+    client = APIClient()
+    for _ in range(3):
+        assert client.post("/api/device/v1/enroll", {"token": "guess", "name": "cam"},
+                           format="json").status_code == 401
+    held = client.post("/api/device/v1/enroll", {"token": "guess", "name": "cam"},
+                       format="json")
+    assert held.status_code == 429 and 1 <= int(held["Retry-After"]) <= 60
+    assert held.json()["error"]["code"] == "throttled"
+    issued = services.enrollment_token_create(project=project, user=owner,
+                                              expires_in=timedelta(hours=1))
+    other = client.post("/api/device/v1/enroll", {"token": issued.secret, "name": "cam"},
+                        format="json", REMOTE_ADDR="10.0.0.9")
+    assert other.status_code == 201, other.content
+    cache.clear()
