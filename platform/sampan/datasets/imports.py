@@ -36,6 +36,9 @@ from sampan.datasets.services import class_labels_ensure
 
 log = logging.getLogger(__name__)
 
+#: seconds between heartbeats while an archive is extracted (the reaper's timeout is 45 s)
+EXTRACT_HEARTBEAT_S = 5.0
+
 
 def _staging_dir() -> Path:
     """A fresh scratch folder of this process (never read by another one)."""
@@ -220,8 +223,19 @@ def _staged_files(job: ImportJob, work: Path, report: dict[str, Any],
     detection = job.dataset.task_type == TaskType.OBJECT_DETECTION
     staging = _fetch_staging(job, work / "staged")
     found: list[StagedFile] = []
+    beat = {"at": time.monotonic()}
+
+    def extracting(done: int, count: int) -> None:
+        # extraction before the first image: the reaper must see a heartbeat meanwhile (a large
+        # archive takes minutes; the first one came after it, reaped as "worker lost")
+        if time.monotonic() - beat["at"] >= EXTRACT_HEARTBEAT_S or done == count:
+            beat["at"] = time.monotonic()
+            job_report_progress(ImportJob, job.pk, {"fraction": 0.0, "message": (
+                f"extracting the archive: {done} of {count} files")})
+
     for archive in sorted(staging.glob("archive-*.zip")):
-        scan = extract_archive(archive, work, limits=_limits(), folder_classes=not detection)
+        scan = extract_archive(archive, work, limits=_limits(), folder_classes=not detection,
+                               on_member=extracting)
         archive.unlink()  # its members are extracted: a 2 GiB archive is not kept twice
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
         report["rejected"].extend({"name": n, "reason": r} for n, r in scan.rejected)

@@ -337,3 +337,29 @@ def test_file_names_with_control_characters_are_stored_displayable(ctx: dict[str
     job = run_import(ctx, "c.zip", make_zip({"cats/evil\u202egnp.png": images.png_bytes()}))
     assert job["report"]["counts"]["imported"] == 1
     assert Sample.objects.get().original_name == "cats/evil\ufffdgnp.png"
+
+
+def test_the_job_heartbeats_while_its_archive_is_extracted(ctx: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Extraction comes before the first image: a large archive took longer than the reaper's
+    heartbeat timeout and the job was reaped as "worker lost" mid-import. The job now reports
+    while it extracts, before any image is imported."""
+    from sampan.datasets import imports
+
+    seen: list[str] = []
+    report = imports.job_report_progress
+
+    def recorded(model: Any, pk: Any, progress: dict[str, Any]) -> bool:
+        seen.append(str(progress.get("message", "")))
+        return report(model, pk, progress)
+
+    monkeypatch.setattr(imports, "job_report_progress", recorded)
+    monkeypatch.setattr(imports, "EXTRACT_HEARTBEAT_S", 0.0)
+    entries = {f"cat/{i}.png": images.png_bytes((i * 30, 0, 0)) for i in range(5)}
+    job = run_import(ctx, "d.zip", make_zip(entries))
+    assert job["status"] == "SUCCEEDED" and job["report"]["imported"] == 5
+    extracting = [m for m in seen if m.startswith("extracting the archive")]
+    assert extracting[-1] == "extracting the archive: 5 of 5 files" and len(extracting) == 5
+    assert seen.index(extracting[-1]) < next(i for i, m in enumerate(seen)
+                                             if not m.startswith("extracting"))
