@@ -104,6 +104,8 @@ class ArchiveLimits:
     ratio_min_bytes: int = 1 * MiB
     archive_ratio_min_bytes: int = 64 * MiB
     max_members: int = 100_000
+    #: bytes of the central directory (names included): ~600 a member at 100,000 members
+    max_directory_bytes: int = 64 * MiB
 
 
 @dataclass(frozen=True)
@@ -307,9 +309,34 @@ def plan_archive(
     return members, ignored
 
 
-def open_archive(zip_path: str | Path) -> zipfile.ZipFile:
-    """``zipfile.ZipFile(zip_path)``; raises ArchiveError when it is not a readable zip (including
-    an entry flagged UTF-8 whose name is not UTF-8)."""
+def directory_summary(zip_path: str | Path) -> tuple[int, int]:
+    """(entries, bytes of the central directory) from the archive's end-of-central-directory
+    record (zip64 included), read without reading the directory itself. Raises ArchiveError
+    when there is no such record (not a zip)."""
+    try:
+        with open(zip_path, "rb") as handle:
+            # stdlib's reader of the end record: the one zipfile.ZipFile itself starts with
+            record = zipfile._EndRecData(handle)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+    if not record:
+        raise ArchiveError("not a readable zip archive: File is not a zip file")
+    return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])
+
+
+def open_archive(zip_path: str | Path, limits: ArchiveLimits = ArchiveLimits()
+                 ) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(zip_path)`` once its end record says the central directory is within
+    ``limits`` (``max_members`` entries, ``max_directory_bytes``): ``ZipFile`` reads the whole
+    directory into memory, ~500 bytes an entry, so a zip of millions of empty entries cost
+    gigabytes before its entries were counted. Raises ArchiveError naming the limit, or when it
+    is not a readable zip (including an entry flagged UTF-8 whose name is not UTF-8)."""
+    entries, directory_bytes = directory_summary(zip_path)
+    if entries > limits.max_members:
+        raise ArchiveError(f"too many entries: {entries} (limit {limits.max_members})")
+    if directory_bytes > limits.max_directory_bytes:
+        raise ArchiveError(f"its central directory is {directory_bytes} bytes (limit "
+                           f"{limits.max_directory_bytes}): names too long or too many")
     try:
         return zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
@@ -378,7 +405,7 @@ def extract_archive(
     unsupported archive; OSError for disk errors on ``dest_dir``.
     """
     zip_path = Path(zip_path)
-    archive = open_archive(zip_path)
+    archive = open_archive(zip_path, limits)
     with archive:
         members, ignored = plan_archive(archive, limits, folder_classes=folder_classes)
         directory = Path(tempfile.mkdtemp(prefix="archive-", dir=dest_dir))

@@ -172,7 +172,7 @@ def _check_archive(path: Path, shown_name: str,
                    task_type: str = TaskType.IMAGE_CLASSIFICATION) -> None:
     detection = task_type == TaskType.OBJECT_DETECTION
     try:
-        with open_archive(path) as archive:
+        with open_archive(path, _limits()) as archive:
             members, _ = plan_archive(archive, _limits(), folder_classes=not detection)
         if detection and not could_hold_annotations([m.name for m in members]):
             raise ArchiveError(NO_ANNOTATIONS)

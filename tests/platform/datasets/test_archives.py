@@ -508,3 +508,47 @@ def test_a_name_flagged_utf8_that_is_not_utf8_is_an_unreadable_archive(tmp_path:
     with pytest.raises(ArchiveError, match=r"^not a readable zip archive: 'utf-8' codec"):
         extract_archive(path, dest)
     assert leftovers(dest) == []
+
+
+def test_a_zip_of_too_many_entries_is_refused_from_its_end_record_in_little_memory(
+        tmp_path: Path) -> None:
+    """zipfile.ZipFile reads the whole central directory (~500 bytes an entry) before any limit
+    can be checked: the entry count and directory size come from the end record first. 120,000
+    empty entries are refused with the limit named, using under 1 MB (ZipFile took 66 MB)."""
+    import tracemalloc
+
+    from sampan.datasets.archives import ArchiveError, ArchiveLimits, open_archive
+
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(120_000):
+            archive.writestr(f"{i}", b"")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError, match=r"too many entries: 120000 \(limit 100000\)"):
+            open_archive(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak
+    with pytest.raises(ArchiveError, match="central directory is .* bytes"):
+        open_archive(path, ArchiveLimits(max_members=200_000, max_directory_bytes=1_000_000))
+
+
+def test_an_end_record_claiming_millions_of_entries_is_refused_naming_the_count(
+        tmp_path: Path) -> None:
+    """98 bytes of zip64 end records that claim 5,000,000 entries: refused by count."""
+    from sampan.datasets.archives import ArchiveError, open_archive
+
+    record = b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, 5_000_000, 5_000_000,
+                                         400_000_000, 0)
+    locator = b"PK\x06\x07" + struct.pack("<IQI", 0, 0, 1)
+    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
+                                      0xFFFFFFFF, 0)
+    path = tmp_path / "claims.zip"
+    path.write_bytes(record + locator + end)
+    with pytest.raises(ArchiveError, match=r"too many entries: 5000000"):
+        open_archive(path)
+    (tmp_path / "not.zip").write_bytes(b"just text")
+    with pytest.raises(ArchiveError, match="not a readable zip archive"):
+        open_archive(tmp_path / "not.zip")
