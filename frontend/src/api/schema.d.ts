@@ -255,7 +255,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["projects_retrieve"];
         put?: never;
@@ -277,7 +279,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["compression_jobs_list"];
         put?: never;
@@ -300,7 +304,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["compression_jobs_retrieve"];
         put?: never;
@@ -324,7 +330,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["compression_jobs_cancel"];
         delete?: never;
@@ -344,7 +352,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["dataset_versions_retrieve"];
         put?: never;
@@ -411,7 +421,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["datasets_list"];
         put?: never;
@@ -419,7 +431,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["datasets_create"];
         delete?: never;
@@ -439,7 +453,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["datasets_retrieve"];
         put?: never;
@@ -463,7 +479,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["class_labels_add"];
         delete?: never;
@@ -525,7 +543,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["samples_label_bulk"];
         delete?: never;
@@ -567,7 +587,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["samples_list"];
         put?: never;
@@ -589,7 +611,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["dataset_versions_list"];
         put?: never;
@@ -597,7 +621,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["dataset_versions_create"];
         delete?: never;
@@ -617,7 +643,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["deployments_list"];
         put?: never;
@@ -625,7 +653,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["deployments_create"];
         delete?: never;
@@ -645,7 +675,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["deployments_retrieve"];
         put?: never;
@@ -667,7 +699,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["devices_list"];
         put?: never;
@@ -689,7 +723,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["devices_retrieve"];
         put?: never;
@@ -698,7 +734,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         delete: operations["devices_delete"];
         options?: never;
@@ -717,7 +755,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["devices_benchmarks"];
         put?: never;
@@ -739,7 +779,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["devices_telemetry"];
         put?: never;
@@ -761,7 +803,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["enrollment_tokens_list"];
         put?: never;
@@ -769,7 +813,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["enrollment_tokens_create"];
         delete?: never;
@@ -789,7 +835,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["imports_retrieve"];
         put?: never;
@@ -811,7 +859,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["members_list"];
         put?: never;
@@ -819,7 +869,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["members_set"];
         delete?: never;
@@ -842,7 +894,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         delete: operations["members_delete"];
         options?: never;
@@ -861,7 +915,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["model_versions_list"];
         put?: never;
@@ -883,7 +939,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["model_versions_retrieve"];
         put?: never;
@@ -905,7 +963,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["model_versions_file"];
         put?: never;
@@ -964,7 +1024,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["models_list"];
         put?: never;
@@ -986,7 +1048,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["prelabel_jobs_retrieve"];
         put?: never;
@@ -1025,7 +1089,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["samples_retrieve"];
         put?: never;
@@ -1048,7 +1114,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         put: operations["samples_boxes"];
         post?: never;
@@ -1069,7 +1137,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["samples_image"];
         put?: never;
@@ -1092,7 +1162,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         put: operations["samples_label"];
         post?: never;
@@ -1154,7 +1226,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["training_jobs_list"];
         put?: never;
@@ -1177,7 +1251,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["training_jobs_retrieve"];
         put?: never;
@@ -1201,7 +1277,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         post: operations["training_jobs_cancel"];
         delete?: never;
@@ -1221,7 +1299,9 @@ export interface paths {
          * @description A view under ``/api/v1/projects/<project_id>/``.
          *
          *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise. Non-members get 404: another project's objects are invisible.
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
          */
         get: operations["training_jobs_report"];
         put?: never;

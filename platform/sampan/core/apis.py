@@ -6,6 +6,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,21 +17,39 @@ from sampan.core.idempotency import REPLAYED_HEADER
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
+class ProjectRolePermission(BasePermission):
+    """The caller's role in the URL's project, checked by DRF before any handler runs: a view
+    that forgets to call :meth:`ProjectApi.get_project` still cannot serve a non-member (404) or
+    a role too low for the method (403). Authorization by construction, not by each view's
+    memory (tests/platform/core/test_authorization.py checks every project route)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        view.get_project(request)  # raises NotFound or Forbidden
+        return True
+
+
 class ProjectApi(APIView):
     """A view under ``/api/v1/projects/<project_id>/``.
 
     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-    otherwise. Non-members get 404: another project's objects are invisible.
+    otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+    404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+    method's role before the handler runs.
     """
 
     read_role: str = Role.VIEWER
     write_role: str = Role.EDITOR
+    permission_classes = [IsAuthenticated, ProjectRolePermission]
 
     def get_project(self, request: Request, role: str | None = None) -> Project:
         from sampan.accounts.selectors import project_get_for
 
         needed = role or (self.read_role if request.method in SAFE_METHODS else self.write_role)
-        return project_get_for(user=request.user, project_id=self.kwargs["project_id"], role=needed)
+        cache: dict[str, Project] = self.__dict__.setdefault("_projects", {})
+        if needed not in cache:  # the permission and the handler ask once between them
+            cache[needed] = project_get_for(user=request.user,
+                                            project_id=self.kwargs["project_id"], role=needed)
+        return cache[needed]
 
     # A view that pages its list sets this; drf-spectacular reads it, so the OpenAPI schema
     # describes the ``{count, next, previous, results}`` envelope that ``paginate`` returns.
