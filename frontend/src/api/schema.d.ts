@@ -219,10 +219,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** @description The caller's API tokens that are not revoked, newest first, with their last use. */
+        get: operations["tokens_list"];
         put?: never;
         post: operations["tokens_create"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/tokens/{token_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Revoke one of the caller's tokens: refused from now on (404 for another's). */
+        delete: operations["tokens_revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2294,12 +2312,35 @@ export interface components {
         };
         TokenInputRequest: {
             name: string;
+            /**
+             * @description 1 to 365 days (default 90); null: never expires. A request made with a token cannot ask for more than that token's own remaining life.
+             * @default 90
+             */
+            expires_in_days?: number | null;
+        };
+        TokenListOutput: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The first 12 characters of the secret. */
+            prefix: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description null: never expires
+             */
+            expires_at: string | null;
         };
         TokenOutput: {
             /** Format: uuid */
             id: string;
             name: string;
             prefix: string;
+            /** Format: date-time */
+            expires_at: string | null;
             /** @description Shown once; store it now. */
             token: string;
         };
@@ -2703,6 +2744,25 @@ export interface operations {
             };
         };
     };
+    tokens_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenListOutput"][];
+                };
+            };
+        };
+    };
     tokens_create: {
         parameters: {
             query?: never;
@@ -2725,6 +2785,26 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TokenOutput"];
                 };
+            };
+        };
+    };
+    tokens_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sampan.accounts import login_limits, selectors, services
-from sampan.accounts.models import Role
+from sampan.accounts.models import ApiToken, Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import AuthenticationFailed
 from sampan.core.origin import require_same_origin
@@ -86,22 +86,53 @@ class MeApi(APIView):
 
 class TokenInput(serializers.Serializer):
     name = NameField(max_length=100)
+    expires_in_days = serializers.IntegerField(
+        required=False, allow_null=True, default=services.DEFAULT_TOKEN_DAYS,
+        help_text=f"1 to {services.MAX_TOKEN_DAYS} days (default {services.DEFAULT_TOKEN_DAYS}); "
+        "null: never expires. A request made with a token cannot ask for more than that "
+        "token's own remaining life.")
 
 
 class TokenOutput(serializers.Serializer):
     id = serializers.UUIDField(source="token.id")
     name = serializers.CharField(source="token.name")
     prefix = serializers.CharField(source="token.prefix")
+    expires_at = serializers.DateTimeField(source="token.expires_at", allow_null=True)
     token = serializers.CharField(source="secret", help_text="Shown once; store it now.")
 
 
+class TokenListOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    prefix = serializers.CharField(help_text="The first 12 characters of the secret.")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="null: never expires")
+
+
 class ApiTokenCreateApi(APIView):
+    @extend_schema(responses=TokenListOutput(many=True), operation_id="tokens_list")
+    def get(self, request: Request) -> Response:
+        """The caller's API tokens that are not revoked, newest first, with their last use."""
+        return Response(TokenListOutput(services.api_token_list(user=request.user),
+                                        many=True).data)
+
     @extend_schema(request=TokenInput, responses={201: TokenOutput}, operation_id="tokens_create")
     def post(self, request: Request) -> Response:
         data = TokenInput(data=request.data)
         data.is_valid(raise_exception=True)
-        issued = services.api_token_create(user=request.user, **data.validated_data)
+        minted_by = request.auth if isinstance(request.auth, ApiToken) else None
+        issued = services.api_token_create(user=request.user, minted_by=minted_by,
+                                           **data.validated_data)
         return Response(TokenOutput(issued).data, status=status.HTTP_201_CREATED)
+
+
+class ApiTokenDetailApi(APIView):
+    @extend_schema(request=None, responses={204: None}, operation_id="tokens_revoke")
+    def delete(self, request: Request, token_id: str) -> Response:
+        """Revoke one of the caller's tokens: refused from now on (404 for another's)."""
+        services.api_token_revoke(user=request.user, token_id=token_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ProjectSerializer(serializers.Serializer):

@@ -22,7 +22,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
                  .filter(token_sha256=ApiToken.digest(secret), revoked_at__isnull=True).first())
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("invalid or revoked API token")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if token.expires_at is not None and token.expires_at <= now:
+            raise exceptions.AuthenticationFailed(
+                f"this API token expired at {token.expires_at.isoformat(timespec='seconds')}: "
+                "create a new one")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
     def authenticate_header(self, request: Any) -> str:

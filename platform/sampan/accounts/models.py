@@ -54,6 +54,8 @@ class ApiToken(BaseModel):
     token_sha256 = models.CharField(max_length=64, unique=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    #: after this the token is refused (null: never expires)
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     @staticmethod
     def digest(secret: str) -> str:

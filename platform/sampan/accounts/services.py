@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from sampan.accounts.models import ApiToken, Membership, Project, Role
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
@@ -79,16 +81,55 @@ class IssuedToken:
     secret: str
 
 
-def api_token_create(*, user: Any, name: str) -> IssuedToken:
+#: the longest life a token may be given, days (and the default of the API and the console)
+MAX_TOKEN_DAYS = 365
+DEFAULT_TOKEN_DAYS = 90
+
+
+def api_token_create(*, user: Any, name: str, expires_in_days: int | None = DEFAULT_TOKEN_DAYS,
+                     minted_by: ApiToken | None = None) -> IssuedToken:
     """Create a personal API token; the secret is returned once and never stored.
 
-    Raises ValidationFailed (field ``name``) for a name the rule of ``sampan.core.names`` refuses.
+    ``expires_in_days``: 1..``MAX_TOKEN_DAYS`` (None: never expires). ``minted_by``: the token
+    the request came with, if any: the new token never outlives it (its expiry is capped at the
+    minting token's; a token that never expires may mint any). Raises ValidationFailed (field
+    ``name`` for a name the rule of ``sampan.core.names`` refuses, ``expires_in_days`` out of
+    range or longer than the minting token's life).
     """
     name = validated_name(name, field="name", max_length=100)
+    expires_at = None
+    if expires_in_days is not None:
+        if not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
+            raise ValidationFailed(f"expires_in_days must be from 1 to {MAX_TOKEN_DAYS}; got "
+                                   f"{expires_in_days}", field="expires_in_days")
+        expires_at = timezone.now() + timedelta(days=expires_in_days)
+    if minted_by is not None and minted_by.expires_at is not None and (
+            expires_at is None or expires_at > minted_by.expires_at):
+        raise ValidationFailed(
+            "a token cannot create a token that outlives it: this one expires at "
+            f"{minted_by.expires_at.isoformat(timespec='seconds')}; ask for fewer days, or "
+            "sign in to the console", field="expires_in_days")
     secret = "spn_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=secret[:12],
-                                    token_sha256=ApiToken.digest(secret))
+                                    token_sha256=ApiToken.digest(secret), expires_at=expires_at)
     return IssuedToken(token=token, secret=secret)
+
+
+def api_token_list(*, user: Any) -> Any:
+    """The user's tokens that are not revoked, newest first (expired ones included, marked by
+    their ``expires_at``)."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("-created_at")
+
+
+def api_token_revoke(*, user: Any, token_id: Any) -> ApiToken:
+    """Revoke one of the user's tokens (it is refused from now on). Raises NotFound for a token
+    that is not the user's or is revoked already."""
+    token = ApiToken.objects.filter(user=user, pk=token_id, revoked_at__isnull=True).first()
+    if token is None:
+        raise NotFound("no such API token of yours")
+    ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+    token.refresh_from_db()
+    return token
 
 
 def user_create(*, username: str, password: str, email: str = "") -> Any:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("auth/logout/", apis.LogoutApi.as_view(), name="auth-logout"),
     path("auth/me/", apis.MeApi.as_view(), name="auth-me"),
     path("auth/tokens/", apis.ApiTokenCreateApi.as_view(), name="auth-tokens"),
+    path("auth/tokens/<uuid:token_id>/", apis.ApiTokenDetailApi.as_view(), name="auth-token"),
     path("projects/", apis.ProjectListApi.as_view(), name="projects"),
     path("projects/<uuid:project_id>/", apis.ProjectDetailApi.as_view(), name="project"),
     path("projects/<uuid:project_id>/members/", apis.MembershipListApi.as_view(), name="members"),
