@@ -50,8 +50,18 @@ def _detect_request(inputs: services.TrainingInputs, budget_s: float) -> DetectR
 
 
 @shared_task(name="training.run", acks_late=True)
-def run_training(training_job_id: str) -> None:
-    """Train, evaluate, export and register. Idempotent: a second delivery returns at once."""
+def run_training(training_job_id: str, deferrals: int = 0) -> None:
+    """Train, evaluate, export and register. Idempotent: a second delivery returns at once.
+
+    Fair between projects: when another project's job should go first
+    (``services.training_job_fair_next``), this job's message goes back to the end of the
+    queue (at most ``MAX_DEFERRALS`` times) and the worker takes the next message."""
+    fairer = services.training_job_fair_next()
+    if fairer is not None and fairer != str(training_job_id) and services.training_job_defer(
+            job_id=training_job_id, deferrals=deferrals):
+        log.info("training job %s waits: %s goes first (another project's turn)",
+                 training_job_id, fairer)
+        return
     started = time.monotonic()
     inputs = services.training_job_start(job_id=training_job_id)
     if inputs is None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, OuterRef, Subquery
 
 from sampan.accounts.models import Project
 from sampan.core import storage as shared_storage
@@ -147,6 +148,41 @@ class TrainingInputs:
     model_preference: str = ModelPreference.MORE_ACCURATE
     allow_flips: bool = True
     out_dir: Path = Path(".")
+
+
+#: times one job's message may be put back behind a fairer job before it runs anyway (the
+#: fairer job's own message may be lost: the reaper re-sends it, meanwhile nothing spins)
+MAX_DEFERRALS = 20
+
+
+def training_job_fair_next() -> str | None:
+    """The id of the QUEUED training job a free worker should run next, or None when none is
+    queued: the oldest job of the project served least recently (the latest start of its
+    training jobs furthest in the past; a project never served first). So one project's many
+    queued jobs do not starve another project's one job: the queue takes turns between projects
+    (round robin by last service, as fair-share schedulers do)."""
+    last_start = (TrainingJob.objects.filter(project=OuterRef("project"),
+                                             started_at__isnull=False)
+                  .order_by("-started_at").values("started_at")[:1])
+    chosen = (TrainingJob.objects.filter(status=JobStatus.QUEUED)
+              .annotate(served=Subquery(last_start))
+              .order_by(F("served").asc(nulls_first=True), "created_at", "pk")
+              .values_list("pk", flat=True).first())
+    return None if chosen is None else str(chosen)
+
+
+def training_job_defer(*, job_id: Any, deferrals: int) -> bool:
+    """Put a QUEUED job's message back at the end of its queue because a fairer job waits
+    (:func:`training_job_fair_next`). True when it was put back (False: no longer QUEUED, or
+    deferred ``MAX_DEFERRALS`` times already: run it now)."""
+    if deferrals >= MAX_DEFERRALS or not TrainingJob.objects.filter(
+            pk=job_id, status=JobStatus.QUEUED).exists():
+        return False
+    from sampan.celery import app
+
+    app.send_task(TrainingJob.task_name, args=[str(job_id)],
+                  kwargs={"deferrals": deferrals + 1}, queue=TrainingJob.task_queue)
+    return True
 
 
 def training_job_start(*, job_id: Any) -> TrainingInputs | None:
