@@ -286,6 +286,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/audit/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The project's audit log, newest first: owners only. */
+        get: operations["projects_audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/compression-jobs/": {
         parameters: {
             query?: never;
@@ -1388,6 +1405,18 @@ export interface components {
             /** Format: double */
             y2: number | null;
         };
+        AuditEventOutput: {
+            id: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @description username; empty: the system */
+            actor: string;
+            /** @description project.create, member.set, member.remove, training.create, compression.create, deployment.create, enrollment_token.create */
+            action: string;
+            target_type: string;
+            target_id: string;
+            details: unknown;
+        };
         /**
          * @description * `auto` - Auto (chosen from the data)
          *     * `none` - None
@@ -2091,6 +2120,21 @@ export interface components {
             model_id: string;
             model_name: string;
             version: number;
+        };
+        PaginatedAuditEventOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["AuditEventOutput"][];
         };
         PaginatedCompressionJobOutputList: {
             /** @example 123 */
@@ -2869,6 +2913,32 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+        };
+    };
+    projects_audit: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventOutputList"];
                 };
             };
         };

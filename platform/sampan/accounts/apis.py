@@ -14,10 +14,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sampan.accounts import login_limits, selectors, services
+from sampan.accounts.audit import audit_list
 from sampan.accounts.models import ApiToken, Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import AuthenticationFailed
 from sampan.core.origin import require_same_origin
+from sampan.core.pagination import Pagination
 from sampan.core.validation import NameField, TextField
 
 
@@ -200,7 +202,8 @@ class MembershipListApi(ProjectApi):
         project = self.get_project(request)
         data = MembershipInput(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = services.membership_set(project=project, **data.validated_data)
+        membership = services.membership_set(project=project, actor=request.user,
+                                             **data.validated_data)
         return Response(MembershipSerializer(membership).data)
 
 
@@ -209,5 +212,30 @@ class MembershipDetailApi(ProjectApi):
 
     @extend_schema(responses={204: None}, operation_id="members_delete")
     def delete(self, request: Request, project_id: str, membership_id: str) -> Response:
-        services.membership_delete(project=self.get_project(request), membership_id=membership_id)
+        services.membership_delete(project=self.get_project(request), membership_id=membership_id,
+                                   actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AuditEventOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    actor = serializers.CharField(source="actor_name", help_text="username; empty: the system")
+    action = serializers.CharField(help_text="project.create, member.set, member.remove, "
+                                   "training.create, compression.create, deployment.create, "
+                                   "enrollment_token.create")
+    target_type = serializers.CharField()
+    target_id = serializers.CharField()
+    details = serializers.JSONField()
+
+
+class ProjectAuditApi(ProjectApi):
+    """The project's audit log, newest first: owners only."""
+
+    read_role = Role.OWNER
+    pagination_class = Pagination
+
+    @extend_schema(responses=AuditEventOutput(many=True), operation_id="projects_audit")
+    def get(self, request: Request, project_id: str) -> Response:
+        return self.paginate(request, audit_list(project=self.get_project(request)),
+                             AuditEventOutput)

@@ -60,3 +60,27 @@ class ApiToken(BaseModel):
     @staticmethod
     def digest(secret: str) -> str:
         return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class AuditEvent(models.Model):
+    """Who did what, when, to which object (``sampan.accounts.audit``). Append-only.
+
+    ``action``: a dotted name (``member.set``, ``training.create``, ``deployment.create``, ...);
+    ``project`` null for events of an account (its API tokens); ``actor`` null once the user is
+    deleted (``actor_name`` keeps the name); ``target_type`` / ``target_id`` name the object;
+    ``details``: a small JSON object (what changed)."""
+
+    id = models.BigAutoField(primary_key=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="audit_events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=64)
+    target_type = models.CharField(max_length=64, blank=True, default="")
+    target_id = models.CharField(max_length=64, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-created_at"])]

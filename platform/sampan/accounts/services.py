@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from sampan.accounts.audit import audit_record
 from sampan.accounts.models import ApiToken, Membership, Project, Role
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
@@ -27,11 +28,14 @@ def project_create(*, user: Any, name: str, description: str = "") -> Project:
                                      description=validated_text(description, field="description"),
                                      created_by=user)
     Membership.objects.create(project=project, user=user, role=Role.OWNER)
+    audit_record(actor=user, action="project.create", project=project, target=project,
+                 details={"name": project.name})
     return project
 
 
 @transaction.atomic
-def membership_set(*, project: Project, username: str, role: str) -> Membership:
+def membership_set(*, project: Project, username: str, role: str,
+                   actor: Any = None) -> Membership:
     """Add ``username`` to the project with ``role`` or change their role.
 
     Raises NotFound if no such user, Conflict if it would leave the project without an owner.
@@ -45,21 +49,28 @@ def membership_set(*, project: Project, username: str, role: str) -> Membership:
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership and membership.role == Role.OWNER and role != Role.OWNER:
         _ensure_other_owner(project, user)
+    details = {"username": user.username, "role": role,
+               "previous_role": membership.role if membership else None}
     if membership is None:
-        return Membership.objects.create(project=project, user=user, role=role)
-    membership.role = role
-    membership.save(update_fields=["role", "updated_at"])
+        membership = Membership.objects.create(project=project, user=user, role=role)
+    else:
+        membership.role = role
+        membership.save(update_fields=["role", "updated_at"])
+    audit_record(actor=actor, action="member.set", project=project, target=membership,
+                 details=details)
     return membership
 
 
 @transaction.atomic
-def membership_delete(*, project: Project, membership_id: Any) -> None:
+def membership_delete(*, project: Project, membership_id: Any, actor: Any = None) -> None:
     _lock_memberships(project)
     membership = Membership.objects.filter(project=project, pk=membership_id).first()
     if membership is None:
         raise NotFound("membership not found")
     if membership.role == Role.OWNER:
         _ensure_other_owner(project, membership.user)
+    audit_record(actor=actor, action="member.remove", project=project, target=membership,
+                 details={"username": membership.user.username, "role": membership.role})
     membership.delete()
 
 
@@ -112,6 +123,9 @@ def api_token_create(*, user: Any, name: str, expires_in_days: int | None = DEFA
     secret = "spn_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=secret[:12],
                                     token_sha256=ApiToken.digest(secret), expires_at=expires_at)
+    audit_record(actor=user, action="token.create", target=token,
+                 details={"name": name, "prefix": token.prefix,
+                          "expires_at": expires_at.isoformat() if expires_at else None})
     return IssuedToken(token=token, secret=secret)
 
 
@@ -128,6 +142,8 @@ def api_token_revoke(*, user: Any, token_id: Any) -> ApiToken:
     if token is None:
         raise NotFound("no such API token of yours")
     ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+    audit_record(actor=user, action="token.revoke", target=token,
+                 details={"name": token.name, "prefix": token.prefix})
     token.refresh_from_db()
     return token
 

@@ -12,6 +12,7 @@ urlpatterns = [
     path("projects/", apis.ProjectListApi.as_view(), name="projects"),
     path("projects/<uuid:project_id>/", apis.ProjectDetailApi.as_view(), name="project"),
     path("projects/<uuid:project_id>/members/", apis.MembershipListApi.as_view(), name="members"),
+    path("projects/<uuid:project_id>/audit/", apis.ProjectAuditApi.as_view(), name="audit"),
     path("projects/<uuid:project_id>/members/<uuid:membership_id>/",
          apis.MembershipDetailApi.as_view(), name="member"),
 ]

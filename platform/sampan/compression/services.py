@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.compression.models import METHODS, CompressionJob
 from sampan.core import storage
@@ -102,6 +103,9 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
             if getattr(user, "is_authenticated", False) else None,
             **idempotency_fields(idempotency))
         job_transition(CompressionJob, job.pk, JobStatus.QUEUED)
+        audit_record(actor=user, action="compression.create", project=project, target=job,
+                     details={"source": source.label, "device": job.device_name,
+                              "budget_s": budget_s})
         job_enqueue_on_commit(CompressionJob, job.pk)
     job.refresh_from_db()
     return job

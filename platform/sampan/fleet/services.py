@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core.errors import AuthenticationFailed, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
@@ -66,6 +67,8 @@ def enrollment_token_create(*, project: Project, user: Any, expires_in: timedelt
         project=project, token_sha256=secret_sha256(secret),
         expires_at=timezone.now() + expires_in, created_by=user,
         note=validated_text(note, field="note").strip())
+    audit_record(actor=user, action="enrollment_token.create", project=project, target=token,
+                 details={"expires_at": token.expires_at.isoformat()})
     return IssuedEnrollmentToken(token=token, secret=secret)
 
 
@@ -256,6 +259,9 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
                                              model_version=version, created_by=user,
                                              state_changed_at=now)
                    for pk in wanted]
+        audit_record(actor=user, action="deployment.create", project=project, target=version,
+                     details={"model_version": version.label,
+                              "devices": [devices[pk].name for pk in wanted]})
     return created
 
 

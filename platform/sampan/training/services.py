@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Subquery
 
+from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core import storage as shared_storage
 from sampan.core.enqueue import job_enqueue_on_commit
@@ -109,6 +110,9 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
                                          allow_flips=bool(allow_flips),
                                          **idempotency_fields(idempotency))
         job_transition(TrainingJob, job.pk, JobStatus.QUEUED)
+        audit_record(actor=user, action="training.create", project=project, target=job,
+                     details={"model_name": name, "dataset_version": dataset_version.number,
+                              "budget_s": budget_s})
         job_enqueue_on_commit(TrainingJob, job.pk)
     job.refresh_from_db()
     return job
