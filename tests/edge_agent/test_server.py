@@ -12,6 +12,7 @@ import requests
 from edge_agent.agent import Agent
 from edge_agent.home import AgentConfig, AgentHome
 from edge_agent.server import make_server
+from sampan.devstack.stack import wait_until
 
 
 @pytest.fixture
@@ -151,7 +152,9 @@ def test_a_silent_client_is_dropped_and_connections_are_capped(
     base = f"http://{address[0]}:{address[1]}"
     try:
         silent = [socket.create_connection(address, timeout=5) for _ in range(2)]
-        time.sleep(0.2)
+        # both connections accepted and holding their slots
+        wait_until(lambda: http._slots._value == 0, timeout_s=5, interval_s=0.02,
+                   what="the two silent connections to take both slots")
         answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in answer
         began = time.monotonic()
@@ -159,7 +162,8 @@ def test_a_silent_client_is_dropped_and_connections_are_capped(
         assert time.monotonic() - began < 3.0
         for conn in silent:
             conn.close()
-        time.sleep(0.2)
+        wait_until(lambda: http._slots._value == 2, timeout_s=5, interval_s=0.02,
+                   what="the closed connections to free their slots")
         assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
     finally:
         http.shutdown()

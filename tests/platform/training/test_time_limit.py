@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sampan.core.jobs import JobStatus
+from sampan.devstack.stack import wait_until
 from sampan.training import services
 from sampan.training.models import TrainingJob
 from tests.platform.training.test_training_services import labelled_version
@@ -85,7 +86,8 @@ def test_a_job_within_its_limit_keeps_beating(project_with_roles: dict[str, Any]
     before = TrainingJob.objects.get(pk=job.pk).heartbeat_at
     with heartbeat.heartbeating(str(job.pk), alive, services.training_job_heartbeat,
                                 limit_s=5.0, expire=lambda job_id: None):
-        time.sleep(0.3)
+        wait_until(lambda: TrainingJob.objects.get(pk=job.pk).heartbeat_at > before,
+                   timeout_s=5, interval_s=0.02, what="a heartbeat")
     job.refresh_from_db()
     assert alive["value"] and job.status == JobStatus.RUNNING and job.heartbeat_at > before
     assert fast_limits["kill"] == []
