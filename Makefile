@@ -38,7 +38,7 @@ frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_INPUTS)
 frontend: frontend/dist/index.html
 
 run: install frontend
-	$(PY) -m sampan.devstack.run
+	$(PY) -m sampan.devstack.run $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 test: install lint test-python test-frontend
 

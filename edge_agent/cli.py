@@ -6,9 +6,12 @@ Exit status: 0 on success, 1 on a runtime failure (message on stderr), 2 on bad 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import logging
 import os
 import platform
+import secrets
 import signal
 import socket
 import sys
@@ -41,6 +44,41 @@ def _device_info() -> dict[str, object]:
     }
 
 
+#: Sampan's application id (a fixed random 128-bit value) for the recipe of systemd's
+#: sd_id128_get_machine_app_specific(3): an id stable per machine that does not reveal
+#: /etc/machine-id (HMAC-SHA256 keyed with it, of this id)
+_APP_ID = bytes.fromhex("5a3d2f0e9c6b4b1f8e7d6c5b4a392817")
+
+
+def machine_id(home: AgentHome) -> str:
+    """This machine's id for Sampan: 32 hex digits, HMAC-SHA256(/etc/machine-id, app id) cut
+    to 128 bits as systemd's ``sd_id128_get_machine_app_specific`` does; without a machine id
+    (not systemd, a container), a random id kept in ``<home>/machine-id``. The platform
+    recognises a re-enrollment by it (with the device name)."""
+    for source in (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id")):
+        try:
+            raw = source.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(raw) == 32:
+            try:
+                key = bytes.fromhex(raw)
+            except ValueError:
+                continue
+            return hmac.new(key, _APP_ID, hashlib.sha256).hexdigest()[:32]
+    kept = home.root / "machine-id"
+    try:
+        value = kept.read_text(encoding="ascii").strip()
+        if len(value) == 32 and all(c in "0123456789abcdef" for c in value):
+            return value
+    except (OSError, UnicodeDecodeError):
+        pass
+    value = secrets.token_hex(16)
+    home.root.mkdir(parents=True, exist_ok=True)
+    kept.write_text(value + "\n", encoding="ascii")
+    return value
+
+
 def cmd_enroll(args: argparse.Namespace) -> int:
     """Trade a one-time enrollment token for a device credential, saved in ``agent.json``."""
     home = AgentHome(args.home)
@@ -51,7 +89,7 @@ def cmd_enroll(args: argparse.Namespace) -> int:
         return 1
     name = args.name or socket.gethostname()
     try:
-        reply = enroll(args.url, args.token, name, _device_info())
+        reply = enroll(args.url, args.token, name, _device_info(), machine_id(home))
     except DeviceApiError as error:
         print(f"enrollment failed: {error}", file=sys.stderr)
         return 1
@@ -71,7 +109,10 @@ def cmd_enroll(args: argparse.Namespace) -> int:
         trusted_signing_keys=trusted,
     )
     home.save_config(config)
-    print(f"enrolled as device {config.device_id}; credential saved in {home.config_path}")
+    again = " again (the same device; its old credential no longer works)" if reply.get(
+        "re_enrolled") else ""
+    print(f"enrolled{again} as device {config.device_id}; credential saved in "
+          f"{home.config_path}")
     return 0
 
 

@@ -75,9 +75,11 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
     return body
 
 
-def enroll(server_url: str, token: str, name: str, info: dict[str, Any]) -> dict[str, Any]:
+def enroll(server_url: str, token: str, name: str, info: dict[str, Any],
+           machine_id: str = "") -> dict[str, Any]:
     """``POST enroll`` -> ``{"device_id", "credential", "heartbeat_interval_s",
-    "signing_public_key"}``.
+    "signing_public_key", "re_enrolled"}``. ``machine_id`` (32-64 hex digits, may be empty)
+    with ``name`` lets the platform recognise a re-enrollment of the same device.
 
     Raises:
         RetryableError: the server cannot be reached or answers 5xx.
@@ -86,7 +88,8 @@ def enroll(server_url: str, token: str, name: str, info: dict[str, Any]) -> dict
     url = api_url(server_url, "enroll")
     try:
         response = requests.post(
-            url, json={"token": token, "name": name, "info": info}, timeout=TIMEOUT_S
+            url, json={"token": token, "name": name, "info": info, "machine_id": machine_id},
+            timeout=TIMEOUT_S,
         )
     except requests.RequestException as error:
         raise RetryableError(f"enroll: cannot reach {url}: {error}") from error

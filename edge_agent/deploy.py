@@ -48,6 +48,11 @@ _DESIRED_KEYS = (
 )
 
 
+#: longest an apply step waits for the heartbeat that reports it (seconds); past it, the
+#: deployment goes on and a later beat reports its state
+REPORT_WAIT_S = 10.0
+
+
 class Backoff:
     """Exponential backoff in seconds: initial, x2 per failure, capped, with +/-20 % jitter."""
 
@@ -67,8 +72,12 @@ class Backoff:
 class Converger:
     """Heartbeats and converges ``agent`` on the control plane's desired state.
 
-    Run :meth:`run` in one thread (it is the only writer of ``state.json``); :meth:`run_once`
-    does a single heartbeat + convergence attempt and is what tests drive directly.
+    :meth:`run` heartbeats on the calling thread and applies deployments on a second one
+    (``apply``), so a long download never delays a heartbeat (the device would look offline)
+    and telemetry keeps flowing while a model is fetched. Only the apply thread writes
+    ``state.json`` and swaps models; only the heartbeat thread talks to the heartbeat endpoint:
+    the apply thread's steps are saved, then sent by an early heartbeat. :meth:`run_once` does a
+    single heartbeat and, inline, one convergence attempt (what tests drive directly).
     """
 
     def __init__(
@@ -86,13 +95,69 @@ class Converger:
         self._deploy_backoff = Backoff(initial_s=2.0, maximum_s=300.0)
         self._retry_at = 0.0
         self._refetched: set[str] = set()
+        # guards self.state (read by the heartbeat, written by the apply thread) and the hand-off
+        self._lock = threading.RLock()
+        self._sent = threading.Condition(self._lock)
+        self._step_seq = 0  # steps saved so far
+        self._sent_seq = 0  # steps a heartbeat has carried (or tried to)
+        self._background = False
+        self._beat_thread: threading.Thread | None = None
+        self._applying = False
+        self._pending: dict[str, Any] | None = None
+        self._handed = threading.Event()  # a desired state waits for the apply thread
+        self._beat_now = threading.Event()  # the apply thread has a step to report
 
     # --- the loop -----------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Loop until ``stop`` is set; never raises for device API or package errors."""
+        """Heartbeat until ``stop`` is set, applying deployments on a second thread; never
+        raises for device API or package errors. Returns within ~0.25 s of ``stop`` (an
+        apply in progress is left to its daemon thread; ``state.json`` makes it resumable)."""
+        self._background = True
+        self._beat_thread = threading.current_thread()
+        applier = threading.Thread(target=self._apply_loop, args=(stop,), name="apply",
+                                   daemon=True)
+        applier.start()
+        try:
+            while not stop.is_set():
+                deadline = time.monotonic() + self.run_once()
+                while not stop.is_set() and not self._beat_now.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._beat_now.wait(min(left, 0.25))
+                self._beat_now.clear()
+        finally:
+            with self._sent:
+                self._background = False
+                self._sent.notify_all()
+            self._handed.set()
+            applier.join(timeout=1.0)
+
+    def _apply_loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            stop.wait(self.run_once())
+            if not self._handed.wait(0.25):
+                continue
+            with self._lock:
+                self._handed.clear()
+                desired, self._pending = self._pending, None
+            if desired is None:
+                continue
+            try:
+                self.apply(desired)
+            except Exception:  # never let the apply thread die: the next heartbeat retries
+                log.exception("deployment %s: unexpected error", desired.get("deployment_id"))
+                self._retry_at = time.monotonic() + self._deploy_backoff.next()
+            finally:
+                with self._lock:
+                    self._applying = False
+                self._beat_now.set()
+
+    @property
+    def applying(self) -> bool:
+        """Whether the apply thread is working on a deployment (downloading, verifying)."""
+        with self._lock:
+            return self._applying
 
     def run_once(self) -> float:
         """One heartbeat and, if the desired state differs, one convergence attempt.
@@ -122,22 +187,31 @@ class Converger:
             # deployment (or its download) never waits for a benchmark, nor the reverse
             self.benchmarker.offer(reply.get("benchmarks"))
         desired = reply.get("desired")
-        if (
-            isinstance(desired, dict)
-            and self._needs_apply(desired)
-            and time.monotonic() >= self._retry_at
-        ):
-            self.apply(desired)
+        with self._lock:
+            if (
+                not self._applying
+                and isinstance(desired, dict)
+                and self._needs_apply(desired)
+                and time.monotonic() >= self._retry_at
+            ):
+                if not self._background:
+                    self.apply(desired)
+                else:
+                    self._applying, self._pending = True, desired
+                    self._handed.set()
         return self.interval_s
 
     def _heartbeat(self) -> dict[str, Any]:
-        deployment = self.state.deployment
+        with self._lock:
+            deployment = self.state.deployment
+            report = deployment.report() if deployment else None
+            carried = self._step_seq
         payload = {
             "device_time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
             "agent_version": agent_version(),
             "current_model_version_id": self.agent.current_version,
             "metrics": self.agent.telemetry.snapshot(),
-            "deployment": deployment.report() if deployment else None,
+            "deployment": report,
             "runtime": runtime_info(),
         }
         try:
@@ -145,6 +219,10 @@ class Converger:
         except DeviceApiError:
             self.agent.telemetry.record_heartbeat(False)
             raise
+        finally:
+            with self._sent:
+                self._sent_seq = max(self._sent_seq, carried)
+                self._sent.notify_all()
         self.agent.telemetry.record_heartbeat(True)
         return reply
 
@@ -182,11 +260,25 @@ class Converger:
         )
 
     def _step(self, status: DeploymentStatus, state: str, error: str | None = None) -> None:
-        """Persist, then report (best effort: the next heartbeat carries it anyway)."""
-        status.state, status.error = state, error
-        status.terminal = state == "failed"
-        self.state.deployment = status
-        self.home.save_state(self.state)
+        """Persist, then report (best effort: the next heartbeat carries it anyway). Under
+        :meth:`run` the report is the heartbeat thread's next beat, brought forward."""
+        with self._lock:
+            status.state, status.error = state, error
+            status.terminal = state == "failed"
+            self.state.deployment = status
+            self.home.save_state(self.state)
+            self._step_seq += 1
+            seq = self._step_seq
+        if self._background:
+            # the heartbeat thread sends it now; wait (bounded) until a beat has carried it,
+            # so every step reaches the platform in order, as a synchronous report would
+            self._beat_now.set()
+            if threading.current_thread() is self._beat_thread:
+                return  # a step taken while handling a heartbeat reply: the next beat carries it
+            with self._sent:
+                self._sent.wait_for(lambda: self._sent_seq >= seq or not self._background,
+                                    timeout=REPORT_WAIT_S)
+            return
         try:
             self._heartbeat()
         except DeviceApiError as error:
@@ -219,8 +311,9 @@ class Converger:
             self._prune()
             return
         self.agent.swap(session)
-        if self.state.current != version_id:
-            self.state.previous, self.state.current = self.state.current, version_id
+        with self._lock:
+            if self.state.current != version_id:
+                self.state.previous, self.state.current = self.state.current, version_id
         self.agent.telemetry.record_deployment("running")
         self._step(status, "running")
         self._prune()

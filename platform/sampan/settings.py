@@ -10,6 +10,7 @@ key, with DEBUG on, without allowed hosts or without a provisioned signing key.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +345,12 @@ SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = env.int("SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT
 SAMPAN_PREDICT_CONCURRENCY = env.int("SAMPAN_PREDICT_CONCURRENCY", default=2)
 SAMPAN_PREDICT_WAIT_S = env.float("SAMPAN_PREDICT_WAIT_S", default=5.0)
 # Devices
+# The platform's URL as devices reach it (e.g. http://192.168.1.20:8000): what the console's
+# "add a device" commands name. Empty: the URL of the request that created the token.
+SAMPAN_PUBLIC_URL = env.str("SAMPAN_PUBLIC_URL", default="").strip().rstrip("/")
+if SAMPAN_PUBLIC_URL and not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", SAMPAN_PUBLIC_URL):
+    raise ImproperlyConfigured(f"SAMPAN_PUBLIC_URL must be an http(s) URL such as "
+                               f"http://192.168.1.20:8000, not {SAMPAN_PUBLIC_URL!r}")
 SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)
 # Uploads: the largest request body an upload may have, in bytes

@@ -301,7 +301,8 @@ class FakeControlPlane:
 
     Every request is recorded; tests wait on the records with :meth:`wait_for` (a condition
     variable with a deadline). ``down`` makes every call answer 503; ``cut_next_download`` makes
-    the next artifact response promise the whole file but send only that many bytes.
+    the next artifact response promise the whole file but send only that many bytes;
+    ``hold_downloads`` (an Event) makes artifact downloads wait until it is set.
     """
 
     def __init__(self, signing_key: SigningKey) -> None:
@@ -318,6 +319,8 @@ class FakeControlPlane:
         self.trusted_signing_keys: Any = None
         self.down = False
         self.cut_next_download: int | None = None
+        #: when set, artifact downloads wait (at most 30 s) until this event is set
+        self.hold_downloads: threading.Event | None = None
         self._changed = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -468,6 +471,8 @@ class FakeControlPlane:
                 headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
                 if match:
                     headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+                if plane.hold_downloads is not None:
+                    plane.hold_downloads.wait(30.0)
                 cut = plane.cut_next_download
                 if cut is not None:
                     plane.cut_next_download = None

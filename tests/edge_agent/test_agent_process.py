@@ -102,7 +102,9 @@ def test_agent_converges_serves_and_survives_a_bad_deployment(
         # The HTTP socket is bound before the first heartbeat, so once "running" is reported
         # the API accepts connections.
         control_plane.wait_for(lambda: ("running", None) in control_plane.deployment_states("d1"))
-        assert [s for s, _ in control_plane.deployment_states("d1")][:3] == [
+        # each step in order (a state may repeat: heartbeats go on while a step runs)
+        states = [s for s, _ in control_plane.deployment_states("d1")]
+        assert [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s][:3] == [
             "downloading",
             "verifying",
             "running",
@@ -170,3 +172,120 @@ def test_agent_converges_serves_and_survives_a_bad_deployment(
         assert health == {"status": "ok", "model_version_id": good.version_id}
         reply = requests.post(f"{base}/v1/predict", data=png((0, 255, 0)), timeout=10).json()
         assert reply["predictions"][0]["label"] == "green"
+
+
+def test_zero_failed_predictions_while_a_model_is_swapped_under_load(
+    tmp_path: Path, control_plane, package_factory, png
+) -> None:
+    """50 requests/s (open loop: sent on schedule, whatever the answers' pace) through a
+    deployment of a new version: every request answers 200, by the old version before the swap
+    and the new one after; the p99 during the swap is printed."""
+    import statistics
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    home, port, log_path = tmp_path / "agent", free_port(), tmp_path / "agent.log"
+    assert enroll(control_plane.url, home, "enroll-token-1").returncode == 0
+    base = f"http://127.0.0.1:{port}"
+    old, new = package_factory(), package_factory(version=2)
+    control_plane.deploy(old, "d1")
+    image = png((255, 0, 0))
+    local = threading.local()
+    answers: list[tuple[float, int, str | None, float]] = []  # (sent, status, version, ms)
+    lock = threading.Lock()
+
+    def send(sent_at: float) -> None:
+        session = getattr(local, "session", None) or requests.Session()
+        local.session = session
+        began = time.perf_counter()
+        try:
+            reply = session.post(f"{base}/v1/predict", data=image, timeout=10)
+            status = reply.status_code
+            version = reply.json().get("model_version_id") if status == 200 else None
+        except requests.RequestException:
+            status, version = 0, None
+        with lock:
+            answers.append((sent_at, status, version, (time.perf_counter() - began) * 1000))
+
+    with running_agent(home, port, log_path):
+        control_plane.wait_for(lambda: ("running", None) in control_plane.deployment_states("d1"))
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=16) as pool:
+
+            def schedule() -> None:
+                began = time.monotonic()
+                n = 0
+                while not stop.is_set():
+                    pool.submit(send, time.monotonic())
+                    n += 1
+                    stop.wait(max(0.0, began + n * 0.02 - time.monotonic()))  # 50/s pacing
+
+            pacer = threading.Thread(target=schedule, daemon=True)
+            pacer.start()
+            control_plane.wait_for(lambda: len(answers) >= 50)  # a second of load first
+            swap_began = time.monotonic()
+            control_plane.deploy(new, "d2")
+            control_plane.wait_for(lambda: ("running", None)
+                                   in control_plane.deployment_states("d2"))
+            swapped_at = time.monotonic()
+            count = len(answers)
+            control_plane.wait_for(lambda: len(answers) >= count + 50)  # a second after
+            stop.set()
+            pacer.join(timeout=5)
+    failed = [a for a in answers if a[1] != 200]
+    assert failed == [], failed[:5]
+    ordered = sorted(answers)
+    assert ordered[0][2] == old.version_id and ordered[-1][2] == new.version_id
+    # once the new version answered, the old one did not again (an atomic swap; requests
+    # sent within 0.5 s of each other may reach the model in another order)
+    first_new = next(a[0] for a in ordered if a[2] == new.version_id)
+    assert {a[2] for a in ordered if a[0] > first_new + 0.5} == {new.version_id}
+    during = [a[3] for a in answers if swap_began <= a[0] <= swapped_at]
+    assert during, "no request was sent during the swap"
+    p99 = statistics.quantiles(during, n=100)[98] if len(during) > 1 else during[0]
+    print(f"swap under load: {len(answers)} requests, 0 failed, {len(during)} during the swap, "
+          f"p99 {p99:.1f} ms")
+
+
+def test_an_agent_killed_in_the_middle_of_a_swap_serves_a_version_after_restart(
+    tmp_path: Path, control_plane, package_factory, png
+) -> None:
+    """SIGKILL while the new version downloads: restarted, the agent serves the old version at
+    once (never none), reports it, and finishes the deployment (resuming the download)."""
+    import threading
+
+    home, port, log_path = tmp_path / "agent", free_port(), tmp_path / "agent.log"
+    assert enroll(control_plane.url, home, "enroll-token-1").returncode == 0
+    base = f"http://127.0.0.1:{port}"
+    old, new = package_factory(), package_factory(version=2)
+    control_plane.deploy(old, "d1")
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(agent_command("run", "--home", str(home), "--port", str(port)),
+                                   cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        control_plane.wait_for(lambda: ("running", None) in control_plane.deployment_states("d1"))
+        control_plane.hold_downloads = threading.Event()
+        control_plane.deploy(new, "d2")
+        control_plane.wait_for(lambda: model_gets(control_plane, new.version_id))
+    finally:
+        process.kill()  # SIGKILL: no clean shutdown
+        process.wait(timeout=10)
+        if control_plane.hold_downloads is not None:
+            control_plane.hold_downloads.set()
+    control_plane.hold_downloads = None
+    seen = len(control_plane.heartbeats)
+    with running_agent(home, port, log_path):
+        control_plane.wait_for(lambda: len(control_plane.heartbeats) > seen)
+        # the model is loaded before the first heartbeat: that beat reports the old version
+        assert control_plane.heartbeats[seen]["current_model_version_id"] == old.version_id
+        control_plane.wait_for(lambda: ("running", None) in control_plane.deployment_states("d2"))
+        reply = requests.post(f"{base}/v1/predict", data=png((0, 0, 255)), timeout=10).json()
+        assert reply["model_version_id"] == new.version_id
+        health = requests.get(f"{base}/healthz", timeout=10).json()
+        assert health == {"status": "ok", "model_version_id": new.version_id}
+
+
+def model_gets(plane, version_id: str) -> list[str]:
+    return [p for m, p, _ in plane.requests
+            if m == "GET" and p.endswith(f"{version_id}/model.onnx")]

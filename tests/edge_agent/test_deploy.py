@@ -243,3 +243,65 @@ def test_backoff_doubles_to_its_cap_and_never_overflows() -> None:
     assert all(48.0 <= d <= 72.0 for d in delays[10:])
     backoff.reset()
     assert backoff.next() <= 1.2
+
+
+def test_heartbeats_keep_flowing_during_a_long_download(
+    device, control_plane, package_factory, png
+) -> None:
+    """run() applies on its own thread: while a download hangs, heartbeats (and telemetry)
+    still go out at their interval and the old model keeps serving."""
+    import threading
+
+    old, new = package_factory(), package_factory()
+    control_plane.deploy(old, "d1")
+    device.run_once()
+    assert device.agent.current_version == old.version_id
+    control_plane.hold_downloads = threading.Event()
+    control_plane.deploy(new, "d2")
+    stop = threading.Event()
+    loop = threading.Thread(target=device.run, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        control_plane.wait_for(lambda: model_gets(control_plane, new.version_id))
+        held_at = len(control_plane.heartbeats)
+        device.agent.predict(png((255, 0, 0)))
+        # the download is stuck; 10 more heartbeats (0.1 s apart) arrive meanwhile, reporting it
+        control_plane.wait_for(lambda: len(control_plane.heartbeats) >= held_at + 10,
+                               timeout_s=10.0)
+        assert device.applying
+        assert control_plane.heartbeats[-1]["deployment"]["state"] == "downloading"
+        assert control_plane.heartbeats[-1]["current_model_version_id"] == old.version_id
+        assert control_plane.heartbeats[-1]["metrics"]["requests"] >= 1
+        control_plane.hold_downloads.set()
+        control_plane.wait_for(lambda: ("running", None)
+                               in control_plane.deployment_states("d2"))
+        assert device.agent.current_version == new.version_id
+        control_plane.wait_for(lambda: not device.applying)  # checked at every heartbeat
+    finally:
+        control_plane.hold_downloads.set()
+        stop.set()
+        loop.join(timeout=5.0)
+    assert not loop.is_alive()
+
+
+def test_a_step_is_reported_at_once_not_at_the_next_interval(
+    device, control_plane, package_factory
+) -> None:
+    """Under run(), the apply thread's steps bring the next heartbeat forward: with a 30 s
+    interval, the deployment still reaches running on the control plane within seconds."""
+    import threading
+
+    control_plane.heartbeat_interval_s = 30.0
+    device.interval_s = 30.0
+    package = package_factory()
+    control_plane.deploy(package, "d1")
+    stop = threading.Event()
+    loop = threading.Thread(target=device.run, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        control_plane.wait_for(lambda: ("running", None)
+                               in control_plane.deployment_states("d1"), timeout_s=10.0)
+    finally:
+        stop.set()
+        loop.join(timeout=5.0)
+    assert not loop.is_alive()

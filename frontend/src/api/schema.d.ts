@@ -1876,6 +1876,8 @@ export interface components {
         EnrollInputRequest: {
             token: string;
             name: string;
+            /** @description The agent's app-specific machine id (32-64 lowercase hex digits). A device of the project with this name and machine id is re-enrolled: the same device, a new credential, the old one refused from then on. */
+            machine_id?: string;
             /** @description What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON. */
             info?: {
                 [key: string]: unknown;
@@ -1885,6 +1887,8 @@ export interface components {
             /** Format: uuid */
             device_id: string;
             credential: string;
+            /** @description True when an existing device (same name and machine id) was re-enrolled. */
+            re_enrolled: boolean;
             /** Format: double */
             heartbeat_interval_s: number;
             /** @description base64 of the raw Ed25519 public key of the active signing key */
@@ -2011,8 +2015,16 @@ export interface components {
             created_by?: string | null;
             /** @description The secret; shown only in this response. */
             token: string;
-            /** @description Run this on the device. */
+            /** @description The platform's URL as devices reach it: SAMPAN_PUBLIC_URL, else this request's. */
+            server_url: string;
+            /** @description True when server_url names this machine only (localhost, 127.0.0.1): devices on other machines cannot reach it. */
+            server_url_is_local: boolean;
+            /** @description 1. Run this on the device: the agent. */
+            install_command: string;
+            /** @description 2. Run this on the device, once. */
             enroll_command: string;
+            /** @description 3. Run this on the device (or as a service: docs/edge.md). */
+            run_command: string;
         };
         /**
          * @description Exactly one of ``class_label`` (a name; a new name creates the class) and

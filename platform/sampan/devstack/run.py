@@ -56,9 +56,48 @@ def ensure_admin(stack: Stack, username: str, password: str) -> dict[str, Any]:
     return user
 
 
+def lan_address() -> str | None:
+    """This machine's address on its network: the source address of a route to a private
+    address (a UDP "connect" sends nothing), or None without such a route."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            address: str = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def network_env(host: str, port: int, environ: dict[str, str]) -> dict[str, str]:
+    """Settings for a web server listening on ``host`` beyond loopback: the URL devices use
+    (``SAMPAN_PUBLIC_URL``: ``http://<LAN address>:<port>``), and that address and this host's
+    name in ``SAMPAN_ALLOWED_HOSTS`` and ``SAMPAN_CSRF_TRUSTED_ORIGINS``. A variable already
+    set in ``environ`` is left as it is. Empty for a loopback ``host``."""
+    import socket
+
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return {}
+    address = host if host not in ("0.0.0.0", "::") else lan_address()
+    names = [n for n in dict.fromkeys([address, socket.gethostname(), "127.0.0.1", "localhost"])
+             if n]
+    env: dict[str, str] = {}
+    if "SAMPAN_PUBLIC_URL" not in environ and address:
+        env["SAMPAN_PUBLIC_URL"] = f"http://{address}:{port}"
+    if "SAMPAN_ALLOWED_HOSTS" not in environ:
+        env["SAMPAN_ALLOWED_HOSTS"] = ",".join(names)
+    if "SAMPAN_CSRF_TRUSTED_ORIGINS" not in environ:
+        env["SAMPAN_CSRF_TRUSTED_ORIGINS"] = ",".join(f"http://{n}:{port}" for n in names)
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=int(os.environ.get("SAMPAN_PORT", "8000")))
+    parser.add_argument("--host", default=os.environ.get("SAMPAN_HOST", "127.0.0.1"),
+                        help="address the web server listens on; 0.0.0.0 lets devices on the "
+                             "network reach it (make run HOST=0.0.0.0)")
     parser.add_argument("--agent-port", type=int,
                         default=int(os.environ.get("SAMPAN_AGENT_PORT", "8700")))
     parser.add_argument("--data-dir", default=os.environ.get("SAMPAN_DATA_DIR",
@@ -68,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the admin's password when the account is created (never reset)")
     args = parser.parse_args(argv)
 
-    stack = Stack(data_dir=Path(args.data_dir), web_port=args.port, agent_port=args.agent_port)
+    network = network_env(args.host, args.port, dict(os.environ))
+    stack = Stack(data_dir=Path(args.data_dir), web_port=args.port, agent_port=args.agent_port,
+                  web_host=args.host, extra_env=network)
     stopping = {"flag": False}
 
     def on_signal(signum: int, frame: object) -> None:
@@ -92,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         login = (f"{args.username} / {args.password}" if user["created"] else
                  f"{args.username} (existing account, password unchanged; "
                  f"`manage.py changepassword {args.username}` changes it)")
+        public = network.get("SAMPAN_PUBLIC_URL") or os.environ.get("SAMPAN_PUBLIC_URL")
+        if public:
+            print(f"\nDevices on the network enroll with --url {public}", flush=True)
         print(f"\nSampan is running at {stack.url}/\n  login: {login}\n"
               f"  API token: {user['token']}\n  API docs: {stack.url}/api/docs/\n"
               f"  local edge agent: {stack.agent_url}/healthz\n  data: {stack.data_dir}\n"

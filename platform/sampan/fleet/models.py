@@ -64,6 +64,10 @@ class Device(BaseModel):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="devices")
     name = models.CharField(max_length=200)
     credential_sha256 = models.CharField(max_length=64, unique=True)
+    machine_id = models.CharField(
+        max_length=64, blank=True, default="", db_index=True,
+        help_text="The agent's app-specific machine id (hex, a hash of /etc/machine-id): with "
+                  "the name, how a re-enrollment of the same device is recognised.")
     info = models.JSONField(default=dict, blank=True)
     agent_version = models.CharField(max_length=64, blank=True, default="")
     last_seen_at = models.DateTimeField(null=True, blank=True)

@@ -48,7 +48,16 @@ class EnrollmentTokenOutput(serializers.Serializer):
 
 class IssuedEnrollmentTokenOutput(EnrollmentTokenOutput):
     token = serializers.CharField(help_text="The secret; shown only in this response.")
-    enroll_command = serializers.CharField(help_text="Run this on the device.")
+    server_url = serializers.CharField(
+        help_text="The platform's URL as devices reach it: SAMPAN_PUBLIC_URL, else this "
+                  "request's.")
+    server_url_is_local = serializers.BooleanField(
+        help_text="True when server_url names this machine only (localhost, 127.0.0.1): "
+                  "devices on other machines cannot reach it.")
+    install_command = serializers.CharField(help_text="1. Run this on the device: the agent.")
+    enroll_command = serializers.CharField(help_text="2. Run this on the device, once.")
+    run_command = serializers.CharField(
+        help_text="3. Run this on the device (or as a service: docs/edge.md).")
 
 
 class ModelVersionRefOutput(serializers.Serializer):
@@ -181,6 +190,11 @@ MAX_DEVICE_INFO_BYTES = 16 * 1024
 class EnrollInput(serializers.Serializer):
     token = serializers.CharField(max_length=200)
     name = NameField(max_length=200)
+    machine_id = serializers.RegexField(
+        r"^[0-9a-f]{32,64}$", required=False, default="", allow_blank=True,
+        help_text=("The agent's app-specific machine id (32-64 lowercase hex digits). A device "
+                   "of the project with this name and machine id is re-enrolled: the same "
+                   "device, a new credential, the old one refused from then on."))
     info = serializers.DictField(required=False, default=dict, help_text=(
         "What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON."))
 
@@ -201,6 +215,8 @@ class TrustedSigningKeyOutput(serializers.Serializer):
 class EnrollOutput(serializers.Serializer):
     device_id = serializers.UUIDField()
     credential = serializers.CharField()
+    re_enrolled = serializers.BooleanField(
+        help_text="True when an existing device (same name and machine id) was re-enrolled.")
     heartbeat_interval_s = serializers.FloatField()
     signing_public_key = serializers.CharField(
         help_text="base64 of the raw Ed25519 public key of the active signing key")

@@ -72,19 +72,54 @@ def enrollment_token_create(*, project: Project, user: Any, expires_in: timedelt
     return IssuedEnrollmentToken(token=token, secret=secret)
 
 
+#: what a device installs: the agent alone (onnxruntime, numpy, Pillow, requests,
+#: cryptography, prometheus-client; no Django, no torch)
+AGENT_INSTALL_COMMAND = 'pip install "sampan[edge]"'
+#: the agent's local API on every interface of the device, on its default port
+AGENT_RUN_COMMAND = "sampan-agent run --host 0.0.0.0 --port 8700"
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0", "testserver"})
+
+
+def device_setup_commands(*, public_url: str, request_url: str, secret: str) -> dict[str, Any]:
+    """The console's "add a device" commands for a device on another machine.
+
+    ``server_url`` is ``public_url`` (``SAMPAN_PUBLIC_URL``) when set, else ``request_url``
+    (the URL the browser reached the platform at), without a trailing slash.
+    ``server_url_is_local`` is True when its host is a loopback name or address (127.0.0.0/8,
+    ::1, localhost): a device on another machine cannot reach it, and the console says how to
+    fix that (``make run HOST=0.0.0.0`` or ``SAMPAN_PUBLIC_URL``).
+    """
+    from urllib.parse import urlsplit
+
+    server_url = (public_url or request_url).rstrip("/")
+    host = (urlsplit(server_url).hostname or "").lower()
+    local = host in _LOOPBACK_HOSTS or host.startswith("127.")
+    return {"server_url": server_url, "server_url_is_local": local,
+            "install_command": AGENT_INSTALL_COMMAND,
+            "enroll_command": f"sampan-agent enroll --url {server_url} --token {secret}",
+            "run_command": AGENT_RUN_COMMAND}
+
+
 @dataclass(frozen=True)
 class Enrollment:
     device: Device
     credential: str
+    #: an existing device (same project, name and machine id) got the new credential
+    re_enrolled: bool = False
 
 
-def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
+def device_enroll(*, token: str, name: str, info: dict[str, Any],
+                  machine_id: str = "") -> Enrollment:
     """Consume the one-time enrollment ``token`` and create a device with a new credential.
 
     The credential is returned once; only its sha256 is stored. Raises AuthenticationFailed (401,
     field ``token``) for an unknown, used or expired token. The token is claimed with a
     compare-and-set UPDATE inside the transaction, so two concurrent enrollments with one token
     create one device.
+    Re-enrollment (``sampan-agent enroll --force``): when the token's project has a device with
+    this ``name`` and this non-empty ``machine_id``, that device is kept (its id, deployments,
+    telemetry) and gets the new credential and ``info``; its old credential is refused from
+    then on. Its row is locked, so two concurrent re-enrollments leave one device.
     A ``name`` that the rule of ``sampan.core.names`` refuses is a ValidationFailed (field
     ``name``), checked before the token is looked at, so the token stays usable.
     """
@@ -102,14 +137,29 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any]) -> Enrollment:
                                        f"{row.expires_at.isoformat()}; create a new one in the "
                                        "console", field="token")
         credential = DEVICE_CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
-        device = Device.objects.create(project_id=row.project_id, name=name, info=info,
-                                       credential_sha256=secret_sha256(credential))
+        existing = (Device.objects.select_for_update()
+                    .filter(project_id=row.project_id, name=name, machine_id=machine_id)
+                    .order_by("created_at").first() if machine_id else None)
+        if existing is not None:
+            existing.credential_sha256 = secret_sha256(credential)
+            existing.info = info
+            existing.save(update_fields=["credential_sha256", "info", "updated_at"])
+            device = existing
+        else:
+            device = Device.objects.create(project_id=row.project_id, name=name, info=info,
+                                           machine_id=machine_id,
+                                           credential_sha256=secret_sha256(credential))
         claimed = EnrollmentToken.objects.filter(pk=row.pk, used_at__isnull=True).update(
             used_at=now, device=device, updated_at=now)
         if not claimed:  # another enrollment won the race; the atomic block drops our device
             raise AuthenticationFailed("this enrollment token has already been used; create a "
                                        "new one in the console", field="token")
-    return Enrollment(device=device, credential=credential)
+        # the device acts (no user): the token it used says who let it in
+        audit_record(actor=None, action="device.re_enroll" if existing else "device.enroll",
+                     project=row.project, target=device,
+                     details={"name": name, "machine_id": machine_id,
+                              "enrollment_token": str(row.pk)})
+    return Enrollment(device=device, credential=credential, re_enrolled=existing is not None)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -22,6 +23,9 @@ def test_token_create_returns_secret_once_and_enroll_command(owner_api: APIClien
     secret = body["token"]
     assert body["enroll_command"] == (
         f"sampan-agent enroll --url http://testserver --token {secret}")
+    assert body["server_url"] == "http://testserver" and body["server_url_is_local"] is True
+    assert body["install_command"] == 'pip install "sampan[edge]"'
+    assert body["run_command"] == "sampan-agent run --host 0.0.0.0 --port 8700"
     row = EnrollmentToken.objects.get(pk=body["id"])
     assert row.token_sha256 == secret_sha256(secret)
     assert secret not in str(EnrollmentToken.objects.filter(pk=row.pk).values().first())
@@ -42,7 +46,8 @@ def test_enroll_is_one_time(project: Any, owner: Any) -> None:
     assert first.status_code == 201, first.content
     body = first.json()
     assert set(body) == {"device_id", "credential", "heartbeat_interval_s", "signing_public_key",
-                         "trusted_signing_keys"}
+                         "trusted_signing_keys", "re_enrolled"}
+    assert body["re_enrolled"] is False
     assert body["heartbeat_interval_s"] == 5.0
     assert len(body["signing_public_key"]) == 44  # base64 of 32 raw Ed25519 bytes
     # a new installation's key ring is the one key this host signs with
@@ -146,3 +151,115 @@ def test_enrollment_is_throttled_per_address(project: Any, owner: Any, settings:
                         format="json", REMOTE_ADDR="10.0.0.9")
     assert other.status_code == 201, other.content
     cache.clear()
+
+
+MACHINE = "0123456789abcdef0123456789abcdef"
+
+
+def _enroll(project: Any, owner: Any, **body: Any) -> Any:
+    issued = services.enrollment_token_create(project=project, user=owner,
+                                              expires_in=timedelta(hours=1))
+    return APIClient().post("/api/device/v1/enroll", {"token": issued.secret, **body},
+                            format="json")
+
+
+def test_re_enrolling_the_same_device_keeps_one_device_and_revokes_the_old_credential(
+        project: Any, owner: Any, owner_api: APIClient, heartbeat: Any,
+        model_version: Any) -> None:
+    """``sampan-agent enroll --force`` on the same machine, same name: the same device (id,
+    deployments) with a new credential; the old credential is a 401 from then on."""
+    first = _enroll(project, owner, name="cam-1", machine_id=MACHINE, info={"os": "a"})
+    assert first.status_code == 201, first.content
+    old = APIClient()
+    old.credentials(HTTP_AUTHORIZATION=f"Device {first.json()['credential']}")
+    assert heartbeat(old).status_code == 200
+    version = model_version()
+    deployed = owner_api.post(f"/api/v1/projects/{project.pk}/deployments/",
+                              {"model_version_id": str(version.pk),
+                               "device_ids": [first.json()["device_id"]]}, format="json")
+    assert deployed.status_code == 201, deployed.content
+
+    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE, info={"os": "b"})
+    assert second.status_code == 201, second.content
+    assert second.json()["re_enrolled"] is True
+    assert second.json()["device_id"] == first.json()["device_id"]
+    assert Device.objects.filter(project=project).count() == 1
+    device = Device.objects.get()
+    assert device.info == {"os": "b"}
+    assert heartbeat(old).status_code == 401
+    new = APIClient()
+    new.credentials(HTTP_AUTHORIZATION=f"Device {second.json()['credential']}")
+    reply = heartbeat(new)
+    assert reply.status_code == 200
+    # the desired deployment survives the re-enrollment
+    assert reply.json()["desired"]["model_version_id"] == str(version.pk)
+    listed = owner_api.get(f"/api/v1/projects/{project.pk}/devices/").json()
+    assert [d["id"] for d in (listed["results"] if isinstance(listed, dict) else listed)] == [
+        str(device.pk)]
+    actions = owner_api.get(f"/api/v1/projects/{project.pk}/audit/").json()
+    actions = [e["action"] for e in (actions["results"] if isinstance(actions, dict)
+                                     else actions)]
+    assert "device.re_enroll" in actions and "device.enroll" in actions
+
+
+def test_only_the_same_name_and_machine_id_is_a_re_enrollment(project: Any, owner: Any) -> None:
+    assert _enroll(project, owner, name="cam-1", machine_id=MACHINE).status_code == 201
+    # another agent on the same machine, another name: another device
+    other_name = _enroll(project, owner, name="cam-2", machine_id=MACHINE)
+    # the same name from another machine, or from an agent that sends no machine id
+    other_machine = _enroll(project, owner, name="cam-1", machine_id="f" * 32)
+    no_id = _enroll(project, owner, name="cam-1")
+    for response in (other_name, other_machine, no_id):
+        assert response.status_code == 201, response.content
+        assert response.json()["re_enrolled"] is False
+    assert Device.objects.filter(project=project).count() == 4
+
+
+def test_a_device_of_another_project_is_never_re_enrolled(project: Any, owner: Any) -> None:
+    from sampan.accounts.services import project_create
+
+    elsewhere = project_create(user=owner, name="other")
+    first = _enroll(elsewhere, owner, name="cam-1", machine_id=MACHINE)
+    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE)
+    assert second.json()["re_enrolled"] is False
+    assert second.json()["device_id"] != first.json()["device_id"]
+    assert Device.objects.count() == 2
+
+
+def test_a_malformed_machine_id_is_refused_by_name_and_the_token_stays_usable(
+        project: Any, owner: Any) -> None:
+    issued = services.enrollment_token_create(project=project, user=owner,
+                                              expires_in=timedelta(hours=1))
+    for bad in ("not-hex", "ABCDEF0123456789ABCDEF0123456789", "ab" * 40, 12):
+        response = APIClient().post("/api/device/v1/enroll",
+                                    {"token": issued.secret, "name": "x", "machine_id": bad},
+                                    format="json")
+        assert response.status_code == 400, (bad, response.content)
+        assert response.json()["error"]["field"] == "machine_id"
+    ok = APIClient().post("/api/device/v1/enroll",
+                          {"token": issued.secret, "name": "x", "machine_id": MACHINE},
+                          format="json")
+    assert ok.status_code == 201
+
+
+def test_the_commands_name_the_public_url_devices_use(owner_api: APIClient, project: Any,
+                                                      settings: Any) -> None:
+    """SAMPAN_PUBLIC_URL (e.g. the LAN address ``make run HOST=0.0.0.0`` sets) is the URL in
+    the device's commands, whatever URL the browser used."""
+    settings.SAMPAN_PUBLIC_URL = "http://192.168.1.20:8000"
+    body = owner_api.post(f"/api/v1/projects/{project.pk}/enrollment-tokens/", {},
+                          format="json").json()
+    assert body["server_url"] == "http://192.168.1.20:8000"
+    assert body["server_url_is_local"] is False
+    assert body["enroll_command"].startswith("sampan-agent enroll --url http://192.168.1.20:8000 ")
+
+
+@pytest.mark.parametrize(("url", "local"), [
+    ("http://127.0.0.1:8000/", True), ("http://127.3.4.5/", True), ("http://localhost:8000", True),
+    ("http://[::1]:8000", True), ("http://0.0.0.0:8000", True),
+    ("http://sampan.lan:8000", False), ("https://sampan.example.org", False),
+    ("http://10.0.0.7:8000", False)])
+def test_a_loopback_server_url_is_flagged(url: str, local: bool) -> None:
+    commands = services.device_setup_commands(public_url="", request_url=url, secret="spe_x")
+    assert commands["server_url"] == url.rstrip("/")
+    assert commands["server_url_is_local"] is local

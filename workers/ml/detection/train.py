@@ -48,6 +48,9 @@ EVAL_SCORE_THRESHOLD = 0.05
 BATCH_SIZE = 4
 #: validation rounds planned over a run (each costs one pass over the validation images)
 VALIDATIONS = 6
+#: exponential moving average of the weights, validated and exported instead of the last
+#: step's (YOLOv5/v8's ModelEMA; torch.optim.swa_utils); None trains without it
+EMA_DECAY: float | None = 0.99
 
 
 @dataclass
@@ -239,6 +242,11 @@ def train_detector(request: DetectRequest, *,
     transform = training_transform(size, preprocessing.mean, request.flips,
                                    request.augmentation)
     optimizer = _optimizer(model, request.lr)
+    # the average starts as a copy of the model and follows each step; it is what is
+    # validated, kept and exported
+    ema = (None if EMA_DECAY is None else torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(  # type: ignore[no-untyped-call]
+            EMA_DECAY), use_buffers=True))
     generator = torch.Generator().manual_seed(request.seed)
     settings = DetectionSettings(score_threshold=EVAL_SCORE_THRESHOLD, tile=geometry.tile)
 
@@ -274,7 +282,8 @@ def train_detector(request: DetectRequest, *,
     # inference of one letterboxed image ~ a third of a training step per image (forward only)
     infer_s = step_s / BATCH_SIZE / 2.0 * tiles_per_image
     val_s = infer_s * len(val) + 0.2
-    tail_s = 12.0 + infer_s * (2 * len(val) + len(request.test) + 2)  # export, parity, test
+    # export, parity (2 batches), the exported model on validation and on test
+    tail_s = 12.0 + infer_s * (len(val) + len(request.test) + 2)
     train_s = deadline - time.monotonic() - tail_s
     planned = max(0, int((train_s - VALIDATIONS * val_s) / step_s))
     total = planned
@@ -286,6 +295,7 @@ def train_detector(request: DetectRequest, *,
         "tile": None if geometry.tile is None else {"size": geometry.tile.size,
                                                     "overlap": geometry.tile.overlap},
         "batch_size": BATCH_SIZE, "lr": request.lr, "optimizer": "adamw", "threads": threads,
+        "ema_decay": EMA_DECAY,
         "flips": request.flips,
         "augmentation": request.augmentation,
         "planned_steps": planned,
@@ -303,14 +313,15 @@ def train_detector(request: DetectRequest, *,
 
     def validate() -> None:
         nonlocal best_state, best_results, best_map50, best_step, val_s, tail_s
-        model.eval()
-        graph = ExportedDetector(model, size).eval()
+        evaluated = model if ema is None else ema.module
+        evaluated.eval()
+        graph = ExportedDetector(evaluated, size).eval()
         began = time.monotonic()
         results = _results(_torch_runner(graph), request.val, val, preprocessing, settings,
                            progress)
         map50, map_ = mean_ap(results, num_classes)
         if map50 >= best_map50:
-            best_state = copy.deepcopy(model.state_dict())
+            best_state = copy.deepcopy(evaluated.state_dict())
             best_results, best_map50, best_step = results, map50, step
         entry = {"phase": "train", "step": step, "steps": total,
                  "loss": round(sum(running.values()), 4) if running else None,
@@ -339,6 +350,8 @@ def train_detector(request: DetectRequest, *,
         for group in optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
         losses = _train_step(model, optimizer, *_batch(train, geometry, transform, generator))
+        if ema is not None:
+            ema.update_parameters(model)
         running = {k: 0.9 * running.get(k, v) + 0.1 * v for k, v in losses.items()}
         step += 1
         step_times.append(time.monotonic() - began)

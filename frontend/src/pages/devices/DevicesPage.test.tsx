@@ -24,7 +24,7 @@ const device = {
   created_at: "2026-11-29T00:00:00Z",
 };
 
-function api(posted: unknown[]) {
+function api(posted: unknown[], local = false) {
   return async (request: Request) => {
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname.endsWith("/enrollment-tokens/")) {
@@ -32,6 +32,8 @@ function api(posted: unknown[]) {
       return json(201, {
         id: "t1", note: "", expires_at: "2026-11-30T00:00:00Z", used_at: null, device_id: null,
         created_at: "2026-11-29T00:00:00Z", token: "spe_secret", enroll_command: "sampan-agent enroll --url http://x --token spe_secret",
+        server_url: "http://x", server_url_is_local: local, install_command: 'pip install "sampan[edge]"',
+        run_command: "sampan-agent run --host 0.0.0.0 --port 8700",
       });
     }
     if (url.pathname.endsWith("/devices/")) return json(200, [device, { ...device, id: "dev2", name: "gate", status: "offline", last_seen_at: null, current_model_version: null, last_metrics: {} }]);
@@ -61,6 +63,15 @@ describe("DevicesPage", () => {
     expect(await screen.findByTestId("enroll-command")).toHaveTextContent("sampan-agent enroll --url http://x --token spe_secret");
     expect(screen.getByText(/shown only now/)).toBeInTheDocument();
     expect(posted).toEqual([{ expires_in_hours: 24 }]);
+    expect(screen.getByTestId("install-command")).toHaveTextContent('pip install "sampan[edge]"');
+    expect(screen.getByTestId("run-command")).toHaveTextContent("sampan-agent run --host 0.0.0.0 --port 8700");
+    expect(screen.queryByTestId("local-url")).not.toBeInTheDocument();
+  });
+
+  it("says when the URL in the commands names this machine only", async () => {
+    renderRoutes(routes, "/projects/p1/devices", api([], true) as unknown as typeof globalThis.fetch);
+    await userEvent.click(await screen.findByRole("button", { name: /Add device/ }));
+    expect(await screen.findByTestId("local-url")).toHaveTextContent(/cannot reach http:\/\/x.*HOST=0\.0\.0\.0.*SAMPAN_PUBLIC_URL/);
   });
 
   it("a row opens the device page", async () => {

@@ -51,10 +51,22 @@ function AddDeviceButton({ projectId }: { projectId: string }) {
         {issued && (
           <Space orientation="vertical" style={{ width: "100%" }}>
             <Typography.Paragraph>{t("devices.addIntro", { hours: TOKEN_HOURS })}</Typography.Paragraph>
+            {issued.server_url_is_local && <Alert data-testid="local-url" type="info" showIcon title={t("devices.localUrl", { url: issued.server_url })} />}
             <Alert type="warning" showIcon title={t("devices.shownOnce")} />
-            <Typography.Paragraph data-testid="enroll-command" copyable={{ text: issued.enroll_command }} code style={{ whiteSpace: "pre-wrap", wordBreak: "break-all" }}>
-              {issued.enroll_command}
-            </Typography.Paragraph>
+            {(
+              [
+                ["install-command", "devices.stepInstall", issued.install_command],
+                ["enroll-command", "devices.stepEnroll", issued.enroll_command],
+                ["run-command", "devices.stepRun", issued.run_command],
+              ] as const
+            ).map(([testId, label, command]) => (
+              <div key={testId}>
+                <Typography.Text strong>{t(label)}</Typography.Text>
+                <Typography.Paragraph data-testid={testId} copyable={{ text: command }} code style={{ whiteSpace: "pre-wrap", wordBreak: "break-all", marginBottom: 0 }}>
+                  {command}
+                </Typography.Paragraph>
+              </div>
+            ))}
             <Typography.Text type="secondary">
               {t("devices.tokenExpires")}: {formatDate(issued.expires_at)}
             </Typography.Text>
