@@ -2,7 +2,10 @@
 
 Heartbeat ``requests`` and ``errors`` are cumulative counts since the agent process started (a
 lost heartbeat loses nothing; the control plane takes differences). Latency percentiles are over
-the last :data:`WINDOW` requests.
+the successful requests of the last :data:`LATENCY_WINDOW_S` seconds (at most :data:`WINDOW` of
+them), so they empty out (null) when traffic stops instead of repeating old values; the heartbeat
+states the window (``latency_window_s``). ``cpu_percent`` is the process's CPU time over wall
+time in % of all the device's cores (``cpu_count``, 0-100).
 
 While a detection model serves (or has served since the agent started), ``detections`` counts
 the objects its answers held, cumulative like ``requests``, and ``detections_by_class`` the
@@ -24,8 +27,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 __all__ = ["MAX_CLASSES_REPORTED", "Telemetry", "memory_bytes"]
 
-#: Number of most recent requests the latency percentiles are computed over.
+#: Most recent successful requests kept for the latency percentiles.
 WINDOW = 1024
+#: The latency percentiles cover the requests of the last this many seconds.
+LATENCY_WINDOW_S = 60.0
 #: Most class labels a heartbeat's ``detections_by_class`` names (the most frequent ones).
 MAX_CLASSES_REPORTED = 20
 _LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -87,7 +92,7 @@ class Telemetry:
         for outcome in self.OUTCOMES:
             self._requests.labels(outcome)
         self._lock = threading.Lock()
-        self._window: deque[float] = deque(maxlen=WINDOW)
+        self._window: deque[tuple[float, float]] = deque(maxlen=WINDOW)  # (monotonic s, ms)
         self._served = 0  # successful requests ever appended to the window
         self._count = 0
         self._errors = 0
@@ -105,7 +110,7 @@ class Telemetry:
             if outcome != "ok":
                 self._errors += 1
             else:
-                self._window.append(latency_s * 1000.0)
+                self._window.append((time.monotonic(), latency_s * 1000.0))
                 self._served += 1
 
     def mark(self) -> int:
@@ -118,7 +123,8 @@ class Telemetry:
         newest :data:`WINDOW` of them when more came."""
         with self._lock:
             count = min(self._served - mark, len(self._window))
-            return list(self._window)[len(self._window) - count:] if count > 0 else []
+            return ([ms for _, ms in list(self._window)[len(self._window) - count:]]
+                    if count > 0 else [])
 
     def record_heartbeat(self, ok: bool) -> None:
         self._heartbeats.labels("ok" if ok else "error").inc()
@@ -145,18 +151,22 @@ class Telemetry:
             self._by_class.update(labels)
 
     def _cpu_percent(self) -> float:
-        """Process CPU time / wall time since the previous call, in % of one core."""
+        """Process CPU time / wall time since the previous call, in % of all cores (0-100)."""
         now, cpu = time.monotonic(), sum(os.times()[:2])
         with self._lock:
             then, cpu_then = self._cpu_mark
             self._cpu_mark = (now, cpu)
         elapsed = now - then
-        return round(100.0 * (cpu - cpu_then) / elapsed, 2) if elapsed > 0 else 0.0
+        cores = os.cpu_count() or 1
+        return round(100.0 * (cpu - cpu_then) / elapsed / cores, 2) if elapsed > 0 else 0.0
 
     def snapshot(self) -> dict[str, Any]:
-        """The heartbeat ``metrics`` object; percentiles in ms, null before any request."""
+        """The heartbeat ``metrics`` object; percentiles in ms over the last
+        :data:`LATENCY_WINDOW_S` seconds, null when no request succeeded in it."""
+        since = time.monotonic() - LATENCY_WINDOW_S
         with self._lock:
-            window = np.fromiter(self._window, dtype=np.float64)
+            window = np.fromiter((ms for t, ms in self._window if t >= since),
+                                 dtype=np.float64)
             count, errors = self._count, self._errors
             detections = self._detections
             # most frequent first, ties by label, so consecutive heartbeats name the same ones
@@ -170,7 +180,9 @@ class Telemetry:
             "requests": count,
             "errors": errors,
             "latency_ms": latency,
+            "latency_window_s": LATENCY_WINDOW_S,
             "cpu_percent": self._cpu_percent(),
+            "cpu_count": os.cpu_count(),
             "memory_bytes": memory_bytes(),
         }
         if detections is not None:

@@ -2070,8 +2070,18 @@ export interface components {
             requests?: number | null;
             errors?: number | null;
             latency_ms?: components["schemas"]["LatencyInputRequest"] | null;
-            /** Format: double */
+            /**
+             * Format: double
+             * @description The seconds latency_ms covers (the agent's requests of the last 60 s).
+             */
+            latency_window_s?: number | null;
+            /**
+             * Format: double
+             * @description The agent process's CPU use in % of all the device's cores (cpu_count).
+             */
             cpu_percent?: number | null;
+            /** @description The device's CPU cores. */
+            cpu_count?: number | null;
             memory_bytes?: number | null;
             /** @description Objects detected since the agent started (cumulative, like requests). */
             detections?: number | null;

@@ -254,8 +254,14 @@ class MetricsInput(serializers.Serializer):
     requests = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
     errors = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
     latency_ms = LatencyInput(allow_null=True, required=False, default=None)
-    cpu_percent = serializers.FloatField(min_value=0, allow_null=True, required=False,
-                                         default=None)
+    latency_window_s = serializers.FloatField(
+        min_value=0, allow_null=True, required=False,
+        help_text="The seconds latency_ms covers (the agent's requests of the last 60 s).")
+    cpu_percent = serializers.FloatField(
+        min_value=0, allow_null=True, required=False, default=None,
+        help_text="The agent process's CPU use in % of all the device's cores (cpu_count).")
+    cpu_count = serializers.IntegerField(min_value=1, max_value=4096, allow_null=True,
+                                         required=False, help_text="The device's CPU cores.")
     memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
                                             default=None)
     # detection models only: absent (not null) from a classifier's heartbeat

@@ -125,3 +125,19 @@ def test_heartbeat_replies_carry_the_key_ring_through_a_rotation(enrolled: Any,
     assert rotated[0]["public_key"] == rotation.active.public_key
     signing_key_retire(key_id=first["key_id"])
     assert heartbeat(client).json()["trusted_signing_keys"] == rotated[:1]
+
+
+def test_the_latency_window_and_core_count_are_kept_and_checked(enrolled: Any,
+                                                                heartbeat: Any) -> None:
+    device, client = enrolled()
+    metrics = {"requests": 3, "errors": 0, "latency_ms": {"p50": None, "p95": None, "p99": None},
+               "latency_window_s": 60.0, "cpu_percent": 12.5, "cpu_count": 4,
+               "memory_bytes": 1}
+    assert heartbeat(client, metrics=metrics).status_code == 200
+    device.refresh_from_db()
+    assert device.last_metrics["latency_window_s"] == 60.0
+    assert device.last_metrics["cpu_count"] == 4
+    for bad in ({"cpu_count": 0}, {"cpu_count": "four"}, {"latency_window_s": -1}):
+        response = heartbeat(client, metrics={**metrics, **bad})
+        assert response.status_code == 400, bad
+        assert response.json()["error"]["field"].startswith("metrics"), response.json()

@@ -15,7 +15,11 @@ export interface DeviceMetrics {
   requests?: number;
   errors?: number;
   latency_ms?: { p50?: number | null; p95?: number | null; p99?: number | null } | null;
+  /** the seconds latency_ms covers (null percentiles: no request in them) */
+  latency_window_s?: number | null;
+  /** the agent's CPU use in % of all the device's cores (cpu_count) */
   cpu_percent?: number | null;
+  cpu_count?: number | null;
   memory_bytes?: number | null;
   /** objects detected since the agent started (detection models only) */
   detections?: number | null;

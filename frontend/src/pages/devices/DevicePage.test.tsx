@@ -49,9 +49,19 @@ describe("DevicePage", () => {
   it("shows neither for an image classifier", async () => {
     const metrics = { requests: 9, errors: 0 };
     renderRoutes(routes, "/projects/p1/devices/dev1", api(metrics, [row("2026-12-01T12:00:00Z", metrics)]) as unknown as typeof globalThis.fetch);
-    await waitFor(() => expect(screen.getByRole("img", { name: "Requests per interval" })).toBeInTheDocument());
+    await waitFor(() => expect(screen.getByRole("img", { name: "Requests per second" })).toBeInTheDocument());
     expect(screen.queryByTestId("detections-per-second")).toBeNull();
     expect(screen.queryByRole("img", { name: "Detections per second" })).toBeNull();
     expect(screen.queryByTestId("detections-by-class")).toBeNull();
+  });
+
+  it("shows requests per second, the latency window and CPU as a share of the device's cores", async () => {
+    const metrics = { requests: 50, errors: 0, latency_ms: { p50: 2, p95: 4.5, p99: 6 }, latency_window_s: 60, cpu_percent: 12.5, cpu_count: 4 };
+    const telemetry = [row("2026-12-01T12:00:00Z", { requests: 10 }), row("2026-12-01T12:00:05Z", metrics)];
+    renderRoutes(routes, "/projects/p1/devices/dev1", api(metrics, telemetry) as unknown as typeof globalThis.fetch);
+    await waitFor(() => expect(screen.getByTestId("requests-per-second")).toHaveTextContent("8.00"));
+    expect(screen.getByText("p95 latency, last 60 s")).toBeInTheDocument();
+    expect(screen.getByTestId("cpu")).toHaveTextContent("CPU (of 4 cores)");
+    expect(screen.getByTestId("cpu")).toHaveTextContent("12.5%");
   });
 });

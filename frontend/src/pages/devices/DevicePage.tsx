@@ -69,12 +69,17 @@ export function DevicePage() {
       </Space>
       <Space size="large" wrap>
         <Statistic title={t("devices.requests")} value={metrics.requests ?? "—"} />
+        <Statistic data-testid="requests-per-second" title={t("devices.requestsPerSecond")} value={lastValue(series.requestsPerSecond)?.toFixed(2) ?? "—"} />
         <Statistic title={t("devices.errors")} value={metrics.errors ?? "—"} />
         <Statistic
-          title={t("devices.p95")}
+          title={typeof metrics.latency_window_s === "number" ? t("devices.p95Window", { seconds: metrics.latency_window_s }) : t("devices.p95")}
           value={typeof metrics.latency_ms?.p95 === "number" ? t("models.latencyMs", { ms: metrics.latency_ms.p95.toFixed(1) }) : "—"}
         />
-        <Statistic title={t("devices.cpu")} value={typeof metrics.cpu_percent === "number" ? `${metrics.cpu_percent.toFixed(1)}%` : "—"} />
+        <Statistic
+          data-testid="cpu"
+          title={typeof metrics.cpu_count === "number" ? t("devices.cpuOfCores", { count: metrics.cpu_count }) : t("devices.cpu")}
+          value={typeof metrics.cpu_percent === "number" ? `${metrics.cpu_percent.toFixed(1)}%` : "—"}
+        />
         <Statistic title={t("devices.memory")} value={typeof metrics.memory_bytes === "number" ? formatBytes(metrics.memory_bytes) : "—"} />
         {series.hasDetections && (
           <Statistic data-testid="detections-per-second" title={t("devices.detectionsPerSecond")} value={lastValue(series.detectionsPerSecond)?.toFixed(2) ?? "—"} />
@@ -129,7 +134,7 @@ export function DevicePage() {
       {telemetry.data && telemetry.data.length > 0 && (
         <Row gutter={[16, 16]}>
           <Col xs={24} lg={12}>
-            <ChartCard title={t("devices.chartRequests")} option={timeOption([{ name: t("devices.requests"), data: series.requests, type: "bar" }], "", true)} />
+            <ChartCard title={t("devices.chartRequests")} option={timeOption([{ name: t("devices.requestsPerSecond"), data: series.requestsPerSecond }])} />
           </Col>
           <Col xs={24} lg={12}>
             <ChartCard

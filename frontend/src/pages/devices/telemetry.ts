@@ -9,6 +9,8 @@ export type Point = [number, number | null];
 
 export interface TelemetrySeries {
   requests: Point[];
+  /** requests per second between heartbeats */
+  requestsPerSecond: Point[];
   errors: Point[];
   p50: Point[];
   p95: Point[];
@@ -61,6 +63,7 @@ export function telemetrySeries(rows: readonly Telemetry[]): TelemetrySeries {
   const detections = metrics.map((m) => num(m.detections));
   return {
     requests: zip(counterDeltas(metrics.map((m) => num(m.requests)))),
+    requestsPerSecond: zip(counterRates(metrics.map((m) => num(m.requests)), times)),
     errors: zip(counterDeltas(metrics.map((m) => num(m.errors)))),
     p50: latency("p50"),
     p95: latency("p95"),
