@@ -34,6 +34,7 @@ Detection labeling (draw, move/resize, change the class, delete, undo, reload) i
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -780,8 +781,11 @@ def device_page(page: Page, stack: Stack, screenshots: Any) -> None:
     expect(page.get_by_text("digits v1").first).to_be_visible()
     # the next heartbeats carry the counters (every second in this stack)
     expect(statistic(page, "Requests")).to_have_text(str(len(digits)), timeout=30_000)
-    expect(statistic(page, "p95 latency")).to_have_text(re.compile(r"^\d+\.\d ms$"))
-    for title in ("Requests per interval", "Latency (ms)", "Errors per interval", "CPU %",
+    expect(statistic(page, "p95 latency, last 60 s")).to_have_text(re.compile(r"^\d+\.\d ms$"))
+    cores = os.cpu_count()
+    expect(statistic(page, f"CPU (of {cores} core{'s' if cores != 1 else ''})")).to_have_text(
+        re.compile(r"^\d+\.\d%$"))
+    for title in ("Requests per second", "Latency (ms)", "Errors per interval", "CPU %",
                   "Memory (MB)"):
         chart = page.get_by_role("img", name=title)
         expect(chart.locator("canvas").first).to_be_visible()
