@@ -89,7 +89,8 @@ def cmd_enroll(args: argparse.Namespace) -> int:
         return 1
     name = args.name or socket.gethostname()
     try:
-        reply = enroll(args.url, args.token, name, _device_info(), machine_id(home))
+        reply = enroll(args.url, args.token, name, _device_info(), machine_id(home),
+                       re_enroll=args.force)
     except DeviceApiError as error:
         print(f"enrollment failed: {error}", file=sys.stderr)
         return 1
@@ -142,7 +143,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # benchmarks run on their own thread, with their own HTTP session
     benchmark_client = DeviceClient(config.server_url, config.credential)
     benchmarker = Benchmarker(agent, benchmark_client)
-    converger = Converger(agent, client, state, benchmarker)
+    # deployments download on the apply thread, with their own HTTP session too
+    apply_client = DeviceClient(config.server_url, config.credential)
+    converger = Converger(agent, client, state, benchmarker, apply_client)
     stop = threading.Event()
     loop = threading.Thread(target=converger.run, args=(stop,), name="converge", daemon=True)
 
@@ -165,6 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         loop.join(timeout=5.0)
         benchmarker.stop()
         client.close()
+        apply_client.close()
         benchmark_client.close()
     return 0
 
@@ -189,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     enroll_parser.add_argument("--token", required=True, help="one-time enrollment token")
     enroll_parser.add_argument("--name", help="device name (default: host name)")
     enroll_parser.add_argument(
-        "--force", action="store_true", help="replace an existing enrollment"
+        "--force", action="store_true",
+        help="replace an existing enrollment (here, and this machine's device of the same name "
+             "on the platform: its old credential stops working)"
     )
     add_home(enroll_parser)
     enroll_parser.set_defaults(func=cmd_enroll)

@@ -7,13 +7,15 @@ failures, timeouts, 408/429/5xx: back off and try again) and :class:`TerminalErr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
 
-__all__ = ["DeviceApiError", "DeviceClient", "RetryableError", "TerminalError", "enroll"]
+__all__ = ["Cancelled", "DeviceApiError", "DeviceClient", "RetryableError", "TerminalError",
+           "enroll"]
 
 API_PREFIX = "/api/device/v1/"
 #: (connect, read) timeouts in seconds for every call.
@@ -36,6 +38,11 @@ class RetryableError(DeviceApiError):
 
 class TerminalError(DeviceApiError):
     """A status or reply that the same request will get again (401, 403, 404, 400, bad JSON)."""
+
+
+class Cancelled(DeviceApiError):
+    """The caller's ``should_stop()`` turned True during a download (the partial file is kept
+    for a later resume)."""
 
 
 def api_url(server_url: str, path: str) -> str:
@@ -76,10 +83,11 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
 
 
 def enroll(server_url: str, token: str, name: str, info: dict[str, Any],
-           machine_id: str = "") -> dict[str, Any]:
+           machine_id: str = "", re_enroll: bool = False) -> dict[str, Any]:
     """``POST enroll`` -> ``{"device_id", "credential", "heartbeat_interval_s",
     "signing_public_key", "re_enrolled"}``. ``machine_id`` (32-64 hex digits, may be empty)
-    with ``name`` lets the platform recognise a re-enrollment of the same device.
+    with ``name`` lets the platform recognise a re-enrollment of the same device, done only
+    with ``re_enroll`` (else a 409 names the device).
 
     Raises:
         RetryableError: the server cannot be reached or answers 5xx.
@@ -88,7 +96,8 @@ def enroll(server_url: str, token: str, name: str, info: dict[str, Any],
     url = api_url(server_url, "enroll")
     try:
         response = requests.post(
-            url, json={"token": token, "name": name, "info": info, "machine_id": machine_id},
+            url, json={"token": token, "name": name, "info": info, "machine_id": machine_id,
+                       "re_enroll": re_enroll},
             timeout=TIMEOUT_S,
         )
     except requests.RequestException as error:
@@ -185,17 +194,20 @@ class DeviceClient:
         """GET a JSON object (the manifest). Raises DeviceApiError."""
         return _json(self._get(url, what, {}, stream=False), what)
 
-    def download(self, url: str, destination: Path, expected_size: int) -> None:
+    def download(self, url: str, destination: Path, expected_size: int,
+                 should_stop: Callable[[], bool] | None = None) -> None:
         """Download ``url`` into ``destination``, resuming a partial file with HTTP Range.
 
         A partial ``destination`` from an earlier attempt is continued with
         ``Range: bytes=<size>-``; a server that answers 200 instead of 206 restarts it.
-        ``expected_size`` is in bytes; checksums are checked by the caller.
+        ``expected_size`` is in bytes; checksums are checked by the caller. ``should_stop`` is
+        asked after every 64 KiB chunk.
 
         Raises:
             RetryableError: network failure, 5xx, or the transfer stopped early (the partial
                 file is kept for the next attempt).
             TerminalError: 4xx, or the server sends more than ``expected_size`` bytes.
+            Cancelled: ``should_stop()`` turned True (the partial file is kept).
         """
         offset = destination.stat().st_size if destination.exists() else 0
         if offset > expected_size:
@@ -218,6 +230,8 @@ class DeviceClient:
             try:
                 with open(destination, mode) as handle:
                     for chunk in response.iter_content(_CHUNK):
+                        if should_stop is not None and should_stop():
+                            raise Cancelled(f"download stopped at {written} bytes")
                         written += len(chunk)
                         if written > expected_size:
                             raise TerminalError(

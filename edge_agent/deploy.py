@@ -23,7 +23,13 @@ from typing import Any
 
 from edge_agent.agent import Agent, agent_version
 from edge_agent.benchmark import Benchmarker, runtime_info
-from edge_agent.client import DeviceApiError, DeviceClient, RetryableError, TerminalError
+from edge_agent.client import (
+    Cancelled,
+    DeviceApiError,
+    DeviceClient,
+    RetryableError,
+    TerminalError,
+)
 from edge_agent.home import AgentState, DeploymentStatus
 from edge_agent.sessions import ModelSession
 from edge_agent.runtime import (
@@ -86,8 +92,11 @@ class Converger:
         client: DeviceClient,
         state: AgentState,
         benchmarker: Benchmarker | None = None,
+        apply_client: DeviceClient | None = None,
     ) -> None:
         self.agent, self.client, self.state = agent, client, state
+        # the apply thread's own HTTP session (a requests.Session is not shared across threads)
+        self.apply_client = apply_client or client
         self.benchmarker = benchmarker
         self.home = agent.home
         self.interval_s = float(agent.config.heartbeat_interval_s)
@@ -104,6 +113,9 @@ class Converger:
         self._beat_thread: threading.Thread | None = None
         self._applying = False
         self._pending: dict[str, Any] | None = None
+        self._stop = threading.Event()  # set when run() ends: an apply left running gives up
+        self._latest: dict[str, Any] | None = None  # the newest heartbeat reply's desired state
+        self._handed_key: tuple[str, str, str] | None = None  # the desired state last taken up
         self._handed = threading.Event()  # a desired state waits for the apply thread
         self._beat_now = threading.Event()  # the apply thread has a step to report
 
@@ -114,13 +126,19 @@ class Converger:
         raises for device API or package errors. Returns within ~0.25 s of ``stop`` (an
         apply in progress is left to its daemon thread; ``state.json`` makes it resumable)."""
         self._background = True
+        self._stop = stop
         self._beat_thread = threading.current_thread()
         applier = threading.Thread(target=self._apply_loop, args=(stop,), name="apply",
                                    daemon=True)
         applier.start()
         try:
             while not stop.is_set():
-                deadline = time.monotonic() + self.run_once()
+                try:
+                    wait = self.run_once()
+                except Exception:  # never let heartbeating end: the device would look dead
+                    log.exception("heartbeat loop: unexpected error")
+                    wait = self._heartbeat_backoff.next()
+                deadline = time.monotonic() + wait
                 while not stop.is_set() and not self._beat_now.is_set():
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -143,15 +161,18 @@ class Converger:
                 desired, self._pending = self._pending, None
             if desired is None:
                 continue
+            woke = True
             try:
                 self.apply(desired)
-            except Exception:  # never let the apply thread die: the next heartbeat retries
+            except Exception:  # never let the apply thread die: retried after a backoff
                 log.exception("deployment %s: unexpected error", desired.get("deployment_id"))
                 self._retry_at = time.monotonic() + self._deploy_backoff.next()
+                woke = False  # the next heartbeat at its interval, not at once
             finally:
                 with self._lock:
                     self._applying = False
-                self._beat_now.set()
+                if woke:
+                    self._beat_now.set()
 
     @property
     def applying(self) -> bool:
@@ -187,7 +208,9 @@ class Converger:
             # deployment (or its download) never waits for a benchmark, nor the reverse
             self.benchmarker.offer(reply.get("benchmarks"))
         desired = reply.get("desired")
+        inline = None
         with self._lock:
+            self._latest = desired if isinstance(desired, dict) else None
             if (
                 not self._applying
                 and isinstance(desired, dict)
@@ -195,10 +218,12 @@ class Converger:
                 and time.monotonic() >= self._retry_at
             ):
                 if not self._background:
-                    self.apply(desired)
+                    inline = desired
                 else:
                     self._applying, self._pending = True, desired
                     self._handed.set()
+        if inline is not None:
+            self.apply(inline)
         return self.interval_s
 
     def _heartbeat(self) -> dict[str, Any]:
@@ -226,10 +251,19 @@ class Converger:
         self.agent.telemetry.record_heartbeat(True)
         return reply
 
+    @staticmethod
+    def _key(desired: dict[str, Any]) -> tuple[str, str, str]:
+        return (str(desired.get("deployment_id")), str(desired.get("model_version_id")),
+                str(desired.get("sha256")))
+
     def _needs_apply(self, desired: dict[str, Any]) -> bool:
         missing = [key for key in _DESIRED_KEYS if desired.get(key) in (None, "")]
         if missing:
             log.error("ignoring desired state without %s", missing)
+            return False
+        size = desired["size"]
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            log.error("ignoring desired state with size %r (not a byte count)", size)
             return False
         current = self.state.deployment
         if current is not None and current.matches(desired):
@@ -237,10 +271,13 @@ class Converger:
                 # Reinstall only if the version did not load at start-up.
                 return self.agent.current_version != current.model_version_id
             return not (current.state == "failed" and current.terminal)
-        # A new desired state: a fresh backoff and one more chance to re-download on a bad hash.
-        self._retry_at = 0.0
-        self._deploy_backoff.reset()
-        self._refetched.clear()
+        if self._key(desired) != self._handed_key:
+            # A new desired state: a fresh backoff and one more chance to re-download on a bad
+            # hash (the same one again, e.g. after an error before its first step, keeps both)
+            self._handed_key = self._key(desired)
+            self._retry_at = 0.0
+            self._deploy_backoff.reset()
+            self._refetched.clear()
         if desired["model_version_id"] == self.agent.current_version:
             # Same model version under a new deployment: nothing to install.
             self._step(self._status(desired), "running")
@@ -269,6 +306,8 @@ class Converger:
             self.home.save_state(self.state)
             self._step_seq += 1
             seq = self._step_seq
+        if self._stop.is_set():
+            return  # run() has ended: saved, and reported by the next process's heartbeat
         if self._background:
             # the heartbeat thread sends it now; wait (bounded) until a beat has carried it,
             # so every step reaches the platform in order, as a synchronous report would
@@ -295,6 +334,13 @@ class Converger:
                 session = self.agent.load_package(version_id)
             else:
                 session = self._download_and_install(desired, status)
+            if self._abandoned(status):
+                raise Cancelled("not swapped in")
+        except Cancelled as error:
+            # a newer desired state (or the end of run()): what was fetched stays on disk for
+            # a resume, and the next heartbeat takes up what is desired now
+            log.info("deployment %s abandoned: %s", status.deployment_id, error)
+            return
         except (RetryableError, OSError) as error:
             # OSError: local disk trouble (full, permissions), which may clear up.
             delay = self._deploy_backoff.next()
@@ -323,13 +369,14 @@ class Converger:
     ) -> ModelSession:
         version_id = status.model_version_id
         self._step(status, "downloading")
-        manifest = self.client.get_json(desired["manifest_url"], "manifest")
+        manifest = self.apply_client.get_json(desired["manifest_url"], "manifest")
         # Nothing in an unverified manifest is trusted, not even the size to download.
         verify_manifest(manifest, self.agent.config.trusted_keys())
         self._check_consistent(desired, manifest)
         part = self.home.downloads_dir / f"{version_id}.part"
         self.home.ensure()
-        self.client.download(desired["artifact_url"], part, status.size)
+        self.apply_client.download(desired["artifact_url"], part, status.size,
+                                   should_stop=lambda: self._abandoned(status))
 
         self._step(status, "verifying")
         staging = self.home.models_dir / f".staging-{version_id}"
@@ -351,6 +398,18 @@ class Converger:
             shutil.rmtree(target)  # leftovers of an earlier failed attempt; never current
         staging.replace(target)
         return self.agent.load_package(version_id)
+
+    def _abandoned(self, status: DeploymentStatus) -> bool:
+        """Whether the apply of ``status`` should give up: run() has ended, or (under run())
+        the newest heartbeat reply desires something else."""
+        if self._stop.is_set():
+            return True
+        if not self._background:
+            return False
+        with self._lock:
+            latest = self._latest
+        return latest is None or self._key(latest) != (
+            status.deployment_id, status.model_version_id, status.sha256)
 
     @staticmethod
     def _check_consistent(desired: dict[str, Any], manifest: dict[str, Any]) -> None:

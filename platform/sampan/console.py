@@ -15,7 +15,8 @@ from django.views.decorators.http import require_safe
 # (no slash) out too, so APPEND_SLASH still redirects them.
 # ``assets/`` is excluded too: a built file WhiteNoise does not know (the console was rebuilt
 # while the server ran) must be a 404, not index.html served as JavaScript (a blank page)
-CONSOLE_PATH_PATTERN = r"^(?!(?:api|admin|ws|static|media|assets)(?:/|$)|(?:healthz|readyz)$).*$"
+CONSOLE_PATH_PATTERN = (r"^(?!(?:api|admin|ws|static|media|assets)(?:/|$)"
+                        r"|(?:healthz|readyz|metrics)$).*$")
 
 NOT_BUILT_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sampan</title></head>

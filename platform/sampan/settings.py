@@ -148,6 +148,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # outermost: every request's duration, whatever answers it (GET /metrics)
+    "sampan.metrics.RequestMetricsMiddleware",
     # first: request ids, and JSON (never HTML) for every error under /api/
     "sampan.core.error_views.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -344,12 +346,31 @@ SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = env.int("SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT
 # and how long one waits for a slot before answering 429 with Retry-After
 SAMPAN_PREDICT_CONCURRENCY = env.int("SAMPAN_PREDICT_CONCURRENCY", default=2)
 SAMPAN_PREDICT_WAIT_S = env.float("SAMPAN_PREDICT_WAIT_S", default=5.0)
+# GET /metrics: when set, only "Authorization: Bearer <this>" may read it
+SAMPAN_METRICS_TOKEN = env.str("SAMPAN_METRICS_TOKEN", default="")
 # Devices
 # The platform's URL as devices reach it (e.g. http://192.168.1.20:8000): what the console's
 # "add a device" commands name. Empty: the URL of the request that created the token.
 SAMPAN_PUBLIC_URL = env.str("SAMPAN_PUBLIC_URL", default="").strip().rstrip("/")
-if SAMPAN_PUBLIC_URL and not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", SAMPAN_PUBLIC_URL):
-    raise ImproperlyConfigured(f"SAMPAN_PUBLIC_URL must be an http(s) URL such as "
+
+
+def _public_url_problem(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    if not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", url):
+        return "an http(s) URL"
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError:
+        return "a URL whose port is a number"
+    if not parts.hostname or parts.username is not None or parts.password is not None:
+        return "a URL with a host name and no user or password (it is shown in the console)"
+    return None
+
+
+if SAMPAN_PUBLIC_URL and (_problem := _public_url_problem(SAMPAN_PUBLIC_URL)):
+    raise ImproperlyConfigured(f"SAMPAN_PUBLIC_URL must be {_problem}, such as "
                                f"http://192.168.1.20:8000, not {SAMPAN_PUBLIC_URL!r}")
 SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)

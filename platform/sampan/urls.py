@@ -8,12 +8,14 @@ from sampan.console import CONSOLE_PATH_PATTERN, console_index
 from sampan.core.health import healthz, readyz
 from sampan.fleet.urls import device_urlpatterns
 from sampan.fleet.urls import urlpatterns as fleet_urlpatterns
+from sampan.metrics import metrics_view
 
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("readyz", readyz),
+    path("metrics", metrics_view),
     path("api/v1/", include("sampan.accounts.urls")),
     path("api/v1/", include("sampan.datasets.urls")),
     path("api/v1/", include("sampan.training.urls")),

@@ -305,3 +305,96 @@ def test_a_step_is_reported_at_once_not_at_the_next_interval(
         stop.set()
         loop.join(timeout=5.0)
     assert not loop.is_alive()
+
+
+def _run_in_background(device):
+    import threading
+
+    stop = threading.Event()
+    loop = threading.Thread(target=device.run, args=(stop,), daemon=True)
+    loop.start()
+    return stop, loop
+
+
+def test_a_deployment_superseded_during_its_download_is_never_swapped_in(
+    device, control_plane, package_factory
+) -> None:
+    """v2 downloads (held); the operator deploys v3 meanwhile: v2 is abandoned (never served,
+    never reported running) and v3 is installed."""
+    import threading
+
+    old, abandoned, wanted = package_factory(), package_factory(), package_factory()
+    control_plane.deploy(old, "d1")
+    device.run_once()
+    control_plane.hold_downloads = threading.Event()
+    control_plane.deploy(abandoned, "d2")
+    stop, loop = _run_in_background(device)
+    try:
+        control_plane.wait_for(lambda: model_gets(control_plane, abandoned.version_id))
+        control_plane.deploy(wanted, "d3")
+        after = len(control_plane.heartbeats)
+        control_plane.wait_for(lambda: len(control_plane.heartbeats) >= after + 2)
+        control_plane.hold_downloads.set()
+        control_plane.wait_for(lambda: ("running", None) in control_plane.deployment_states("d3"))
+    finally:
+        control_plane.hold_downloads.set()
+        stop.set()
+        loop.join(timeout=5.0)
+    assert device.agent.current_version == wanted.version_id
+    assert "running" not in [s for s, _ in control_plane.deployment_states("d2")]
+    served = {h["current_model_version_id"] for h in control_plane.heartbeats}
+    assert abandoned.version_id not in served
+
+
+def test_an_unusable_desired_state_does_not_flood_the_platform(
+    device, control_plane, package_factory
+) -> None:
+    """A desired state the agent cannot act on (a size that is not a byte count) is logged and
+    ignored: heartbeats stay at their interval (a flood of early beats was possible)."""
+    control_plane.heartbeat_interval_s = 0.5
+    device.interval_s = 0.5
+    control_plane.deploy(package_factory(), "d1", size="abc")
+    stop, loop = _run_in_background(device)
+    try:
+        began = len(control_plane.heartbeats)
+        control_plane.wait_for(lambda: len(control_plane.heartbeats) >= began + 3, timeout_s=10)
+        import time
+
+        first = time.monotonic()
+        count = len(control_plane.heartbeats)
+        control_plane.wait_for(lambda: len(control_plane.heartbeats) >= count + 3, timeout_s=10)
+        elapsed = time.monotonic() - first
+    finally:
+        stop.set()
+        loop.join(timeout=5.0)
+    assert elapsed >= 1.0, f"3 heartbeats in {elapsed:.2f} s at a 0.5 s interval"
+    assert control_plane.deployment_states("d1") == []
+
+
+def test_after_stop_an_apply_left_running_neither_swaps_nor_reports(
+    device, control_plane, package_factory
+) -> None:
+    import threading
+
+    old, new = package_factory(), package_factory()
+    control_plane.deploy(old, "d1")
+    device.run_once()
+    control_plane.hold_downloads = threading.Event()
+    control_plane.deploy(new, "d2")
+    stop, loop = _run_in_background(device)
+    control_plane.wait_for(lambda: model_gets(control_plane, new.version_id))
+    stop.set()
+    loop.join(timeout=5.0)
+    assert not loop.is_alive()
+    count = len(control_plane.heartbeats)
+    control_plane.hold_downloads.set()
+    # the apply thread wakes with the download's next chunk and gives up: no beat, no swap
+    import time
+
+    assert device.applying
+    deadline = time.monotonic() + 10.0
+    while device.applying and time.monotonic() < deadline:
+        threading.Event().wait(0.05)  # polling a flag with a deadline
+    assert not device.applying
+    assert len(control_plane.heartbeats) == count
+    assert device.agent.current_version == old.version_id

@@ -251,3 +251,23 @@ def test_an_unreadable_secret_file_is_refused_naming_the_variable(tmp_path: Path
     message = _refused(env)
     assert message.startswith(f"SAMPAN_SECRET_KEY_FILE='{tmp_path / 'nope'}'")
     assert "No such file" in message
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("sampan.lan:8000", "an http(s) URL"),
+    ("ftp://sampan.lan", "an http(s) URL"),
+    ("http://sampan.lan:notaport", "whose port is a number"),
+    ("http://admin:pw@sampan.lan:8000", "no user or password"),
+    ("http://:8000", "with a host name"),
+])
+def test_a_public_url_devices_cannot_use_is_refused_naming_it(tmp_path: Path, url: str,
+                                                               why: str) -> None:
+    message = _refused(_env(tmp_path, SAMPAN_PUBLIC_URL=url))
+    assert message.startswith("SAMPAN_PUBLIC_URL must be") and why in message
+    assert "pw@" not in message or url in message
+
+
+def test_a_usable_public_url_starts(tmp_path: Path) -> None:
+    for url in ("http://192.168.1.20:8000", "https://sampan.example.org/", "http://[fd00::5]:80"):
+        result = _settings(_env(tmp_path, SAMPAN_PUBLIC_URL=url))
+        assert result.returncode == 0, (url, result.stderr)

@@ -1876,8 +1876,13 @@ export interface components {
         EnrollInputRequest: {
             token: string;
             name: string;
-            /** @description The agent's app-specific machine id (32-64 lowercase hex digits). A device of the project with this name and machine id is re-enrolled: the same device, a new credential, the old one refused from then on. */
+            /** @description The agent's app-specific machine id (32-64 lowercase hex digits). A device of the project with this name and machine id is re-enrolled when re_enroll is true (the same device, a new credential, the old one refused from then on), else the enrollment is a 409. */
             machine_id?: string;
+            /**
+             * @description Replace this machine's device of the same name (sampan-agent enroll --force).
+             * @default false
+             */
+            re_enroll?: boolean;
             /** @description What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON. */
             info?: {
                 [key: string]: unknown;

@@ -84,3 +84,24 @@ def broker_job_ids(queue: str) -> set[str] | None:
         argsrepr = str(headers.get("argsrepr", ""))
         ids.update(part.strip(" '\"") for part in argsrepr.strip("[]()").split(",") if part)
     return ids
+
+
+def broker_queue_lengths(queues: list[str]) -> dict[str, int] | None:
+    """Messages waiting in each of ``queues`` (every priority level; delivered ones are not
+    counted), read from kombu's Redis lists as :func:`broker_job_ids` reads them. None when the
+    broker is not Redis or cannot be read."""
+    from sampan.celery import app
+
+    try:
+        with app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=1, timeout=2)
+            channel = connection.default_channel
+            client = getattr(channel, "client", None)
+            if client is None or not hasattr(channel, "_q_for_pri"):
+                return None
+            return {queue: sum(int(client.llen(channel._q_for_pri(queue, priority)))
+                               for priority in channel.priority_steps)
+                    for queue in queues}
+    except Exception:  # a broker that does not answer
+        log.warning("could not read the broker's queue lengths", exc_info=True)
+        return None

@@ -79,16 +79,26 @@ def network_env(host: str, port: int, environ: dict[str, str]) -> dict[str, str]
 
     if host in ("127.0.0.1", "localhost", "::1"):
         return {}
+    from urllib.parse import urlsplit
+
     address = host if host not in ("0.0.0.0", "::") else lan_address()
     names = [n for n in dict.fromkeys([address, socket.gethostname(), "127.0.0.1", "localhost"])
              if n]
+    origins = [f"http://{n}:{port}" for n in names]
     env: dict[str, str] = {}
-    if "SAMPAN_PUBLIC_URL" not in environ and address:
+    public = environ.get("SAMPAN_PUBLIC_URL", "").strip().rstrip("/")
+    if public:
+        # the operator's URL: devices and browsers come by its host name
+        parts = urlsplit(public)
+        if parts.hostname:
+            names.insert(0, parts.hostname)
+            origins.insert(0, f"{parts.scheme}://{parts.netloc}")
+    elif address:
         env["SAMPAN_PUBLIC_URL"] = f"http://{address}:{port}"
     if "SAMPAN_ALLOWED_HOSTS" not in environ:
-        env["SAMPAN_ALLOWED_HOSTS"] = ",".join(names)
+        env["SAMPAN_ALLOWED_HOSTS"] = ",".join(dict.fromkeys(names))
     if "SAMPAN_CSRF_TRUSTED_ORIGINS" not in environ:
-        env["SAMPAN_CSRF_TRUSTED_ORIGINS"] = ",".join(f"http://{n}:{port}" for n in names)
+        env["SAMPAN_CSRF_TRUSTED_ORIGINS"] = ",".join(dict.fromkeys(origins))
     return env
 
 

@@ -193,8 +193,12 @@ class EnrollInput(serializers.Serializer):
     machine_id = serializers.RegexField(
         r"^[0-9a-f]{32,64}$", required=False, default="", allow_blank=True,
         help_text=("The agent's app-specific machine id (32-64 lowercase hex digits). A device "
-                   "of the project with this name and machine id is re-enrolled: the same "
-                   "device, a new credential, the old one refused from then on."))
+                   "of the project with this name and machine id is re-enrolled when "
+                   "re_enroll is true (the same device, a new credential, the old one refused "
+                   "from then on), else the enrollment is a 409."))
+    re_enroll = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Replace this machine's device of the same name (sampan-agent enroll --force).")
     info = serializers.DictField(required=False, default=dict, help_text=(
         "What the device says about itself (OS, CPU, ...), at most 16 KiB of JSON."))
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
-from sampan.core.errors import AuthenticationFailed, NotFound, ValidationFailed
+from sampan.core.errors import AuthenticationFailed, Conflict, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
 from sampan.fleet.compatibility import model_incompatibilities
 from sampan.fleet.models import (
@@ -77,7 +77,7 @@ def enrollment_token_create(*, project: Project, user: Any, expires_in: timedelt
 AGENT_INSTALL_COMMAND = 'pip install "sampan[edge]"'
 #: the agent's local API on every interface of the device, on its default port
 AGENT_RUN_COMMAND = "sampan-agent run --host 0.0.0.0 --port 8700"
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0", "testserver"})
+_LOOPBACK_HOSTS = frozenset({"localhost", "testserver"})
 
 
 def device_setup_commands(*, public_url: str, request_url: str, secret: str) -> dict[str, Any]:
@@ -89,14 +89,22 @@ def device_setup_commands(*, public_url: str, request_url: str, secret: str) -> 
     ::1, localhost): a device on another machine cannot reach it, and the console says how to
     fix that (``make run HOST=0.0.0.0`` or ``SAMPAN_PUBLIC_URL``).
     """
+    import ipaddress
+    import shlex
     from urllib.parse import urlsplit
 
     server_url = (public_url or request_url).rstrip("/")
     host = (urlsplit(server_url).hostname or "").lower()
-    local = host in _LOOPBACK_HOSTS or host.startswith("127.")
+    try:
+        address = ipaddress.ip_address(host)
+        mapped = getattr(address, "ipv4_mapped", None)
+        local = (mapped or address).is_loopback or (mapped or address).is_unspecified
+    except ValueError:  # a name, not an address
+        local = host in _LOOPBACK_HOSTS or host.endswith(".localhost")
     return {"server_url": server_url, "server_url_is_local": local,
             "install_command": AGENT_INSTALL_COMMAND,
-            "enroll_command": f"sampan-agent enroll --url {server_url} --token {secret}",
+            "enroll_command": f"sampan-agent enroll --url {shlex.quote(server_url)} "
+                              f"--token {shlex.quote(secret)}",
             "run_command": AGENT_RUN_COMMAND}
 
 
@@ -108,18 +116,21 @@ class Enrollment:
     re_enrolled: bool = False
 
 
-def device_enroll(*, token: str, name: str, info: dict[str, Any],
-                  machine_id: str = "") -> Enrollment:
+def device_enroll(*, token: str, name: str, info: dict[str, Any], machine_id: str = "",
+                  re_enroll: bool = False) -> Enrollment:
     """Consume the one-time enrollment ``token`` and create a device with a new credential.
 
     The credential is returned once; only its sha256 is stored. Raises AuthenticationFailed (401,
     field ``token``) for an unknown, used or expired token. The token is claimed with a
     compare-and-set UPDATE inside the transaction, so two concurrent enrollments with one token
     create one device.
-    Re-enrollment (``sampan-agent enroll --force``): when the token's project has a device with
-    this ``name`` and this non-empty ``machine_id``, that device is kept (its id, deployments,
-    telemetry) and gets the new credential and ``info``; its old credential is refused from
-    then on. Its row is locked, so two concurrent re-enrollments leave one device.
+    Re-enrollment (``sampan-agent enroll --force`` sends ``re_enroll``): when the token's
+    project has a device with this ``name`` and this non-empty ``machine_id``, that device is
+    kept (its id, deployments, telemetry) and gets the new credential and ``info``; its old
+    credential is refused from then on. Its row is locked, so two concurrent re-enrollments
+    leave one device. Without ``re_enroll`` such a device is a Conflict (409, field ``name``):
+    a token admits a new device and never silently takes over one (machines cloned from one
+    disk image share a machine id and often a host name); the token stays usable.
     A ``name`` that the rule of ``sampan.core.names`` refuses is a ValidationFailed (field
     ``name``), checked before the token is looked at, so the token stays usable.
     """
@@ -140,6 +151,11 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any],
         existing = (Device.objects.select_for_update()
                     .filter(project_id=row.project_id, name=name, machine_id=machine_id)
                     .order_by("created_at").first() if machine_id else None)
+        if existing is not None and not re_enroll:
+            raise Conflict(
+                f"a device named {name!r} on this machine is already enrolled in this project: "
+                "run 'sampan-agent enroll --force' to enroll it again (its old credential stops "
+                "working), or give this one another --name", field="name")
         if existing is not None:
             existing.credential_sha256 = secret_sha256(credential)
             existing.info = info
@@ -157,8 +173,7 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any],
         # the device acts (no user): the token it used says who let it in
         audit_record(actor=None, action="device.re_enroll" if existing else "device.enroll",
                      project=row.project, target=device,
-                     details={"name": name, "machine_id": machine_id,
-                              "enrollment_token": str(row.pk)})
+                     details={"name": name, "enrollment_token": str(row.pk)})
     return Enrollment(device=device, credential=credential, re_enrolled=existing is not None)
 
 

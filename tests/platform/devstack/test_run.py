@@ -42,6 +42,11 @@ def test_network_settings_for_a_server_on_every_interface(monkeypatch: Any) -> N
     kept = run.network_env("0.0.0.0", 8000, {"SAMPAN_PUBLIC_URL": "https://sampan.lan",
                                               "SAMPAN_ALLOWED_HOSTS": "sampan.lan"})
     assert "SAMPAN_PUBLIC_URL" not in kept and "SAMPAN_ALLOWED_HOSTS" not in kept
+    # an operator's public URL is a host browsers and devices use: allowed, a trusted origin
+    named = run.network_env("0.0.0.0", 8000, {"SAMPAN_PUBLIC_URL": "http://sampan.lan:8000/"})
+    assert named["SAMPAN_ALLOWED_HOSTS"].split(",")[0] == "sampan.lan"
+    assert named["SAMPAN_CSRF_TRUSTED_ORIGINS"].split(",")[0] == "http://sampan.lan:8000"
+    assert "SAMPAN_PUBLIC_URL" not in named
     assert run.network_env("127.0.0.1", 8000, {}) == {}
     # a named address is the public one
     assert run.network_env("10.1.2.3", 9000, {})["SAMPAN_PUBLIC_URL"] == "http://10.1.2.3:9000"

@@ -179,7 +179,8 @@ def test_re_enrolling_the_same_device_keeps_one_device_and_revokes_the_old_crede
                                "device_ids": [first.json()["device_id"]]}, format="json")
     assert deployed.status_code == 201, deployed.content
 
-    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE, info={"os": "b"})
+    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE, info={"os": "b"},
+                     re_enroll=True)
     assert second.status_code == 201, second.content
     assert second.json()["re_enrolled"] is True
     assert second.json()["device_id"] == first.json()["device_id"]
@@ -202,13 +203,33 @@ def test_re_enrolling_the_same_device_keeps_one_device_and_revokes_the_old_crede
     assert "device.re_enroll" in actions and "device.enroll" in actions
 
 
+def test_without_force_the_same_device_is_a_conflict_and_the_token_stays_usable(
+        project: Any, owner: Any) -> None:
+    """A token admits a new device; it never silently takes over one (machines cloned from one
+    image share a machine id and often a host name)."""
+    first = _enroll(project, owner, name="cam-1", machine_id=MACHINE)
+    issued = services.enrollment_token_create(project=project, user=owner,
+                                              expires_in=timedelta(hours=1))
+    body = {"token": issued.secret, "name": "cam-1", "machine_id": MACHINE}
+    clash = APIClient().post("/api/device/v1/enroll", body, format="json")
+    assert clash.status_code == 409, clash.content
+    error = clash.json()["error"]
+    assert error["field"] == "name" and "--force" in error["message"]
+    old = APIClient()
+    old.credentials(HTTP_AUTHORIZATION=f"Device {first.json()['credential']}")
+    assert old.post("/api/device/v1/heartbeat", {"metrics": {}}, format="json").status_code != 401
+    renamed = APIClient().post("/api/device/v1/enroll", {**body, "name": "cam-2"}, format="json")
+    assert renamed.status_code == 201  # the same token, still unused
+    assert Device.objects.filter(project=project).count() == 2
+
+
 def test_only_the_same_name_and_machine_id_is_a_re_enrollment(project: Any, owner: Any) -> None:
     assert _enroll(project, owner, name="cam-1", machine_id=MACHINE).status_code == 201
     # another agent on the same machine, another name: another device
-    other_name = _enroll(project, owner, name="cam-2", machine_id=MACHINE)
+    other_name = _enroll(project, owner, name="cam-2", machine_id=MACHINE, re_enroll=True)
     # the same name from another machine, or from an agent that sends no machine id
-    other_machine = _enroll(project, owner, name="cam-1", machine_id="f" * 32)
-    no_id = _enroll(project, owner, name="cam-1")
+    other_machine = _enroll(project, owner, name="cam-1", machine_id="f" * 32, re_enroll=True)
+    no_id = _enroll(project, owner, name="cam-1", re_enroll=True)
     for response in (other_name, other_machine, no_id):
         assert response.status_code == 201, response.content
         assert response.json()["re_enrolled"] is False
@@ -220,7 +241,7 @@ def test_a_device_of_another_project_is_never_re_enrolled(project: Any, owner: A
 
     elsewhere = project_create(user=owner, name="other")
     first = _enroll(elsewhere, owner, name="cam-1", machine_id=MACHINE)
-    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE)
+    second = _enroll(project, owner, name="cam-1", machine_id=MACHINE, re_enroll=True)
     assert second.json()["re_enrolled"] is False
     assert second.json()["device_id"] != first.json()["device_id"]
     assert Device.objects.count() == 2
@@ -256,7 +277,8 @@ def test_the_commands_name_the_public_url_devices_use(owner_api: APIClient, proj
 
 @pytest.mark.parametrize(("url", "local"), [
     ("http://127.0.0.1:8000/", True), ("http://127.3.4.5/", True), ("http://localhost:8000", True),
-    ("http://[::1]:8000", True), ("http://0.0.0.0:8000", True),
+    ("http://[::1]:8000", True), ("http://0.0.0.0:8000", True), ("http://[::ffff:127.0.0.1]", True),
+    ("http://[0:0:0:0:0:0:0:1]:8000", True), ("http://app.localhost:8000", True),
     ("http://sampan.lan:8000", False), ("https://sampan.example.org", False),
     ("http://10.0.0.7:8000", False)])
 def test_a_loopback_server_url_is_flagged(url: str, local: bool) -> None:
