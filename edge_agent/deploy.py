@@ -12,12 +12,14 @@ that does not load) are reported and not retried until the desired state changes
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
 import shutil
 import threading
 import time
+from collections import deque
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,6 +56,10 @@ _DESIRED_KEYS = (
 )
 
 
+#: telemetry samples kept while the platform cannot be reached (an hour at one beat every 5 s;
+#: the oldest are dropped first, and counted), and how many one heartbeat carries (contracts.md)
+BUFFER_SAMPLES = 720
+BUFFER_PER_HEARTBEAT = 120
 #: longest an apply step waits for the heartbeat that reports it (seconds); past it, the
 #: deployment goes on and a later beat reports its state
 REPORT_WAIT_S = 10.0
@@ -113,6 +119,8 @@ class Converger:
         self._beat_thread: threading.Thread | None = None
         self._applying = False
         self._pending: dict[str, Any] | None = None
+        self._buffer: deque[dict[str, Any]] = deque(maxlen=BUFFER_SAMPLES)
+        self._dropped = 0  # samples that fell out of the full buffer, not reported yet
         self._stop = threading.Event()  # set when run() ends: an apply left running gives up
         self._latest: dict[str, Any] | None = None  # the newest heartbeat reply's desired state
         self._handed_key: tuple[str, str, str] | None = None  # the desired state last taken up
@@ -231,6 +239,8 @@ class Converger:
             deployment = self.state.deployment
             report = deployment.report() if deployment else None
             carried = self._step_seq
+            buffered = list(itertools.islice(self._buffer, BUFFER_PER_HEARTBEAT))
+            dropped = self._dropped
         payload = {
             "device_time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
             "agent_version": agent_version(),
@@ -238,17 +248,28 @@ class Converger:
             "metrics": self.agent.telemetry.snapshot(),
             "deployment": report,
             "runtime": runtime_info(),
+            "buffered": buffered,
+            "buffered_dropped": dropped,
         }
         try:
             reply = self.client.heartbeat(payload)
         except DeviceApiError:
             self.agent.telemetry.record_heartbeat(False)
+            with self._lock:  # kept for when the platform answers again
+                if len(self._buffer) == self._buffer.maxlen:
+                    self._dropped += 1  # the oldest falls out
+                self._buffer.append({"device_time": payload["device_time"],
+                                     "metrics": payload["metrics"]})
             raise
         finally:
             with self._sent:
                 self._sent_seq = max(self._sent_seq, carried)
                 self._sent.notify_all()
         self.agent.telemetry.record_heartbeat(True)
+        with self._lock:  # delivered: the samples sent and the count of the dropped ones
+            for _ in buffered:
+                self._buffer.popleft()
+            self._dropped -= dropped
         return reply
 
     @staticmethod

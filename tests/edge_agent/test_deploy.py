@@ -398,3 +398,26 @@ def test_after_stop_an_apply_left_running_neither_swaps_nor_reports(
     assert not device.applying
     assert len(control_plane.heartbeats) == count
     assert device.agent.current_version == old.version_id
+
+
+def test_telemetry_is_buffered_while_the_platform_is_down_and_sent_when_it_returns(
+    device, control_plane
+) -> None:
+    from collections import deque
+
+    device._buffer = deque(maxlen=3)  # a small buffer: the oldest fall out, and are counted
+    control_plane.down = True
+    for _ in range(5):
+        device.run_once()
+    failed = [h for h in control_plane.heartbeats]
+    assert len(failed) == 5
+    control_plane.down = False
+    device.run_once()
+    delivered = control_plane.heartbeats[-1]
+    assert [s["device_time"] for s in delivered["buffered"]] == [
+        h["device_time"] for h in failed[2:]]  # the newest 3, oldest first
+    assert all(set(s) == {"device_time", "metrics"} for s in delivered["buffered"])
+    assert delivered["buffered_dropped"] == 2
+    device.run_once()
+    assert control_plane.heartbeats[-1]["buffered"] == []
+    assert control_plane.heartbeats[-1]["buffered_dropped"] == 0

@@ -1549,6 +1549,14 @@ export interface components {
              */
             no_objects?: boolean;
         };
+        BufferedSampleInputRequest: {
+            /**
+             * Format: date-time
+             * @description The device clock when it was taken.
+             */
+            device_time: string;
+            metrics: components["schemas"]["MetricsInputRequest"];
+        };
         /**
          * @description Exactly one of ``class_label`` (a name; a new name creates the class) and
          *     ``class_label_id``; ``{"class_label": null}`` removes the sample's label.
@@ -1943,6 +1951,13 @@ export interface components {
         HeartbeatInputRequest: {
             /** Format: date-time */
             device_time?: string | null;
+            /** @description Telemetry the agent kept while it could not reach the platform, oldest first (at most 120 per heartbeat). */
+            buffered?: components["schemas"]["BufferedSampleInputRequest"][];
+            /**
+             * @description Samples the agent dropped (oldest first) because its buffer was full.
+             * @default 0
+             */
+            buffered_dropped?: number;
             /** @default  */
             agent_version?: string;
             /** Format: uuid */

@@ -217,7 +217,10 @@ class DeviceHeartbeatApi(DeviceApi):
             deployment=services.DeploymentReport(
                 deployment_id=report["deployment_id"], state=report["state"],
                 error=report["error"] or "") if report else None,
-            runtime=_plain(values["runtime"]) if values["runtime"] else None)
+            runtime=_plain(values["runtime"]) if values["runtime"] else None,
+            buffered=[(sample["device_time"], _plain(sample["metrics"]))
+                      for sample in values["buffered"]],
+            buffered_dropped=values["buffered_dropped"])
         device = self.get_device(request)
         desired = services.device_heartbeat_record(device=device, heartbeat=heartbeat)
         # The trusted keys ride every reply, so a device trusts a rotated key before it is

@@ -74,7 +74,8 @@ def device_telemetry(*, device: Device, since: datetime | None = None,
     if since is not None:
         queryset = queryset.filter(received_at__gt=since)
     limit = max(1, min(limit, MAX_TELEMETRY_POINTS))
-    return list(reversed(queryset.order_by("-pk")[:limit]))
+    # by receive time: samples an agent buffered offline arrive later with earlier times
+    return list(reversed(queryset.order_by("-received_at", "-pk")[:limit]))
 
 
 def deployment_list(*, project: Project, device_id: Any = None, state: str | None = None,

@@ -293,8 +293,24 @@ class RuntimeInput(serializers.Serializer):
                                          max_length=256, required=False)
 
 
+#: most buffered samples one heartbeat may carry (the agent sends the rest in later beats)
+MAX_BUFFERED_SAMPLES = 120
+
+
+class BufferedSampleInput(serializers.Serializer):
+    device_time = serializers.DateTimeField(help_text="The device clock when it was taken.")
+    metrics = MetricsInput()
+
+
 class HeartbeatInput(serializers.Serializer):
     device_time = serializers.DateTimeField(allow_null=True, required=False, default=None)
+    buffered = BufferedSampleInput(
+        many=True, required=False, default=list, max_length=MAX_BUFFERED_SAMPLES,
+        help_text="Telemetry the agent kept while it could not reach the platform, oldest "
+                  "first (at most 120 per heartbeat).")
+    buffered_dropped = serializers.IntegerField(
+        min_value=0, required=False, default=0,
+        help_text="Samples the agent dropped (oldest first) because its buffer was full.")
     agent_version = serializers.CharField(max_length=64, allow_blank=True, required=False,
                                           default="")
     current_model_version_id = serializers.UUIDField(allow_null=True, required=False,

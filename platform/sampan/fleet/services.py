@@ -197,6 +197,10 @@ class Heartbeat:
     deployment: DeploymentReport | None = None
     #: ``{"onnxruntime", "providers", "cpu_features"?}``; None keeps what was stored before.
     runtime: dict[str, Any] | None = None
+    #: telemetry kept while the platform was unreachable: ``(device_time, metrics)``, oldest
+    #: first; and how many samples the agent dropped from its full buffer
+    buffered: list[tuple[datetime, dict[str, Any]]] = field(default_factory=list)
+    buffered_dropped: int = 0
 
 
 def deployment_state_report(*, device: Device, report: DeploymentReport,
@@ -259,15 +263,32 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
             last_seen_at=received_at, device_time=heartbeat.device_time,
             agent_version=heartbeat.agent_version, current_model_version_id=current_id,
             last_metrics=heartbeat.metrics, updated_at=received_at, **values)
+        if heartbeat.buffered:
+            Telemetry.objects.bulk_create(
+                Telemetry(device=device, received_at=_buffered_at(taken, heartbeat, received_at),
+                          device_time=taken, metrics=metrics)
+                for taken, metrics in heartbeat.buffered)
+        metrics = heartbeat.metrics
+        if heartbeat.buffered_dropped:
+            metrics = {**metrics, "telemetry_dropped": heartbeat.buffered_dropped}
         row = Telemetry.objects.create(
             device=device, received_at=received_at, device_time=heartbeat.device_time,
-            metrics=heartbeat.metrics,
+            metrics=metrics,
             current_model_version_id=heartbeat.current_model_version_id)
         _telemetry_prune(device_id=device.pk, newest_id=row.pk)
     device.last_seen_at, device.device_time = received_at, heartbeat.device_time
     device.agent_version, device.current_model_version_id = heartbeat.agent_version, current_id
     device.last_metrics = heartbeat.metrics
     return device_desired_deployment(device=device)
+
+
+def _buffered_at(taken: datetime, heartbeat: Heartbeat, received_at: datetime) -> datetime:
+    """When a buffered sample happened on the server's clock: its device time shifted by the
+    device clock's offset, measured on this heartbeat (``received_at - device_time``); never
+    later than ``received_at``. Without the heartbeat's device time: ``received_at``."""
+    if heartbeat.device_time is None:
+        return received_at
+    return min(received_at, taken + (received_at - heartbeat.device_time))
 
 
 def _telemetry_prune(*, device_id: Any, newest_id: int) -> None:

@@ -141,3 +141,40 @@ def test_the_latency_window_and_core_count_are_kept_and_checked(enrolled: Any,
         response = heartbeat(client, metrics={**metrics, **bad})
         assert response.status_code == 400, bad
         assert response.json()["error"]["field"].startswith("metrics"), response.json()
+
+
+def test_buffered_telemetry_lands_at_its_own_time_on_the_servers_clock(
+        owner_api: APIClient, project: Any, enrolled: Any, heartbeat: Any) -> None:
+    """An agent that could not reach the platform sends what it kept: one row per sample, at
+    the sample's device time shifted by the device clock's offset (this device runs an hour
+    behind), before the current one; the count of samples it dropped is kept."""
+    device, client = enrolled()
+    now = timezone.now()
+    behind = timedelta(hours=1)
+    device_now = now - behind
+    samples = [{"device_time": (device_now - timedelta(seconds=s)).isoformat(),
+                "metrics": {"requests": 40 - s, "errors": 0}} for s in (30, 20, 10)]
+    response = heartbeat(client, device_time=device_now.isoformat(), buffered=samples,
+                         buffered_dropped=4)
+    assert response.status_code == 200, response.content
+    rows = list(Telemetry.objects.filter(device=device).order_by("received_at", "pk"))
+    assert [r.metrics["requests"] for r in rows[:3]] == [10, 20, 30]
+    for row, ago in zip(rows[:3], (30, 20, 10), strict=True):
+        assert abs((now - row.received_at).total_seconds() - ago) < 5, row.received_at
+    assert rows[3].metrics["telemetry_dropped"] == 4
+    listed = owner_api.get(
+        f"/api/v1/projects/{project.pk}/devices/{device.pk}/telemetry/").json()
+    times = [r["received_at"] for r in listed]
+    assert times == sorted(times) and len(times) == 4
+    device.refresh_from_db()
+    assert abs((device.last_seen_at - now).total_seconds()) < 5  # liveness: receive time only
+
+
+def test_a_heartbeat_carries_at_most_120_buffered_samples(enrolled: Any, heartbeat: Any) -> None:
+    _, client = enrolled()
+    sample = {"device_time": "2026-11-29T12:00:00Z", "metrics": {"requests": 1}}
+    response = heartbeat(client, buffered=[sample] * 121)
+    assert response.status_code == 400
+    assert response.json()["error"]["field"].startswith("buffered")
+    bad = heartbeat(client, buffered=[{"metrics": {}}])
+    assert bad.status_code == 400 and "buffered" in bad.json()["error"]["field"]
