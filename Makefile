@@ -73,7 +73,8 @@ test-frontend: frontend
 demo: install
 	$(PY) -m sampan.devstack.demo $(if $(TASK),--task $(TASK))
 
-# make bench: every benchmark; make bench BENCH=training (or serving, upload, compression): one
+# make bench: every benchmark; make bench BENCH=training (or serving, upload, compression,
+# detection, swap): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 

@@ -16,6 +16,8 @@ with a ``"bench"`` key, and nothing is asserted):
 - ``upload``: :mod:`workers.bench_upload`, a 2 GiB resumable (tus) upload into the real web
   server, cut once and resumed, vs one multipart POST of 256 MiB: the web process's peak
   resident memory and MB/s of each.
+- ``swap``: :mod:`workers.bench_swap`, 50 requests/s to the real agent process while it swaps
+  to a new model version: failed requests and p99 during the swap vs the same load just before.
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
-                                           "detection"),
+                                           "detection", "swap"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -284,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_detection
 
         bench_detection.main(["--seed", str(args.seed)])
+    if args.only in (None, "swap"):
+        from workers import bench_swap
+
+        bench_swap.main([])
     return 0
 
 
