@@ -776,7 +776,15 @@ export interface paths {
         delete: operations["devices_delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        patch: operations["devices_update"];
         trace?: never;
     };
     "/api/v1/projects/{project_id}/devices/{device_id}/benchmarks/": {
@@ -1756,7 +1764,9 @@ export interface components {
         DeploymentInputRequest: {
             /** Format: uuid */
             model_version_id: string;
-            device_ids: string[];
+            device_ids?: string[];
+            /** @description Deploy to every device of the project with this tag (instead of device_ids). */
+            tag?: string;
         };
         DeploymentOutput: {
             /** Format: uuid */
@@ -1868,6 +1878,7 @@ export interface components {
             device_time: string | null;
             agent_version: string;
             info: unknown;
+            tags: string[];
             current_model_version: components["schemas"]["ModelVersionRefOutput"] | null;
             /** @description The active (desired) deployment, or null. */
             readonly deployment: {
@@ -2222,6 +2233,11 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["TrainingJobOutput"][];
+        };
+        PatchedDeviceUpdateInputRequest: {
+            name?: string;
+            /** @description Replaces the device's tags (at most 20). */
+            tags?: string[];
         };
         PredictInputRequest: {
             /**
@@ -3591,6 +3607,8 @@ export interface operations {
                  *     * `offline` - Offline
                  */
                 status?: "online" | "offline";
+                /** @description Only devices with this tag. */
+                tag?: string;
             };
             header?: never;
             path: {
@@ -3650,6 +3668,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    devices_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                device_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedDeviceUpdateInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedDeviceUpdateInputRequest"];
+                "multipart/form-data": components["schemas"]["PatchedDeviceUpdateInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceOutput"];
+                };
             };
         };
     };

@@ -66,7 +66,8 @@ class DeviceListApi(ProjectApi):
         project = self.get_project(request)
         query = s.DeviceListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        devices = selectors.device_list(project=project, status=query.validated_data.get("status"))
+        devices = selectors.device_list(project=project, status=query.validated_data.get("status"),
+                                        tag=query.validated_data.get("tag"))
         return Response(s.DeviceOutput(devices, many=True).data)
 
 
@@ -75,6 +76,17 @@ class DeviceDetailApi(ProjectApi):
     def get(self, request: Request, project_id: str, device_id: str) -> Response:
         device = selectors.device_get(project=self.get_project(request), device_id=device_id)
         return Response(s.DeviceOutput(device).data)
+
+    @extend_schema(request=s.DeviceUpdateInput, responses=s.DeviceOutput,
+                   operation_id="devices_update")
+    def patch(self, request: Request, project_id: str, device_id: str) -> Response:
+        project = self.get_project(request)
+        device = selectors.device_get(project=project, device_id=device_id)
+        data = s.DeviceUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.device_update(device=device, user=request.user, **data.validated_data)
+        return Response(s.DeviceOutput(selectors.device_get(project=project,
+                                                            device_id=device_id)).data)
 
     @extend_schema(responses={204: None}, operation_id="devices_delete")
     def delete(self, request: Request, project_id: str, device_id: str) -> Response:

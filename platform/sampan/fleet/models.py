@@ -64,6 +64,9 @@ class Device(BaseModel):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="devices")
     name = models.CharField(max_length=200)
     credential_sha256 = models.CharField(max_length=64, unique=True)
+    tags = models.JSONField(
+        default=list, blank=True,
+        help_text="Group labels (e.g. line-3, canary): deploy to every device with a tag.")
     machine_id = models.CharField(
         max_length=64, blank=True, default="", db_index=True,
         help_text="The agent's app-specific machine id (hex, a hash of /etc/machine-id): with "

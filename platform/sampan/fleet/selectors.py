@@ -45,11 +45,12 @@ def enrollment_token_usable(*, secret: str, now: datetime | None = None) -> Enro
         expires_at__gt=now or timezone.now()).first()
 
 
-def device_list(*, project: Project, status: str | None = None,
+def device_list(*, project: Project, status: str | None = None, tag: str | None = None,
                 now: datetime | None = None) -> QuerySet[Device]:
     """Devices of a project, each with ``active_deployments`` (0 or 1 element) prefetched.
 
-    ``status`` (online/offline) filters on the server receive time of the last heartbeat.
+    ``status`` (online/offline) filters on the server receive time of the last heartbeat;
+    ``tag``: only devices with that tag.
     """
     queryset = (project.devices.select_related("current_model_version__model")
                 .prefetch_related(Prefetch("deployments", queryset=_active_deployments(),
@@ -60,7 +61,16 @@ def device_list(*, project: Project, status: str | None = None,
         online = Q(last_seen_at__gte=since)
         offline = ~online | Q(last_seen_at__isnull=True)
         queryset = queryset.filter(online if status == DeviceStatus.ONLINE else offline)
+    if tag:
+        queryset = queryset.filter(pk__in=devices_tagged(project=project, tag=tag))
     return queryset.order_by("name", "created_at")
+
+
+def devices_tagged(*, project: Project, tag: str) -> list[Any]:
+    """Ids of the project's devices with ``tag`` (a JSON list on each row: filtered here, which
+    works alike on SQLite and PostgreSQL)."""
+    return [pk for pk, tags in project.devices.values_list("pk", "tags")
+            if isinstance(tags, list) and tag in tags]
 
 
 def device_get(*, project: Project, device_id: Any) -> Device:

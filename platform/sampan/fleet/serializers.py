@@ -29,6 +29,23 @@ class StrictCharField(serializers.CharField):
 # --- project API ------------------------------------------------------------------------------
 
 
+#: a device tag: a letter or digit, then letters, digits, ".", "_", ":" or "-" (at most 50)
+TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,49}$"
+MAX_TAGS = 20
+
+
+class TagField(serializers.RegexField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(TAG_PATTERN, max_length=50, error_messages={
+            "invalid": "a tag is 1-50 letters, digits, '.', '_', ':' or '-', starting with a "
+                       "letter or digit"}, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):  # a JSON number is not a tag (CharField would cast it)
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class EnrollmentTokenInput(serializers.Serializer):
     expires_in_hours = serializers.FloatField(default=24.0, min_value=0.05, max_value=24 * 30,
                                               help_text="Validity of the token (hours).")
@@ -87,6 +104,7 @@ class DeviceOutput(serializers.Serializer):
                                             help_text="The device clock, as last reported.")
     agent_version = serializers.CharField()
     info = serializers.JSONField()
+    tags = serializers.ListField(child=serializers.CharField())
     current_model_version = ModelVersionRefOutput(allow_null=True)
     deployment = serializers.SerializerMethodField(
         help_text="The active (desired) deployment, or null.")
@@ -133,6 +151,7 @@ class BenchmarkListQuery(serializers.Serializer):
 
 class DeviceListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=DeviceStatus.choices, required=False)
+    tag = TagField(required=False, help_text="Only devices with this tag.")
 
 
 class TelemetryOutput(serializers.Serializer):
@@ -150,10 +169,24 @@ class TelemetryQuery(serializers.Serializer):
     limit = serializers.IntegerField(required=False, default=360, min_value=1, max_value=5000)
 
 
+class DeviceUpdateInput(serializers.Serializer):
+    name = NameField(max_length=200, required=False)
+    tags = serializers.ListField(child=TagField(), max_length=MAX_TAGS, required=False,
+                                 help_text="Replaces the device's tags (at most 20).")
+
+
 class DeploymentInput(serializers.Serializer):
     model_version_id = serializers.UUIDField()
     device_ids = serializers.ListField(child=serializers.UUIDField(), min_length=1,
-                                       max_length=1000)
+                                       max_length=1000, required=False)
+    tag = TagField(required=False, help_text="Deploy to every device of the project with this "
+                                             "tag (instead of device_ids).")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("device_ids" in attrs) == ("tag" in attrs):
+            raise serializers.ValidationError(
+                {"device_ids": "give either device_ids or a tag"})
+        return attrs
 
 
 class DeploymentListQuery(serializers.Serializer):

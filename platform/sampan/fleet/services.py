@@ -301,9 +301,31 @@ def _telemetry_prune(*, device_id: Any, newest_id: int) -> None:
         Telemetry.objects.filter(device_id=device_id, pk__lte=cut_ids[0]).delete()
 
 
+def device_update(*, device: Device, user: Any, name: str | None = None,
+                  tags: list[str] | None = None) -> Device:
+    """Rename a device and/or replace its tags (duplicates dropped, order kept); audited."""
+    changes: dict[str, Any] = {}
+    if name is not None and name != device.name:
+        changes["name"] = [device.name, name]
+        device.name = name
+    if tags is not None:
+        tags = list(dict.fromkeys(tags))
+        if tags != device.tags:
+            changes["tags"] = [device.tags, tags]
+            device.tags = tags
+    if changes:
+        with transaction.atomic():
+            device.save(update_fields=["name", "tags", "updated_at"])
+            audit_record(actor=user, action="device.update", project=device.project,
+                         target=device, details=changes)
+    return device
+
+
 def deployment_create(*, project: Project, user: Any, model_version_id: Any,
-                      device_ids: Sequence[Any]) -> list[Deployment]:
-    """Deploy one model version to one or several devices of ``project`` (one click).
+                      device_ids: Sequence[Any] | None = None,
+                      tag: str | None = None) -> list[Deployment]:
+    """Deploy one model version to one or several devices of ``project`` (one click), given by
+    id or as every device with ``tag`` (a group; NotFound, field ``tag``, when none has it).
 
     Each device's active deployment is superseded and a new pending one becomes its desired
     state; deploying the version a device already runs is allowed (a redeploy, e.g. to retry a
@@ -316,10 +338,16 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
     (:func:`sampan.fleet.compatibility.model_incompatibilities`); nothing is written then, and
     every device keeps its current deployment.
     """
+    from sampan.fleet.selectors import devices_tagged
+
     version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
     if version is None:
         raise NotFound("model version not found in this project", field="model_version_id")
-    wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids))
+    if tag is not None:
+        device_ids = devices_tagged(project=project, tag=tag)
+        if not device_ids:
+            raise NotFound(f"no device of this project has the tag {tag!r}", field="tag")
+    wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids or []))
     now = timezone.now()
     with transaction.atomic():
         # Locking the device rows serialises concurrent deploys to the same device.

@@ -98,6 +98,28 @@ export function useTelemetry(projectId: string, deviceId: string, limit = 360) {
   });
 }
 
+/** Rename a device or replace its tags (its groups). */
+export function useUpdateDevice(projectId: string, deviceId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["PatchedDeviceUpdateInputRequest"]) =>
+      unwrap(
+        await api().PATCH("/api/v1/projects/{project_id}/devices/{device_id}/", {
+          params: { path: { project_id: projectId, device_id: deviceId } },
+          body,
+        }),
+      ),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId) });
+    },
+  });
+}
+
+/** Every tag used in the fleet, sorted. */
+export function fleetTags(devices: readonly { tags: string[] }[] | undefined): string[] {
+  return [...new Set((devices ?? []).flatMap((d) => d.tags))].sort();
+}
+
 export function useCreateEnrollmentToken(projectId: string) {
   return useMutation({
     mutationFn: async (body: Schemas["EnrollmentTokenInputRequest"]) =>

@@ -1,4 +1,5 @@
 import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 
 import { json, renderRoutes } from "../../test/render";
@@ -16,6 +17,7 @@ function device(lastMetrics: Record<string, unknown>) {
     last_seen_at: new Date().toISOString(),
     device_time: null,
     agent_version: "0.1.0",
+    tags: ["line-3", "canary"],
     info: {},
     runtime: {},
     current_model_version: { id: "mv2", model_id: "m2", model_name: "street", version: 2 },
@@ -64,4 +66,32 @@ describe("DevicePage", () => {
     expect(screen.getByTestId("cpu")).toHaveTextContent("CPU (of 4 cores)");
     expect(screen.getByTestId("cpu")).toHaveTextContent("12.5%");
   });
+
+  it("shows the device's tags and saves edited ones", async () => {
+    const patched: unknown[] = [];
+    let tags = ["line-3", "canary"];
+    const fetcher = async (request: Request) => {
+      const path = new URL(request.url).pathname;
+      if (request.method === "PATCH" && path.endsWith("/devices/dev1/")) {
+        const body = (await request.json()) as { tags: string[] };
+        patched.push(body);
+        tags = body.tags;
+        return json(200, { ...device({}), tags });
+      }
+      if (path.endsWith("/telemetry/")) return json(200, []);
+      if (path.endsWith("/devices/dev1/")) return json(200, { ...device({}), tags });
+      if (path.endsWith("/devices/")) return json(200, [{ ...device({}), tags }]);
+      return json(404, { error: { code: "not_found", message: path } });
+    };
+    renderRoutes(routes, "/projects/p1/devices/dev1", fetcher as unknown as typeof globalThis.fetch);
+    const shown = await screen.findByTestId("device-tags");
+    expect(shown).toHaveTextContent("line-3");
+    expect(shown).toHaveTextContent("canary");
+    await userEvent.click(screen.getByRole("button", { name: "Edit tags" }));
+    const input = screen.getByRole("combobox", { name: "Tags" });
+    await userEvent.type(input, "gate{enter}");
+    await userEvent.click(screen.getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(patched).toEqual([{ tags: ["line-3", "canary", "gate"] }]));
+    await waitFor(() => expect(screen.getByTestId("device-tags")).toHaveTextContent("gate"));
+  }, 30_000);
 });

@@ -1,16 +1,63 @@
 // One device: its info, current deployment and telemetry charts, refreshed every 5 s.
-import { Breadcrumb, Card, Col, Descriptions, Empty, Row, Skeleton, Space, Statistic, Tag, Typography } from "antd";
-import { useMemo } from "react";
+import { Breadcrumb, Button, Card, Col, Descriptions, Empty, Row, Select, Skeleton, Space, Statistic, Tag, Typography } from "antd";
+import { useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
-import { deploymentOf, metricsOf, useDevice, useTelemetry } from "../../api/queries/fleet";
+import { useCanEdit } from "../../api/queries/projects";
+import { deploymentOf, fleetTags, metricsOf, useDevice, useDevices, useTelemetry, useUpdateDevice } from "../../api/queries/fleet";
 import { Chart } from "../../components/charts/Chart";
-import { ErrorAlert } from "../../components/errors";
+import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatBytes, formatDate } from "../../format";
 import { DeploymentStateTag, DeviceStatusBadge } from "./DeploymentStateTag";
 import { LastSeen } from "./DevicesPage";
 import { lastValue, telemetrySeries, type Point } from "./telemetry";
+
+/** The device's tags (its groups): shown, and for editors edited in place (Enter adds a tag). */
+function TagsEditor({ projectId, deviceId, tags }: { projectId: string; deviceId: string; tags: string[] }) {
+  const { t } = useTranslation();
+  const reportError = useReportError();
+  const canEdit = useCanEdit(projectId);
+  const update = useUpdateDevice(projectId, deviceId);
+  const known = fleetTags(useDevices(projectId, false).data);
+  const [draft, setDraft] = useState<string[] | null>(null);
+  if (draft === null) {
+    return (
+      <Space size={[0, 4]} wrap data-testid="device-tags">
+        {tags.length ? tags.map((tag) => <Tag key={tag}>{tag}</Tag>) : <Typography.Text type="secondary">{t("devices.noTags")}</Typography.Text>}
+        {canEdit && (
+          <Button size="small" type="link" onClick={() => setDraft(tags)}>
+            {t("devices.editTags")}
+          </Button>
+        )}
+      </Space>
+    );
+  }
+  return (
+    <Space wrap>
+      <Select
+        mode="tags"
+        aria-label={t("devices.tags")}
+        style={{ minWidth: 240 }}
+        value={draft}
+        onChange={(values: string[]) => setDraft(values)}
+        options={known.map((tag) => ({ value: tag, label: tag }))}
+        tokenSeparators={[",", " "]}
+      />
+      <Button
+        size="small"
+        type="primary"
+        loading={update.isPending}
+        onClick={() => update.mutate({ tags: draft }, { onSuccess: () => setDraft(null), onError: (error) => reportError(error) })}
+      >
+        {t("common.save")}
+      </Button>
+      <Button size="small" onClick={() => setDraft(null)}>
+        {t("common.cancel")}
+      </Button>
+    </Space>
+  );
+}
 
 /** A time-series option: one line (or bar) per series, time on x. */
 export function timeOption(
@@ -91,6 +138,7 @@ export function DevicePage() {
         bordered
         column={{ xs: 1, md: 2 }}
         items={[
+          { key: "tags", label: t("devices.tags"), span: "filled", children: <TagsEditor projectId={projectId} deviceId={d.id} tags={d.tags} /> },
           { key: "seen", label: t("devices.lastSeen"), children: <LastSeen value={d.last_seen_at} /> },
           { key: "clock", label: t("devices.deviceTime"), children: d.device_time ? formatDate(d.device_time) : "—" },
           {

@@ -17,6 +17,7 @@ const device = {
   last_seen_at: new Date().toISOString(),
   device_time: null,
   agent_version: "0.1.0",
+  tags: ["line-3"],
   info: {},
   current_model_version: { id: "mv1", model_id: "m1", model_name: "digits", version: 3 },
   deployment: null,
@@ -51,6 +52,7 @@ describe("DevicesPage", () => {
     expect(within(row).getByText("digits v3")).toBeInTheDocument();
     expect(within(row).getByText("42")).toBeInTheDocument();
     expect(within(row).getByText("7.3 ms")).toBeInTheDocument();
+    expect(within(row).getByText("line-3")).toBeInTheDocument();
     const other = screen.getByText("gate").closest("tr") as HTMLElement;
     expect(within(other).getByText("offline")).toBeInTheDocument();
     expect(within(other).getByText("never")).toBeInTheDocument();

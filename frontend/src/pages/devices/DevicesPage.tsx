@@ -1,12 +1,12 @@
 // The fleet: every enrolled device with its status and last metrics (refreshed every 5 s), and
 // "Add device", which issues an enrollment token and shows the enroll command once.
 import { PlusOutlined } from "@ant-design/icons";
-import { Alert, Button, Modal, Skeleton, Space, Table, Tooltip, Typography } from "antd";
+import { Alert, Button, Modal, Skeleton, Space, Table, Tag, Tooltip, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
-import { metricsOf, useCreateEnrollmentToken, useDevices, type Device } from "../../api/queries/fleet";
+import { fleetTags, metricsOf, useCreateEnrollmentToken, useDevices, type Device } from "../../api/queries/fleet";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
@@ -109,6 +109,19 @@ export function DevicesPage() {
               render: (name: string, d) => <Link to={`/projects/${projectId}/devices/${d.id}`}>{name}</Link>,
             },
             { title: t("devices.status"), dataIndex: "status", render: (_, d) => <DeviceStatusBadge status={d.status} /> },
+            {
+              title: t("devices.tags"),
+              key: "tags",
+              render: (_, d) => (
+                <Space size={[0, 4]} wrap>
+                  {d.tags.map((tag) => (
+                    <Tag key={tag}>{tag}</Tag>
+                  ))}
+                </Space>
+              ),
+              filters: fleetTags(devices.data).map((tag) => ({ text: tag, value: tag })),
+              onFilter: (value, d) => d.tags.includes(String(value)),
+            },
             { title: t("devices.lastSeen"), dataIndex: "last_seen_at", render: (value: string | null) => <LastSeen value={value} /> },
             {
               title: t("devices.modelVersion"),

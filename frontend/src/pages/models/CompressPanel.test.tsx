@@ -17,7 +17,7 @@ const version = {
   model_size: 2048, files: {}, manifest: {}, created_at: "2026-11-29T00:00:00Z",
 };
 const device = (id: string, name: string, status: string, runtime: object) => ({
-  id, name, status, runtime, last_seen_at: null, device_time: null, agent_version: "", info: {}, current_model_version: null,
+  id, name, status, runtime, last_seen_at: null, device_time: null, agent_version: "", info: {}, tags: [], current_model_version: null,
   deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z",
 });
 const devices = [device("dev2", "gate", "offline", {}), device("dev1", "camera-1", "online", { onnxruntime: "1.20.1", providers: ["CPUExecutionProvider"] })];

@@ -1,13 +1,13 @@
 // Deploying a model version: a modal to pick devices (one click deploys to all of them), and the
 // version's active deployments, polled every 2 s while any is pending/downloading/verifying.
 import { CloudUploadOutlined } from "@ant-design/icons";
-import { App, Button, Card, Checkbox, Empty, Modal, Space, Table, Typography } from "antd";
+import { App, Button, Card, Checkbox, Empty, Modal, Select, Space, Table, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link } from "react-router";
 
 import { useCanEdit } from "../../api/queries/projects";
-import { useActiveDeployments, useDeploy, useDevices, type Deployment } from "../../api/queries/fleet";
+import { fleetTags, useActiveDeployments, useDeploy, useDevices, type Deployment } from "../../api/queries/fleet";
 import type { ModelVersion } from "../../api/queries/training";
 import { useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
@@ -54,6 +54,17 @@ export function DeployButton({ projectId, version }: { projectId: string; versio
         cancelText={t("common.cancel")}
       >
         <Typography.Paragraph type="secondary">{t("models.deployPick")}</Typography.Paragraph>
+        {fleetTags(devices.data).length > 0 && (
+          <Select
+            data-testid="deploy-group"
+            aria-label={t("models.deployGroup")}
+            placeholder={t("models.deployGroup")}
+            style={{ width: "100%", marginBottom: 12 }}
+            value={null}
+            options={fleetTags(devices.data).map((tag) => ({ value: tag, label: tag }))}
+            onChange={(tag: string) => setSelected([...new Set([...selected, ...(devices.data ?? []).filter((d) => d.tags.includes(tag)).map((d) => d.id)])])}
+          />
+        )}
         {devices.data && devices.data.length === 0 && <Empty description={t("models.deployNoDevices")} />}
         <Checkbox.Group value={selected} onChange={(values) => setSelected(values as string[])} style={{ width: "100%" }}>
           <Space orientation="vertical" style={{ width: "100%" }}>

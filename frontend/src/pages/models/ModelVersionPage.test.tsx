@@ -14,8 +14,8 @@ const version = {
   model_size: 2048, files: {}, manifest: {}, created_at: "2026-11-29T00:00:00Z",
 };
 const devices = [
-  { id: "dev1", name: "camera-1", status: "online", last_seen_at: null, device_time: null, agent_version: "", info: {}, current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
-  { id: "dev2", name: "gate", status: "offline", last_seen_at: null, device_time: null, agent_version: "", info: {}, current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
+  { id: "dev1", name: "camera-1", status: "online", last_seen_at: null, device_time: null, agent_version: "", info: {}, tags: ["line-3"], current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
+  { id: "dev2", name: "gate", status: "offline", last_seen_at: null, device_time: null, agent_version: "", info: {}, tags: ["line-3"], current_model_version: null, deployment: null, last_metrics: {}, created_at: "2026-11-29T00:00:00Z" },
 ];
 
 function api(state: { posted: unknown[]; deployments: unknown[] }) {
@@ -102,4 +102,15 @@ describe("ModelVersionPage deploy", () => {
     expect(screen.getByText("failed")).toBeInTheDocument();
     expect(screen.getByText("sha256 mismatch")).toBeInTheDocument();
   }, 30_000); // antd's modal and checkboxes are slow in jsdom
+
+  it("a tag picks every device of that group", async () => {
+    const state = { posted: [] as unknown[], deployments: [] as unknown[] };
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state) as unknown as typeof globalThis.fetch);
+    await userEvent.click(await screen.findByRole("button", { name: /Deploy/ }));
+    await screen.findByText("camera-1");
+    await userEvent.click(screen.getByRole("combobox", { name: "Add every device with a tag" }));
+    await userEvent.click(await screen.findByTitle("line-3"));
+    await userEvent.click(screen.getByRole("button", { name: "Deploy to 2 devices" }));
+    await waitFor(() => expect(state.posted).toEqual([{ model_version_id: "mv1", device_ids: ["dev1", "dev2"] }]));
+  }, 30_000);
 });
