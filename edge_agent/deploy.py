@@ -121,6 +121,7 @@ class Converger:
         self._pending: dict[str, Any] | None = None
         self._buffer: deque[dict[str, Any]] = deque(maxlen=BUFFER_SAMPLES)
         self._dropped = 0  # samples that fell out of the full buffer, not reported yet
+        self._resend_plain = False  # a beat with buffered samples was refused (4xx)
         self._stop = threading.Event()  # set when run() ends: an apply left running gives up
         self._latest: dict[str, Any] | None = None  # the newest heartbeat reply's desired state
         self._handed_key: tuple[str, str, str] | None = None  # the desired state last taken up
@@ -200,6 +201,9 @@ class Converger:
             return self._heartbeat_backoff.next()
         except TerminalError as error:
             log.error("heartbeat refused: %s", error)
+            if self._resend_plain:  # refused with buffered samples: again at once, without
+                self._resend_plain = False
+                return 0.0
             return max(self.interval_s, 60.0)
         self._heartbeat_backoff.reset()
         if "trusted_signing_keys" in reply:
@@ -253,6 +257,19 @@ class Converger:
         }
         try:
             reply = self.client.heartbeat(payload)
+        except TerminalError:
+            self.agent.telemetry.record_heartbeat(False)
+            if buffered:
+                # refused (4xx) with samples on board: one the platform will not take must not
+                # block every later heartbeat, so the buffer goes (counted) and the next beat
+                # is the plain one
+                with self._lock:
+                    self._dropped += len(self._buffer)
+                    self._buffer.clear()
+                log.warning("heartbeat refused with %d buffered samples: dropped them",
+                            len(buffered))
+                self._resend_plain = True
+            raise
         except DeviceApiError:
             self.agent.telemetry.record_heartbeat(False)
             with self._lock:  # kept for when the platform answers again

@@ -319,6 +319,8 @@ class FakeControlPlane:
         self.trusted_signing_keys: Any = None
         self.down = False
         self.cut_next_download: int | None = None
+        #: when True, a heartbeat carrying buffered samples is answered 400
+        self.refuse_buffered = False
         #: when set, artifact downloads wait (at most 30 s) until this event is set
         self.hold_downloads: threading.Event | None = None
         self._changed = threading.Condition()
@@ -440,6 +442,8 @@ class FakeControlPlane:
                 if self.path == "/api/device/v1/heartbeat":
                     if not self._device():
                         return self._json(401, {"detail": "bad credential"})
+                    if plane.refuse_buffered and body.get("buffered"):
+                        return self._json(400, {"detail": "buffered: malformed"})
                     reply = {
                         "heartbeat_interval_s": plane.heartbeat_interval_s,
                         "desired": plane.desired,

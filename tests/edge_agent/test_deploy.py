@@ -421,3 +421,18 @@ def test_telemetry_is_buffered_while_the_platform_is_down_and_sent_when_it_retur
     device.run_once()
     assert control_plane.heartbeats[-1]["buffered"] == []
     assert control_plane.heartbeats[-1]["buffered_dropped"] == 0
+
+
+def test_a_refused_buffer_is_dropped_and_heartbeats_go_on(device, control_plane) -> None:
+    """Samples the platform refuses (400) must not block every later heartbeat: the buffer is
+    dropped (counted) and the plain heartbeat is sent again at once."""
+    control_plane.down = True
+    device.run_once()
+    device.run_once()
+    control_plane.down = False
+    control_plane.refuse_buffered = True
+    assert device.run_once() == 0.0  # refused with samples: again at once
+    device.run_once()
+    plain = control_plane.heartbeats[-1]
+    assert plain["buffered"] == [] and plain["buffered_dropped"] == 2
+    assert device.run_once() == pytest.approx(0.1)  # accepted: the normal interval
