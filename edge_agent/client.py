@@ -25,9 +25,14 @@ _RETRYABLE_STATUS = frozenset({408, 425, 429})
 
 
 class DeviceApiError(Exception):
-    """A device API call failed. ``str(error)`` says why."""
+    """A device API call failed. ``str(error)`` says why; ``status`` is the HTTP status when
+    the platform answered with one (None: no answer, or a malformed one)."""
 
     retryable = False
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RetryableError(DeviceApiError):
@@ -68,8 +73,8 @@ def _raise_for_status(response: requests.Response, what: str) -> None:
         return
     text = f"{what}: HTTP {status}: {_message(response)}"
     if status >= 500 or status in _RETRYABLE_STATUS:
-        raise RetryableError(text)
-    raise TerminalError(text)
+        raise RetryableError(text, status)
+    raise TerminalError(text, status)
 
 
 def _json(response: requests.Response, what: str) -> dict[str, Any]:

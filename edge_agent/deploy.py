@@ -60,6 +60,8 @@ _DESIRED_KEYS = (
 #: the oldest are dropped first, and counted), and how many one heartbeat carries (contracts.md)
 BUFFER_SAMPLES = 720
 BUFFER_PER_HEARTBEAT = 120
+#: answers that refuse a heartbeat's body itself (a buffered sample the platform will not take)
+_REFUSED_BODY = frozenset({400, 413, 422})
 #: longest an apply step waits for the heartbeat that reports it (seconds); past it, the
 #: deployment goes on and a later beat reports its state
 REPORT_WAIT_S = 10.0
@@ -257,9 +259,9 @@ class Converger:
         }
         try:
             reply = self.client.heartbeat(payload)
-        except TerminalError:
+        except TerminalError as error:
             self.agent.telemetry.record_heartbeat(False)
-            if buffered:
+            if buffered and error.status in _REFUSED_BODY:
                 # refused (4xx) with samples on board: one the platform will not take must not
                 # block every later heartbeat, so the buffer goes (counted) and the next beat
                 # is the plain one

@@ -37,6 +37,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+#: methods kept as labels; any other (HTTP servers accept any token) is "other", so no client
+#: can grow the histogram's label set
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 #: the Celery queues whose waiting messages are counted
 QUEUES = ["training", "compression", "imports", "default"]
 
@@ -57,6 +60,8 @@ class PlatformCollector(Collector):
         from sampan.core.services import job_models
         from sampan.fleet.models import Device
 
+        # the broker first: a scrape waiting on Redis (at most ~2 s) holds no database connection
+        lengths = broker_queue_lengths(QUEUES)
         jobs = GaugeMetricFamily("sampan_jobs", "Jobs by kind and status.",
                                  labels=["kind", "status"])
         for model in job_models():
@@ -66,7 +71,6 @@ class PlatformCollector(Collector):
                 jobs.add_metric([model._meta.model_name or model.__name__.lower(), status],
                                 counts.get(status, 0))
         yield jobs
-        lengths = broker_queue_lengths(QUEUES)
         if lengths is not None:
             queues = GaugeMetricFamily("sampan_queue_messages",
                                        "Messages waiting in each Celery queue.",
@@ -111,7 +115,8 @@ class RequestMetricsMiddleware:
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         route = (match.route if match is not None and match.route else "unmatched")[:200]
-        REQUEST_SECONDS.labels(request.method or "", route,
+        method = request.method if request.method in METHODS else "other"
+        REQUEST_SECONDS.labels(method, route,
                                f"{response.status_code // 100}xx").observe(
             time.perf_counter() - began)
         return response

@@ -2235,7 +2235,6 @@ export interface components {
             results: components["schemas"]["TrainingJobOutput"][];
         };
         PatchedDeviceUpdateInputRequest: {
-            name?: string;
             /** @description Replaces the device's tags (at most 20). */
             tags?: string[];
         };

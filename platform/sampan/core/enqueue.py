@@ -93,7 +93,9 @@ def broker_queue_lengths(queues: list[str]) -> dict[str, int] | None:
     from sampan.celery import app
 
     try:
-        with app.connection_for_read() as connection:
+        # socket timeouts: a Redis that accepts and never answers must not hang the caller
+        with app.connection_for_read(transport_options={
+                "socket_timeout": 2, "socket_connect_timeout": 2}) as connection:
             connection.ensure_connection(max_retries=1, timeout=2)
             channel = connection.default_channel
             client = getattr(channel, "client", None)

@@ -170,7 +170,7 @@ class TelemetryQuery(serializers.Serializer):
 
 
 class DeviceUpdateInput(serializers.Serializer):
-    name = NameField(max_length=200, required=False)
+    # no name: a device is recognised on re-enrollment by its name and machine id
     tags = serializers.ListField(child=TagField(), max_length=MAX_TAGS, required=False,
                                  help_text="Replaces the device's tags (at most 20).")
 

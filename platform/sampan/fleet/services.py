@@ -37,6 +37,9 @@ from sampan.registry.models import ModelVersion
 
 ENROLLMENT_TOKEN_PREFIX = "spe_"
 DEVICE_CREDENTIAL_PREFIX = "spd_"
+#: most devices one deployment request reaches (its rows are locked in one transaction, while
+#: their heartbeats wait)
+MAX_DEVICES_PER_DEPLOY = 1000
 #: Longest agent error message kept on a deployment (characters).
 MAX_ERROR_CHARS = 4000
 
@@ -264,10 +267,16 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
             agent_version=heartbeat.agent_version, current_model_version_id=current_id,
             last_metrics=heartbeat.metrics, updated_at=received_at, **values)
         if heartbeat.buffered:
+            # a heartbeat stored whose reply the agent missed is sent again with its samples:
+            # those already here (same device time) are not stored twice
+            times = [taken for taken, _ in heartbeat.buffered]
+            stored = set(Telemetry.objects.filter(
+                device=device, device_time__gte=min(times), device_time__lte=max(times))
+                .values_list("device_time", flat=True))
             Telemetry.objects.bulk_create(
                 Telemetry(device=device, received_at=_buffered_at(taken, heartbeat, received_at),
                           device_time=taken, metrics=metrics)
-                for taken, metrics in heartbeat.buffered)
+                for taken, metrics in heartbeat.buffered if taken not in stored)
         metrics = heartbeat.metrics
         if heartbeat.buffered_dropped:
             metrics = {**metrics, "telemetry_dropped": heartbeat.buffered_dropped}
@@ -301,13 +310,9 @@ def _telemetry_prune(*, device_id: Any, newest_id: int) -> None:
         Telemetry.objects.filter(device_id=device_id, pk__lte=cut_ids[0]).delete()
 
 
-def device_update(*, device: Device, user: Any, name: str | None = None,
-                  tags: list[str] | None = None) -> Device:
-    """Rename a device and/or replace its tags (duplicates dropped, order kept); audited."""
+def device_update(*, device: Device, user: Any, tags: list[str] | None = None) -> Device:
+    """Replace a device's tags (duplicates dropped, order kept); audited."""
     changes: dict[str, Any] = {}
-    if name is not None and name != device.name:
-        changes["name"] = [device.name, name]
-        device.name = name
     if tags is not None:
         tags = list(dict.fromkeys(tags))
         if tags != device.tags:
@@ -315,7 +320,7 @@ def device_update(*, device: Device, user: Any, name: str | None = None,
             device.tags = tags
     if changes:
         with transaction.atomic():
-            device.save(update_fields=["name", "tags", "updated_at"])
+            device.save(update_fields=["tags", "updated_at"])
             audit_record(actor=user, action="device.update", project=device.project,
                          target=device, details=changes)
     return device
@@ -347,6 +352,11 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
         device_ids = devices_tagged(project=project, tag=tag)
         if not device_ids:
             raise NotFound(f"no device of this project has the tag {tag!r}", field="tag")
+        if len(device_ids) > MAX_DEVICES_PER_DEPLOY:
+            raise ValidationFailed(
+                f"{len(device_ids)} devices have the tag {tag!r}; one deployment reaches at most "
+                f"{MAX_DEVICES_PER_DEPLOY}: tag smaller groups", field="tag",
+                details={"devices": len(device_ids), "limit": MAX_DEVICES_PER_DEPLOY})
     wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids or []))
     now = timezone.now()
     with transaction.atomic():

@@ -84,6 +84,16 @@ def test_request_routes_are_patterns_not_paths(make_user: Any) -> None:
     assert "api/v1/projects/<uuid:project_id>/" in routes
 
 
+def test_made_up_methods_share_one_label() -> None:
+    """Any token is an HTTP method to the server: each must not add series (unbounded)."""
+    client = Client()
+    for n in range(5):
+        client.generic(f"FOO{n}", "/healthz")
+    text = client.get("/metrics").content.decode()
+    assert "FOO" not in text
+    assert 'method="other",route="healthz"' in text
+
+
 def test_a_token_guards_the_metrics_when_set(settings: Any) -> None:
     settings.SAMPAN_METRICS_TOKEN = "s3cret-scrape"
     client = Client()

@@ -178,3 +178,17 @@ def test_a_heartbeat_carries_at_most_120_buffered_samples(enrolled: Any, heartbe
     assert response.json()["error"]["field"].startswith("buffered")
     bad = heartbeat(client, buffered=[{"metrics": {}}])
     assert bad.status_code == 400 and "buffered" in bad.json()["error"]["field"]
+
+
+def test_buffered_samples_sent_twice_are_stored_once(enrolled: Any, heartbeat: Any) -> None:
+    """The platform stored a heartbeat whose reply the agent never got: the agent sends the
+    same samples again with the next one."""
+    device, client = enrolled()
+    samples = [{"device_time": f"2026-11-29T11:59:{s:02d}Z", "metrics": {"requests": s}}
+               for s in (10, 20, 30)]
+    assert heartbeat(client, buffered=samples).status_code == 200
+    assert heartbeat(client, buffered=samples + [
+        {"device_time": "2026-11-29T11:59:40Z", "metrics": {"requests": 40}}]).status_code == 200
+    buffered = Telemetry.objects.filter(device=device, device_time__lt=datetime(
+        2026, 11, 29, 12, 0, tzinfo=UTC))  # the two heartbeats' own rows are at 12:00
+    assert sorted(r.metrics["requests"] for r in buffered) == [10, 20, 30, 40]
