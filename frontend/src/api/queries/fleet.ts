@@ -109,8 +109,10 @@ export function useUpdateDevice(projectId: string, deviceId: string) {
           body,
         }),
       ),
-    onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId) });
+    onSuccess: (device) => {
+      // the reply is the device as saved: shown at once, not after the next poll
+      queryClient.setQueryData(fleetKeys.device(projectId, deviceId), device);
+      void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId), exact: true });
     },
   });
 }
