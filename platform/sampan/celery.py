@@ -12,4 +12,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sampan.settings")
 
 app = Celery("sampan")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["sampan.core", "sampan.datasets", "sampan.training", "sampan.uploads"])
+app.autodiscover_tasks(["sampan.core", "sampan.datasets", "sampan.fleet", "sampan.training",
+                        "sampan.uploads"])

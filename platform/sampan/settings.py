@@ -284,6 +284,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "core.reap_stale_jobs", "schedule": 15.0},
     "delete-expired-uploads": {"task": "uploads.delete_expired", "schedule": 600.0},
+    "telemetry-retention": {"task": "fleet.telemetry_retention", "schedule": 300.0},
 }
 
 CHANNEL_LAYERS = {
@@ -348,6 +349,9 @@ SAMPAN_PREDICT_CONCURRENCY = env.int("SAMPAN_PREDICT_CONCURRENCY", default=2)
 SAMPAN_PREDICT_WAIT_S = env.float("SAMPAN_PREDICT_WAIT_S", default=5.0)
 # GET /metrics: when set, only "Authorization: Bearer <this>" may read it
 SAMPAN_METRICS_TOKEN = env.str("SAMPAN_METRICS_TOKEN", default="")
+# Device telemetry: raw rows for a day, then one per device and minute, deleted after 30 days
+SAMPAN_TELEMETRY_RAW_S = env.float("SAMPAN_TELEMETRY_RAW_S", default=86400.0)
+SAMPAN_TELEMETRY_KEEP_S = env.float("SAMPAN_TELEMETRY_KEEP_S", default=30 * 86400.0)
 # Devices
 # The platform's URL as devices reach it (e.g. http://192.168.1.20:8000): what the console's
 # "add a device" commands name. Empty: the URL of the request that created the token.

@@ -45,9 +45,10 @@ MAX_ERROR_CHARS = 4000
 
 
 def telemetry_keep() -> int:
-    """Telemetry rows kept per device (``SAMPAN_DEVICE_TELEMETRY_KEEP``, default 2880: four hours
-    at one heartbeat every 5 s)."""
-    return int(getattr(settings, "SAMPAN_DEVICE_TELEMETRY_KEEP", 2880))
+    """Most telemetry rows kept per device, whatever their age (``SAMPAN_DEVICE_TELEMETRY_KEEP``,
+    default 100,000: a day of raw rows at one heartbeat every 5 s is 17,280, a month of
+    per-minute rows 43,200); a safety bound against a device that beats too often."""
+    return int(getattr(settings, "SAMPAN_DEVICE_TELEMETRY_KEEP", 100_000))
 
 
 def heartbeat_interval_s() -> float:
@@ -280,11 +281,12 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
         metrics = heartbeat.metrics
         if heartbeat.buffered_dropped:
             metrics = {**metrics, "telemetry_dropped": heartbeat.buffered_dropped}
-        row = Telemetry.objects.create(
+        Telemetry.objects.create(
             device=device, received_at=received_at, device_time=heartbeat.device_time,
             metrics=metrics,
             current_model_version_id=heartbeat.current_model_version_id)
-        _telemetry_prune(device_id=device.pk, newest_id=row.pk)
+        # retention (age, downsampling, the per-device bound) is beat's telemetry_retention:
+        # nothing is counted or deleted on the heartbeat's hot path
     device.last_seen_at, device.device_time = received_at, heartbeat.device_time
     device.agent_version, device.current_model_version_id = heartbeat.agent_version, current_id
     device.last_metrics = heartbeat.metrics
@@ -300,14 +302,58 @@ def _buffered_at(taken: datetime, heartbeat: Heartbeat, received_at: datetime) -
     return min(received_at, taken + (received_at - heartbeat.device_time))
 
 
-def _telemetry_prune(*, device_id: Any, newest_id: int) -> None:
-    """Keep the newest ``telemetry_keep()`` rows of a device (ids grow with receive time)."""
+@dataclass(frozen=True)
+class RetentionResult:
+    expired: int  # rows older than SAMPAN_TELEMETRY_KEEP_S, deleted
+    downsampled: int  # raw rows folded into their minute's last row
+    over_bound: int  # rows beyond a device's telemetry_keep(), deleted
+
+
+def telemetry_retention(*, now: datetime | None = None) -> RetentionResult:
+    """Telemetry retention, run by beat every 5 minutes (``fleet.telemetry_retention``):
+
+    - rows received more than ``SAMPAN_TELEMETRY_KEEP_S`` ago (30 days) are deleted;
+    - rows older than ``SAMPAN_TELEMETRY_RAW_S`` (a day) are downsampled to one per device and
+      minute: the minute's last row is kept (the counters are cumulative, so the last one is
+      the minute's total; its percentiles are its last report). Only the hour before the raw
+      cut-off is looked at on each run (beat runs every 5 minutes), so a pass costs that hour;
+    - a device that sent more than one heartbeat a second over the last 5 minutes keeps at most
+      ``telemetry_keep()`` rows (the newest); the age rules bound the others.
+    """
+    now = now or timezone.now()
+    expired, _ = Telemetry.objects.filter(
+        received_at__lt=now - timedelta(seconds=settings.SAMPAN_TELEMETRY_KEEP_S)).delete()
+    raw_cut = now - timedelta(seconds=settings.SAMPAN_TELEMETRY_RAW_S)
+    window = Telemetry.objects.filter(received_at__lt=raw_cut,
+                                      received_at__gte=raw_cut - timedelta(hours=1))
+    folded: list[int] = []
+    last: dict[tuple[Any, datetime], int] = {}
+    for pk, device_id, received in (window.order_by("device_id", "received_at", "pk")
+                                    .values_list("pk", "device_id", "received_at")
+                                    .iterator(chunk_size=5000)):
+        minute = (device_id, received.replace(second=0, microsecond=0))
+        if minute in last:
+            folded.append(last[minute])
+        last[minute] = pk
+    for start in range(0, len(folded), 1000):
+        Telemetry.objects.filter(pk__in=folded[start:start + 1000]).delete()
+    over = 0
     keep = telemetry_keep()
-    cut = (Telemetry.objects.filter(device_id=device_id, pk__lte=newest_id).order_by("-pk")
-           .values_list("pk", flat=True)[keep:keep + 1])
-    cut_ids = list(cut)
-    if cut_ids:
-        Telemetry.objects.filter(device_id=device_id, pk__lte=cut_ids[0]).delete()
+    # the age rules bound a device beating at most once a second (a day raw at 1/s is 86,400
+    # rows); only one that beat faster over the last 5 minutes is counted against the bound
+    recent = now - timedelta(seconds=300)
+    for device_id in (Device.objects.filter(last_seen_at__gte=recent)
+                      .values_list("pk", flat=True).iterator()):
+        if Telemetry.objects.filter(device_id=device_id, received_at__gte=recent).count() <= 300:
+            continue
+        cut = list(Telemetry.objects.filter(device_id=device_id)
+                   .order_by("-received_at", "-pk").values_list("received_at", flat=True)
+                   [keep:keep + 1])
+        if cut:
+            deleted, _ = Telemetry.objects.filter(device_id=device_id,
+                                                  received_at__lte=cut[0]).delete()
+            over += deleted
+    return RetentionResult(expired=expired, downsampled=len(folded), over_bound=over)
 
 
 def device_update(*, device: Device, user: Any, tags: list[str] | None = None) -> Device:

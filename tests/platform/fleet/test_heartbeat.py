@@ -97,12 +97,24 @@ def test_null_metrics_before_any_request_are_accepted(enrolled: Any, heartbeat: 
 
 def test_telemetry_history_is_bounded_and_served_oldest_first(
         settings: Any, owner_api: APIClient, project: Any, enrolled: Any, heartbeat: Any) -> None:
+    from sampan.fleet.services import telemetry_retention
+
     settings.SAMPAN_DEVICE_TELEMETRY_KEEP = 3
     device, client = enrolled()
     other, other_client = enrolled("other")
     for count in range(5):
         heartbeat(client, metrics={"requests": count})
         heartbeat(other_client, metrics={"requests": 100 + count})
+    assert Telemetry.objects.filter(device=device).count() == 5  # nothing pruned in the beat
+    assert telemetry_retention().over_bound == 0  # 5 beats in 5 minutes: the age rules bound it
+    # a device that beats more than once a second (here: 300 more rows this minute) is bounded
+    Telemetry.objects.bulk_create(Telemetry(device=device, received_at=timezone.now()
+                                            - timedelta(seconds=1 + i / 1000),
+                                            metrics={"requests": -1}) for i in range(300))
+    Telemetry.objects.bulk_create(Telemetry(device=other, received_at=timezone.now()
+                                            - timedelta(seconds=1 + i / 1000),
+                                            metrics={"requests": -1}) for i in range(300))
+    assert telemetry_retention().over_bound == 2 * 302
     assert [r.metrics["requests"] for r in Telemetry.objects.filter(device=device)] == [2, 3, 4]
     assert Telemetry.objects.filter(device=other).count() == 3
 
@@ -192,3 +204,43 @@ def test_buffered_samples_sent_twice_are_stored_once(enrolled: Any, heartbeat: A
     buffered = Telemetry.objects.filter(device=device, device_time__lt=datetime(
         2026, 11, 29, 12, 0, tzinfo=UTC))  # the two heartbeats' own rows are at 12:00
     assert sorted(r.metrics["requests"] for r in buffered) == [10, 20, 30, 40]
+
+
+def test_retention_keeps_raw_rows_a_day_then_one_a_minute_then_none(
+        settings: Any, enrolled: Any) -> None:
+    """Raw rows for SAMPAN_TELEMETRY_RAW_S, then the last row of each minute, deleted after
+    SAMPAN_TELEMETRY_KEEP_S; the counters of the kept rows are the minute's last."""
+    from sampan.fleet.services import telemetry_retention
+
+    device, _ = enrolled()
+    now = timezone.now().replace(second=30, microsecond=0)
+    day = timedelta(seconds=settings.SAMPAN_TELEMETRY_RAW_S)
+
+    def row(at: datetime, requests: int) -> None:
+        Telemetry.objects.create(device=device, received_at=at, metrics={"requests": requests})
+
+    recent = [now - timedelta(seconds=s) for s in (5, 10, 15)]  # raw: all kept
+    old_minute = (now - day - timedelta(minutes=10)).replace(second=0)
+    for i, second in enumerate((5, 20, 35, 50)):  # one minute, four raw rows
+        row(old_minute + timedelta(seconds=second), 100 + i)
+    row(old_minute + timedelta(minutes=1, seconds=5), 200)  # the next minute: one row
+    for i, at in enumerate(recent):
+        row(at, i)
+    row(now - timedelta(seconds=settings.SAMPAN_TELEMETRY_KEEP_S + 60), 999)  # expired
+
+    result = telemetry_retention(now=now)
+    assert (result.expired, result.downsampled, result.over_bound) == (1, 3, 0)
+    kept = sorted(r.metrics["requests"] for r in Telemetry.objects.filter(device=device))
+    assert kept == [0, 1, 2, 103, 200]  # the raw rows, the old minute's last, the next minute
+    assert telemetry_retention(now=now) == type(result)(0, 0, 0)  # a second pass: nothing
+
+
+def test_the_beat_runs_retention() -> None:
+    from django.conf import settings as django_settings
+
+    from sampan.celery import app
+
+    entry = django_settings.CELERY_BEAT_SCHEDULE["telemetry-retention"]
+    assert entry["task"] == "fleet.telemetry_retention" and entry["schedule"] == 300.0
+    app.loader.import_default_modules()
+    assert "fleet.telemetry_retention" in app.tasks

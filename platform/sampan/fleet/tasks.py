@@ -1,0 +1,12 @@
+from celery import shared_task
+
+from sampan.fleet.services import telemetry_retention
+
+
+@shared_task(name="fleet.telemetry_retention")
+def retention() -> dict[str, int]:
+    """Periodic (Celery beat): telemetry past its age deleted, older than a day downsampled to
+    one row per device and minute, each device bounded (sampan.fleet.services)."""
+    result = telemetry_retention()
+    return {"expired": result.expired, "downsampled": result.downsampled,
+            "over_bound": result.over_bound}
