@@ -134,8 +134,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent = Agent(home, config, threads=args.threads)
     state = agent.load_from_state(home.load_state())
     home.save_state(state)
+    api_key = None
+    if args.api_key_file is not None:
+        try:
+            api_key = args.api_key_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            print(f"cannot read the API key file {args.api_key_file}: {error}", file=sys.stderr)
+            return 1
+        if len(api_key) < 16:
+            print(f"the API key in {args.api_key_file} is {len(api_key)} characters; use at "
+                  "least 16 (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))')",
+                  file=sys.stderr)
+            return 1
     try:
-        server = make_server(agent, args.host, args.port)
+        server = make_server(agent, args.host, args.port, api_key)
     except OSError as error:
         print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
         return 1
@@ -204,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--host", default="127.0.0.1")
     run_parser.add_argument("--port", type=int, default=8700, help="0 picks a free port")
     run_parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    run_parser.add_argument(
+        "--api-key-file", type=Path, default=None,
+        help="a file holding the key /v1/predict and /metrics callers must send "
+             "(Authorization: Bearer <key>); /healthz stays open")
     add_home(run_parser)
     run_parser.set_defaults(func=cmd_run)
     return parser

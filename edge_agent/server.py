@@ -14,6 +14,11 @@
 - ``GET /healthz`` -> ``{"status": "ok" | "no_model", "model_version_id"}`` (always 200).
 - ``GET /metrics`` -> Prometheus text format.
 
+With an API key (``sampan-agent run --api-key-file``), ``/v1/predict`` and ``/metrics`` need
+``Authorization: Bearer <key>`` (or ``X-API-Key: <key>``): 401 with ``WWW-Authenticate: Bearer``
+otherwise, before any body is read; ``/healthz`` stays open for probes and says nothing but the
+status and version.
+
 Bounds (one request must not take the device down): at most :data:`MAX_CONNECTIONS` connections
 are served at once (one thread each), a socket that sends nothing for :data:`READ_TIMEOUT_S` is
 closed, and a body is never read past :data:`MAX_BODY_BYTES`.
@@ -21,6 +26,7 @@ closed, and a body is never read past :data:`MAX_BODY_BYTES`.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import math
@@ -65,8 +71,9 @@ class BodyError(Exception):
 class AgentHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], agent: Agent) -> None:
+    def __init__(self, address: tuple[str, int], agent: Agent, api_key: str | None = None) -> None:
         self.agent = agent
+        self.api_key = api_key
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
 
@@ -114,10 +121,34 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: dict[str, Any]) -> None:
         self._send(status, json.dumps(data).encode("utf-8"), "application/json")
 
+    def _authorized(self) -> bool:
+        """True without an API key, or when the request carries it; else answers 401."""
+        key = self.server.api_key
+        if not key:
+            return True
+        given = self.headers.get("X-API-Key") or ""
+        bearer = self.headers.get("Authorization") or ""
+        if bearer[:7].lower() == "bearer ":
+            given = given or bearer[7:].strip()
+        if given and hmac.compare_digest(given.encode(), key.encode()):
+            return True
+        self.close_connection = True  # the body (if any) is not read
+        body = json.dumps({"error": "this agent needs its API key: Authorization: Bearer "
+                                    "<key> or X-API-Key: <key>"}).encode()
+        self.send_response(HTTPStatus.UNAUTHORIZED)
+        self.send_header("WWW-Authenticate", "Bearer")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return False
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         path = urlsplit(self.path).path
         if path == "/healthz":
             self._json(HTTPStatus.OK, self.server.agent.health())
+        elif path == "/metrics" and not self._authorized():
+            return
         elif path == "/metrics":
             self._send(HTTPStatus.OK, self.server.agent.telemetry.exposition(), CONTENT_TYPE_LATEST)
         else:
@@ -125,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         url = urlsplit(self.path)
+        if url.path == "/v1/predict" and not self._authorized():
+            return
         if url.path != "/v1/predict":
             self._drain()
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path}"})
@@ -228,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8700) -> AgentHTTPServer:
-    """Bind (not yet serve) the HTTP API; port 0 picks a free port (see ``server_address``)."""
-    return AgentHTTPServer((host, port), agent)
+def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8700,
+                api_key: str | None = None) -> AgentHTTPServer:
+    """Bind (not yet serve) the HTTP API; port 0 picks a free port (see ``server_address``).
+    ``api_key``: required of /v1/predict and /metrics callers when set."""
+    return AgentHTTPServer((host, port), agent, api_key)

@@ -289,3 +289,16 @@ def test_an_agent_killed_in_the_middle_of_a_swap_serves_a_version_after_restart(
 def model_gets(plane, version_id: str) -> list[str]:
     return [p for m, p, _ in plane.requests
             if m == "GET" and p.endswith(f"{version_id}/model.onnx")]
+
+
+def test_run_refuses_a_short_or_unreadable_api_key_file(tmp_path: Path, control_plane) -> None:
+    home = tmp_path / "agent"
+    assert enroll(control_plane.url, home, "enroll-token-1").returncode == 0
+    short = tmp_path / "short.key"
+    short.write_text("abc\n")
+    for path, message in ((short, "is 3 characters; use at least 16"),
+                          (tmp_path / "missing.key", "cannot read the API key file")):
+        result = subprocess.run(
+            agent_command("run", "--home", str(home), "--port", "0", "--api-key-file",
+                          str(path)), cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1 and message in result.stderr, result.stderr

@@ -169,3 +169,46 @@ def test_a_silent_client_is_dropped_and_connections_are_capped(
         http.shutdown()
         http.server_close()
         thread.join()
+
+
+KEY = "k" * 24
+
+
+@pytest.fixture
+def keyed(tmp_path: Path, signing_key, package_factory):
+    home = AgentHome(tmp_path / "agent")
+    config = AgentConfig("http://127.0.0.1:9", "device-1", "cred", signing_key.public_b64)
+    agent = Agent(home, config)
+    package = package_factory()
+    directory = agent.home.model_dir(package.version_id)
+    directory.mkdir(parents=True)
+    (directory / "model.onnx").write_bytes(package.model_bytes)
+    (directory / "manifest.json").write_text(json.dumps(package.manifest))
+    agent.swap(agent.load_package(package.version_id))
+    server = make_server(agent, "127.0.0.1", 0, api_key=KEY)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    host, port = server.server_address[:2]
+    yield agent, f"http://{host}:{port}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_an_api_key_guards_predict_and_metrics_but_not_health(keyed, png) -> None:
+    agent, base = keyed
+    image = png((250, 0, 0))
+    for headers in ({}, {"Authorization": "Bearer wrong-key-wrong-key"},
+                    {"X-API-Key": KEY[:-1]}, {"Authorization": KEY}):
+        refused = requests.post(f"{base}/v1/predict", data=image, headers=headers, timeout=5)
+        assert refused.status_code == 401, headers
+        assert refused.headers["WWW-Authenticate"] == "Bearer"
+        assert "API key" in refused.json()["error"]
+    assert requests.get(f"{base}/metrics", timeout=5).status_code == 401
+    assert agent.telemetry.snapshot()["requests"] == 0  # a refused caller is not a prediction
+    for headers in ({"Authorization": f"Bearer {KEY}"}, {"X-API-Key": KEY}):
+        ok = requests.post(f"{base}/v1/predict", data=image, headers=headers, timeout=5)
+        assert ok.status_code == 200 and ok.json()["predictions"][0]["label"] == "red"
+    assert requests.get(f"{base}/metrics", headers={"X-API-Key": KEY},
+                        timeout=5).status_code == 200
+    assert requests.get(f"{base}/healthz", timeout=5).json()["status"] == "ok"
