@@ -285,6 +285,7 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "core.reap_stale_jobs", "schedule": 15.0},
     "delete-expired-uploads": {"task": "uploads.delete_expired", "schedule": 600.0},
     "telemetry-retention": {"task": "fleet.telemetry_retention", "schedule": 300.0},
+    "evaluate-alerts": {"task": "fleet.evaluate_alerts", "schedule": 60.0},
 }
 
 CHANNEL_LAYERS = {
@@ -349,6 +350,10 @@ SAMPAN_PREDICT_CONCURRENCY = env.int("SAMPAN_PREDICT_CONCURRENCY", default=2)
 SAMPAN_PREDICT_WAIT_S = env.float("SAMPAN_PREDICT_WAIT_S", default=5.0)
 # GET /metrics: when set, only "Authorization: Bearer <this>" may read it
 SAMPAN_METRICS_TOKEN = env.str("SAMPAN_METRICS_TOKEN", default="")
+# E-mail (alert notifications): SAMPAN_EMAIL_URL as django-environ reads it, e.g.
+# smtp+tls://user:password@smtp.example.org:587; the default prints mails to the console
+vars().update(env.email_url("SAMPAN_EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("SAMPAN_EMAIL_FROM", default="sampan@localhost")
 # Device telemetry: raw rows for a day, then one per device and minute, deleted after 30 days
 SAMPAN_TELEMETRY_RAW_S = env.float("SAMPAN_TELEMETRY_RAW_S", default=86400.0)
 SAMPAN_TELEMETRY_KEEP_S = env.float("SAMPAN_TELEMETRY_KEEP_S", default=30 * 86400.0)

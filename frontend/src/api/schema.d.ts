@@ -286,6 +286,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/alert-rules/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        get: operations["alert_rules_list"];
+        put?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        post: operations["alert_rules_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/alert-rules/{rule_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        put: operations["alert_rules_update"];
+        post?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        delete: operations["alert_rules_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/alerts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        get: operations["alerts_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/audit/": {
         parameters: {
             query?: never;
@@ -1397,6 +1485,69 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AlertOutput: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            rule_id: string;
+            rule_name: string;
+            /** Format: uuid */
+            device_id: string;
+            device_name: string;
+            state: components["schemas"]["AlertOutputStateEnum"];
+            /** Format: double */
+            value: number | null;
+            message: string;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            resolved_at: string | null;
+            /** @description Per event, each channel's outcome. */
+            notified: unknown;
+        };
+        /**
+         * @description * `firing` - Firing
+         *     * `resolved` - Resolved
+         * @enum {string}
+         */
+        AlertOutputStateEnum: "firing" | "resolved";
+        AlertRuleInputRequest: {
+            name: string;
+            /**
+             * @description device_offline: no heartbeat for threshold minutes; error_rate: failed share of requests over window_minutes above threshold (0-1); p95_latency_ms: last reported p95 above threshold ms.
+             *
+             *     * `device_offline` - Device Offline
+             *     * `error_rate` - Error Rate
+             *     * `p95_latency_ms` - P95 Latency
+             */
+            kind: components["schemas"]["KindEnum"];
+            /** Format: double */
+            threshold: number;
+            /** @default 5 */
+            window_minutes?: number;
+            /** @description Only devices with this tag (empty: every device). */
+            tag?: string;
+            /** @description POSTed JSON when an alert fires or resolves. */
+            webhook_url?: string;
+            emails?: string[];
+            /** @default true */
+            enabled?: boolean;
+        };
+        AlertRuleOutput: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            kind: components["schemas"]["KindEnum"];
+            /** Format: double */
+            threshold: number;
+            window_minutes: number;
+            tag: string;
+            webhook_url: string;
+            emails: string[];
+            enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+        };
         AnnotationOutput: {
             /** Format: uuid */
             id: string;
@@ -2057,6 +2208,13 @@ export interface components {
             /** @description 3. Run this on the device (or as a service: docs/edge.md). */
             run_command: string;
         };
+        /**
+         * @description * `device_offline` - Device Offline
+         *     * `error_rate` - Error Rate
+         *     * `p95_latency_ms` - P95 Latency
+         * @enum {string}
+         */
+        KindEnum: "device_offline" | "error_rate" | "p95_latency_ms";
         /**
          * @description Exactly one of ``class_label`` (a name; a new name creates the class) and
          *     ``class_label_id``; ``{"class_label": null}`` removes the sample's label.
@@ -2970,6 +3128,127 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+        };
+    };
+    alert_rules_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleOutput"][];
+                };
+            };
+        };
+    };
+    alert_rules_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleOutput"];
+                };
+            };
+        };
+    };
+    alert_rules_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleOutput"];
+                };
+            };
+        };
+    };
+    alert_rules_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    alerts_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /**
+                 * @description * `firing` - Firing
+                 *     * `resolved` - Resolved
+                 */
+                state?: "firing" | "resolved";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertOutput"][];
                 };
             };
         };

@@ -158,6 +158,67 @@ class DeploymentDetailApi(ProjectApi):
         return Response(s.DeploymentOutput(deployment).data)
 
 
+class AlertRuleListApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(responses=s.AlertRuleOutput(many=True), operation_id="alert_rules_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        return Response(s.AlertRuleOutput(project.alert_rules.all(), many=True).data)
+
+    @extend_schema(request=s.AlertRuleInput, responses={201: s.AlertRuleOutput},
+                   operation_id="alert_rules_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        data = s.AlertRuleInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = services.alert_rule_save(project=project, user=request.user,
+                                        values=data.validated_data)
+        return Response(s.AlertRuleOutput(rule).data, status=status.HTTP_201_CREATED)
+
+
+class AlertRuleDetailApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    def _rule(self, request: Request, rule_id: str) -> Any:
+        from sampan.core.selectors import get_or_not_found
+
+        return get_or_not_found(self.get_project(request).alert_rules.all(), "alert rule",
+                                pk=rule_id)
+
+    @extend_schema(request=s.AlertRuleInput, responses=s.AlertRuleOutput,
+                   operation_id="alert_rules_update")
+    def put(self, request: Request, project_id: str, rule_id: str) -> Response:
+        rule = self._rule(request, rule_id)
+        data = s.AlertRuleInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = services.alert_rule_save(project=rule.project, user=request.user,
+                                        values=data.validated_data, rule=rule)
+        return Response(s.AlertRuleOutput(rule).data)
+
+    @extend_schema(responses={204: None}, operation_id="alert_rules_delete")
+    def delete(self, request: Request, project_id: str, rule_id: str) -> Response:
+        rule = self._rule(request, rule_id)
+        services.alert_rule_delete(rule=rule, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AlertListApi(ProjectApi):
+    @extend_schema(parameters=[s.AlertListQuery], responses=s.AlertOutput(many=True),
+                   operation_id="alerts_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        from sampan.fleet.models import Alert
+
+        project = self.get_project(request)
+        query = s.AlertListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        alerts = (Alert.objects.filter(rule__project=project).select_related("rule", "device")
+                  .order_by("-started_at", "-id"))
+        if "state" in query.validated_data:
+            alerts = alerts.filter(state=query.validated_data["state"])
+        return Response(s.AlertOutput(alerts[:query.validated_data["limit"]], many=True).data)
+
+
 # --- device API -------------------------------------------------------------------------------
 
 

@@ -249,3 +249,58 @@ class DeviceBenchmark(BaseModel):
 
     def __str__(self) -> str:
         return f"benchmark {self.pk} ({self.status})"
+
+
+class AlertKind(models.TextChoices):
+    #: no heartbeat for ``threshold`` minutes
+    DEVICE_OFFLINE = "device_offline"
+    #: errors / requests over the last ``window_minutes`` above ``threshold`` (a fraction)
+    ERROR_RATE = "error_rate"
+    #: the device's reported p95 latency above ``threshold`` ms
+    P95_LATENCY = "p95_latency_ms"
+
+
+class AlertRule(BaseModel):
+    """A condition checked on each device of the project (or of one ``tag``) every minute by
+    beat (``fleet.evaluate_alerts``); a device meeting it opens an :class:`Alert`, notified to
+    ``webhook_url`` (POST JSON) and ``emails`` when it fires and when it resolves."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="alert_rules")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, choices=AlertKind.choices)
+    threshold = models.FloatField()
+    window_minutes = models.PositiveIntegerField(default=5)
+    tag = models.CharField(max_length=50, blank=True, default="")
+    webhook_url = models.URLField(max_length=500, blank=True, default="")
+    emails = models.JSONField(default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+
+
+class AlertState(models.TextChoices):
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+class Alert(BaseModel):
+    """One rule met by one device, from ``started_at`` until ``resolved_at`` (null: firing)."""
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="alerts")
+    state = models.CharField(max_length=16, choices=AlertState.choices,
+                             default=AlertState.FIRING, db_index=True)
+    value = models.FloatField(null=True, blank=True)
+    message = models.CharField(max_length=500)
+    started_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    #: the last notification's outcome per channel ("webhook": "ok" | "error: ...")
+    notified = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["rule", "device"], condition=Q(state="firing"),
+                                    name="alert_one_firing_per_rule_device"),
+        ]

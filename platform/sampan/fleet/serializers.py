@@ -11,6 +11,8 @@ from sampan.core.validation import NameField, TextField
 from sampan.fleet.models import (
     BENCHMARK_REPORTABLE,
     REPORTABLE,
+    AlertKind,
+    AlertState,
     BenchmarkStatus,
     DeploymentState,
     DeviceStatus,
@@ -429,3 +431,59 @@ class BenchmarkResultInput(serializers.Serializer):
 class BenchmarkResultOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=BenchmarkStatus.choices,
                                      help_text="the benchmark's stored status")
+
+
+class AlertRuleInput(serializers.Serializer):
+    name = NameField(max_length=200)
+    kind = serializers.ChoiceField(choices=AlertKind.choices, help_text=(
+        "device_offline: no heartbeat for threshold minutes; error_rate: failed share of "
+        "requests over window_minutes above threshold (0-1); p95_latency_ms: last reported p95 "
+        "above threshold ms."))
+    threshold = serializers.FloatField(min_value=0)
+    window_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, default=5)
+    tag = TagField(required=False, allow_blank=True, default="",
+                   help_text="Only devices with this tag (empty: every device).")
+    webhook_url = serializers.URLField(max_length=500, required=False, allow_blank=True,
+                                       default="", help_text="POSTed JSON when an alert fires "
+                                                             "or resolves.")
+    emails = serializers.ListField(child=serializers.EmailField(), max_length=20,
+                                   required=False, default=list)
+    enabled = serializers.BooleanField(required=False, default=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("kind") == AlertKind.ERROR_RATE and attrs.get("threshold", 0) > 1:
+            raise serializers.ValidationError(
+                {"threshold": "an error rate is a fraction of requests, from 0 to 1"})
+        return attrs
+
+
+class AlertRuleOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=AlertKind.choices)
+    threshold = serializers.FloatField()
+    window_minutes = serializers.IntegerField()
+    tag = serializers.CharField()
+    webhook_url = serializers.CharField()
+    emails = serializers.ListField(child=serializers.CharField())
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class AlertOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    rule_id = serializers.UUIDField()
+    rule_name = serializers.CharField(source="rule.name")
+    device_id = serializers.UUIDField()
+    device_name = serializers.CharField(source="device.name")
+    state = serializers.ChoiceField(choices=AlertState.choices)
+    value = serializers.FloatField(allow_null=True)
+    message = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    notified = serializers.JSONField(help_text="Per event, each channel's outcome.")
+
+
+class AlertListQuery(serializers.Serializer):
+    state = serializers.ChoiceField(choices=AlertState.choices, required=False)
+    limit = serializers.IntegerField(required=False, default=200, min_value=1, max_value=1000)

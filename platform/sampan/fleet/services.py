@@ -25,6 +25,7 @@ from sampan.core.validation import validated_name, validated_text
 from sampan.fleet.compatibility import model_incompatibilities
 from sampan.fleet.models import (
     REPORTABLE,
+    AlertRule,
     TRANSITIONS,
     Deployment,
     DeploymentState,
@@ -439,3 +440,29 @@ def device_delete(*, device: Device) -> None:
     """Decommission a device: its credential stops working at once; its deployments and
     telemetry are deleted with it."""
     device.delete()
+
+
+def alert_rule_save(*, project: Project, user: Any, values: dict[str, Any],
+                    rule: AlertRule | None = None) -> AlertRule:
+    """Create a rule, or replace an existing one's settings (its alerts stay); audited."""
+    with transaction.atomic():
+        if rule is None:
+            rule = AlertRule.objects.create(project=project, **values)
+            action = "alert_rule.create"
+        else:
+            for key, value in values.items():
+                setattr(rule, key, value)
+            rule.save()
+            action = "alert_rule.update"
+        audit_record(actor=user, action=action, project=project, target=rule,
+                     details={"name": rule.name, "kind": rule.kind,
+                              "threshold": rule.threshold})
+    return rule
+
+
+def alert_rule_delete(*, rule: AlertRule, user: Any) -> None:
+    """Delete a rule with its alert history; audited."""
+    with transaction.atomic():
+        audit_record(actor=user, action="alert_rule.delete", project=rule.project, target=rule,
+                     details={"name": rule.name})
+        rule.delete()

@@ -1,5 +1,6 @@
 from celery import shared_task
 
+from sampan.fleet.alerts import alerts_evaluate
 from sampan.fleet.services import telemetry_retention
 
 
@@ -10,3 +11,10 @@ def retention() -> dict[str, int]:
     result = telemetry_retention()
     return {"expired": result.expired, "downsampled": result.downsampled,
             "over_bound": result.over_bound}
+
+
+@shared_task(name="fleet.evaluate_alerts")
+def evaluate_alerts() -> dict[str, int]:
+    """Periodic (Celery beat, every minute): alert rules checked on their devices
+    (sampan.fleet.alerts)."""
+    return alerts_evaluate()

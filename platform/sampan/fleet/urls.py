@@ -19,6 +19,10 @@ urlpatterns = [
     path(P + "deployments/", apis.DeploymentListApi.as_view(), name="deployments"),
     path(P + "deployments/<uuid:deployment_id>/", apis.DeploymentDetailApi.as_view(),
          name="deployment-detail"),
+    path(P + "alert-rules/", apis.AlertRuleListApi.as_view(), name="alert-rules"),
+    path(P + "alert-rules/<uuid:rule_id>/", apis.AlertRuleDetailApi.as_view(),
+         name="alert-rule-detail"),
+    path(P + "alerts/", apis.AlertListApi.as_view(), name="alerts"),
 ]
 
 device_urlpatterns = [
