@@ -52,6 +52,7 @@ export const routes: RouteObject[] = [
           },
           { path: "devices", lazy: page(() => import("./pages/devices/DevicesPage"), "DevicesPage") },
           { path: "devices/:deviceId", lazy: page(() => import("./pages/devices/DevicePage"), "DevicePage") },
+          { path: "alerts", lazy: page(() => import("./pages/alerts/AlertsPage"), "AlertsPage") },
         ],
       },
       { path: "*", element: <NotFoundPage /> },

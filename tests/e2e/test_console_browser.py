@@ -796,6 +796,18 @@ def device_page(page: Page, stack: Stack, screenshots: Any) -> None:
     expect(row).to_contain_text("digits v1")
     expect(row).to_contain_text(str(len(digits)))
     screenshots.take(page, "devices-running")
+    # an alert rule from the console: it lists with its condition
+    page.get_by_role("menuitem", name="Alerts").click()
+    expect(page.get_by_role("heading", name="Alerts")).to_be_visible()
+    page.get_by_label("Name").fill("slow agent")
+    page.get_by_label("Condition").click()
+    page.get_by_title("p95 latency", exact=True).click()
+    page.get_by_label("above (ms)").fill("500")
+    page.get_by_role("button", name="Add rule").click()
+    rules = page.get_by_test_id("alert-rules")
+    expect(rules).to_contain_text("slow agent")
+    expect(rules).to_contain_text("500 ms")
+    screenshots.take(page, "alerts")
 
 
 def compress_for_the_agent(page: Page, screenshots: Any) -> None:
