@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,19 +17,32 @@ from edge_agent.server import make_server
 from sampan.devstack.stack import wait_until
 
 
-@pytest.fixture
-def served(tmp_path: Path, signing_key):
-    home = AgentHome(tmp_path / "agent")
-    config = AgentConfig("http://127.0.0.1:9", "device-1", "cred", signing_key.public_b64)
-    agent = Agent(home, config)
-    server = make_server(agent, "127.0.0.1", 0)
+@contextmanager
+def serving(agent: Agent, api_key: str | None = None) -> Iterator[str]:
+    """The agent's HTTP API on a free port, in a thread; yields its base URL."""
+    server = make_server(agent, "127.0.0.1", 0, api_key=api_key)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     host, port = server.server_address[:2]
-    yield agent, f"http://{host}:{port}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def new_agent(tmp_path: Path, signing_key) -> Agent:
+    home = AgentHome(tmp_path / "agent")
+    config = AgentConfig("http://127.0.0.1:9", "device-1", "cred", signing_key.public_b64)
+    return Agent(home, config)
+
+
+@pytest.fixture
+def served(tmp_path: Path, signing_key):
+    agent = new_agent(tmp_path, signing_key)
+    with serving(agent) as base:
+        yield agent, base
 
 
 def test_without_a_model_predict_is_503(served, png) -> None:
@@ -176,23 +191,15 @@ KEY = "k" * 24
 
 @pytest.fixture
 def keyed(tmp_path: Path, signing_key, package_factory):
-    home = AgentHome(tmp_path / "agent")
-    config = AgentConfig("http://127.0.0.1:9", "device-1", "cred", signing_key.public_b64)
-    agent = Agent(home, config)
+    agent = new_agent(tmp_path, signing_key)
     package = package_factory()
     directory = agent.home.model_dir(package.version_id)
     directory.mkdir(parents=True)
     (directory / "model.onnx").write_bytes(package.model_bytes)
     (directory / "manifest.json").write_text(json.dumps(package.manifest))
     agent.swap(agent.load_package(package.version_id))
-    server = make_server(agent, "127.0.0.1", 0, api_key=KEY)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    host, port = server.server_address[:2]
-    yield agent, f"http://{host}:{port}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(agent, api_key=KEY) as base:
+        yield agent, base
 
 
 def test_an_api_key_guards_predict_and_metrics_but_not_health(keyed, png) -> None:
