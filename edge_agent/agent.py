@@ -183,6 +183,10 @@ class Agent:
             self.telemetry.record_request(outcome, elapsed)
         if isinstance(session, DetectorSession):
             self.telemetry.record_detections(labels)
+            if answer["detections"]:
+                self.telemetry.record_confidence(max(d["score"] for d in answer["detections"]))
+        elif answer["predictions"]:
+            self.telemetry.record_confidence(answer["predictions"][0]["probability"])
         return {
             "model_version_id": session.version_id,
             "task": session.task,

@@ -98,6 +98,8 @@ class Telemetry:
         self._errors = 0
         self._detections: int | None = None  # None until a detection model served
         self._by_class: Tally[str] = Tally()
+        # (monotonic s, top-1 probability or best detection score) of the answers
+        self._confidence: deque[tuple[float, float]] = deque(maxlen=WINDOW)
         self._cpu_mark = (time.monotonic(), sum(os.times()[:2]))
 
     def record_request(self, outcome: str, latency_s: float) -> None:
@@ -125,6 +127,12 @@ class Telemetry:
             count = min(self._served - mark, len(self._window))
             return ([ms for _, ms in list(self._window)[len(self._window) - count:]]
                     if count > 0 else [])
+
+    def record_confidence(self, score: float) -> None:
+        """The confidence of one answer (0-1): a classifier's top-1 probability, a detector's
+        best detection score (an answer without detections records nothing)."""
+        with self._lock:
+            self._confidence.append((time.monotonic(), float(score)))
 
     def record_heartbeat(self, ok: bool) -> None:
         self._heartbeats.labels("ok" if ok else "error").inc()
@@ -167,6 +175,7 @@ class Telemetry:
         with self._lock:
             window = np.fromiter((ms for t, ms in self._window if t >= since),
                                  dtype=np.float64)
+            confidences = [c for t, c in self._confidence if t >= since]
             count, errors = self._count, self._errors
             detections = self._detections
             # most frequent first, ties by label, so consecutive heartbeats name the same ones
@@ -184,6 +193,9 @@ class Telemetry:
             "cpu_percent": self._cpu_percent(),
             "cpu_count": os.cpu_count(),
             "memory_bytes": memory_bytes(),
+            # the mean confidence of the answers of the same window; rollouts compare it
+            "confidence_mean": (round(float(np.mean(confidences)), 4) if confidences
+                                else None),
         }
         if detections is not None:
             snapshot["detections"] = detections

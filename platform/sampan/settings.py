@@ -286,6 +286,9 @@ CELERY_BEAT_SCHEDULE = {
     "delete-expired-uploads": {"task": "uploads.delete_expired", "schedule": 600.0},
     "telemetry-retention": {"task": "fleet.telemetry_retention", "schedule": 300.0},
     "evaluate-alerts": {"task": "fleet.evaluate_alerts", "schedule": 60.0},
+    # rollouts observed, advanced or rolled back (sampan.fleet.rollouts)
+    "advance-rollouts": {"task": "fleet.advance_rollouts",
+                         "schedule": env.float("SAMPAN_ROLLOUT_INTERVAL_S", default=15.0)},
 }
 
 CHANNEL_LAYERS = {

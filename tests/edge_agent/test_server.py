@@ -72,6 +72,9 @@ def test_bad_requests_name_the_problem(served, png, tmp_path, package_factory) -
     assert (reply.status_code, reply.json()) == (400, {"error": "top_k must be >= 1"})
     reply = requests.post(f"{base}/v1/predict?top_k=9", data=png((0, 250, 0)), timeout=5)
     assert [p["label"] for p in reply.json()["predictions"]] == ["green", "red", "blue"]
+    # the answer's top-1 probability is the heartbeat's confidence (bad requests add none)
+    top1 = reply.json()["predictions"][0]["probability"]
+    assert agent.telemetry.snapshot()["confidence_mean"] == pytest.approx(top1, abs=1e-4)
     assert requests.get(f"{base}/nope", timeout=5).status_code == 404
     assert requests.post(f"{base}/nope", data=b"x", timeout=5).status_code == 404
 

@@ -67,3 +67,18 @@ def test_the_real_snapshot_names_this_machines_cores() -> None:
     metrics = Telemetry().snapshot()
     assert metrics["cpu_count"] == os.cpu_count()
     assert 0.0 <= metrics["cpu_percent"] <= 100.0
+
+
+def test_confidence_is_the_mean_of_the_windows_answers(clock: Clock) -> None:
+    """Rollouts compare it between versions: the mean over the same window as the latencies,
+    null once the window holds no answer."""
+    telemetry = Telemetry()
+    assert telemetry.snapshot()["confidence_mean"] is None
+    telemetry.record_confidence(0.9)
+    clock.now += LATENCY_WINDOW_S / 2
+    telemetry.record_confidence(0.5)
+    assert telemetry.snapshot()["confidence_mean"] == pytest.approx(0.7)
+    clock.now += LATENCY_WINDOW_S / 2 + 1  # the first has left the window
+    assert telemetry.snapshot()["confidence_mean"] == pytest.approx(0.5)
+    clock.now += LATENCY_WINDOW_S
+    assert telemetry.snapshot()["confidence_mean"] is None

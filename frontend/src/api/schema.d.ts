@@ -1209,6 +1209,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/rollouts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        get: operations["rollouts_list"];
+        put?: never;
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        post: operations["rollouts_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/rollouts/{rollout_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description A view under ``/api/v1/projects/<project_id>/``.
+         *
+         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
+         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
+         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
+         *     method's role before the handler runs.
+         */
+        get: operations["rollouts_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/rollouts/{rollout_id}/rollback/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Halt a rolling rollout and return the devices it reached to their previous versions;
+         *     409 when it is no longer rolling.
+         */
+        post: operations["rollouts_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/samples/{sample_id}/": {
         parameters: {
             query?: never;
@@ -1926,7 +2002,7 @@ export interface components {
             device_id: string;
             device_name: string;
             model_version: components["schemas"]["ModelVersionRefOutput"];
-            state: components["schemas"]["DeploymentOutputStateEnum"];
+            state: components["schemas"]["State706Enum"];
             error: string;
             created_by?: string | null;
             /** Format: date-time */
@@ -1936,16 +2012,6 @@ export interface components {
             /** Format: date-time */
             finished_at: string | null;
         };
-        /**
-         * @description * `pending` - Pending
-         *     * `downloading` - Downloading
-         *     * `verifying` - Verifying
-         *     * `running` - Running
-         *     * `failed` - Failed
-         *     * `superseded` - Superseded
-         * @enum {string}
-         */
-        DeploymentOutputStateEnum: "pending" | "downloading" | "verifying" | "running" | "failed" | "superseded";
         DeploymentReportInputRequest: {
             /** Format: uuid */
             deployment_id: string;
@@ -1961,6 +2027,15 @@ export interface components {
          * @enum {string}
          */
         DeploymentReportInputStateEnum: "downloading" | "failed" | "running" | "verifying";
+        DeploymentSummaryOutput: {
+            /** Format: uuid */
+            id: string;
+            state: components["schemas"]["State706Enum"];
+            error: string;
+            model_version: components["schemas"]["ModelVersionRefOutput"];
+            /** Format: date-time */
+            state_changed_at: string;
+        };
         DesiredOutput: {
             /** Format: uuid */
             deployment_id: string;
@@ -2272,6 +2347,11 @@ export interface components {
             /** @description The device's CPU cores. */
             cpu_count?: number | null;
             memory_bytes?: number | null;
+            /**
+             * Format: double
+             * @description Mean top-1 probability (classifier) or best detection score (detector) of the answers of the latency window; null without answers.
+             */
+            confidence_mean?: number | null;
             /** @description Objects detected since the agent started (cumulative, like requests). */
             detections?: number | null;
             /** @description The same per class label: the 20 most frequent, cumulative. */
@@ -2484,6 +2564,179 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "viewer" | "editor" | "owner";
+        RolloutDetailOutput: {
+            /** Format: uuid */
+            id: string;
+            model_version: components["schemas"]["ModelVersionRefOutput"];
+            strategy: components["schemas"]["StrategyEnum"];
+            tag: string;
+            state: components["schemas"]["State9e3Enum"];
+            /** @description Why it was rolled back. */
+            reason: string;
+            devices_total: number;
+            /** @description Devices whose new-version deployment is running. */
+            devices_running: number;
+            canary_devices: number;
+            batch_size: number;
+            current_batch: number;
+            batches: number;
+            /** Format: double */
+            observe_minutes: number;
+            /**
+             * Format: date-time
+             * @description When every device of the current batch ran the version: its observation started.
+             */
+            observed_since: string | null;
+            /** Format: double */
+            max_error_rate_increase: number;
+            /** Format: double */
+            max_latency_ratio: number;
+            /** Format: double */
+            max_confidence_drop: number;
+            max_restarts: number;
+            min_requests: number;
+            /** @description The last comparison: {candidate, baseline} each {devices, samples, requests, errors, error_rate, restarts, p95_ms, confidence}, regressions (sentences), at. */
+            comparison: unknown;
+            created_by?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            devices: components["schemas"]["RolloutDeviceOutput"][];
+            /** @description Per minute, the new version (candidate) and the previous versions (baseline) on the rollout's devices, for the comparison charts. */
+            series: components["schemas"]["RolloutSeriesPointOutput"][];
+        };
+        RolloutDeviceOutput: {
+            /** Format: uuid */
+            device_id: string;
+            device_name: string;
+            /** @description 0 is the canary. */
+            batch: number;
+            previous_model_version: components["schemas"]["ModelVersionRefOutput"] | null;
+            /** @description The new version's deployment, once sent. */
+            deployment: components["schemas"]["DeploymentSummaryOutput"] | null;
+            /** @description The deployment that returned the device to its previous version. */
+            rollback: components["schemas"]["DeploymentSummaryOutput"] | null;
+        };
+        RolloutInputRequest: {
+            /** Format: uuid */
+            model_version_id: string;
+            device_ids?: string[];
+            /** @description Every device of the project with this tag (neither tag nor device_ids: every device). */
+            tag?: string;
+            /**
+             * @description canary: a few devices first, observed, then the rest in batches; all: every device at once.
+             *
+             *     * `all` - All
+             *     * `canary` - Canary
+             * @default canary
+             */
+            strategy?: components["schemas"]["StrategyEnum"];
+            /** @description Devices in the canary (default 1). */
+            canary_devices?: number;
+            /**
+             * Format: double
+             * @description The canary as a share of the devices, in % (rounded up).
+             */
+            canary_percent?: number;
+            /**
+             * @description Devices per batch after the canary; 0 sends the rest at once.
+             * @default 0
+             */
+            batch_size?: number;
+            /**
+             * Format: double
+             * @description How long each batch is observed once all its devices run the version.
+             * @default 10
+             */
+            observe_minutes?: number;
+            /**
+             * Format: double
+             * @description Roll back when the new version's error rate exceeds the previous one's by more than this (a fraction of requests).
+             * @default 0.02
+             */
+            max_error_rate_increase?: number;
+            /**
+             * Format: double
+             * @description Roll back when the new version's p95 latency exceeds the previous one's times this.
+             * @default 1.5
+             */
+            max_latency_ratio?: number;
+            /**
+             * Format: double
+             * @description Roll back when the new version's mean confidence is lower by more than this.
+             * @default 0.1
+             */
+            max_confidence_drop?: number;
+            /**
+             * @description Agent restarts allowed on the new version.
+             * @default 0
+             */
+            max_restarts?: number;
+            /**
+             * @description Requests the new version must have served before its error rate is judged.
+             * @default 20
+             */
+            min_requests?: number;
+        };
+        RolloutOutput: {
+            /** Format: uuid */
+            id: string;
+            model_version: components["schemas"]["ModelVersionRefOutput"];
+            strategy: components["schemas"]["StrategyEnum"];
+            tag: string;
+            state: components["schemas"]["State9e3Enum"];
+            /** @description Why it was rolled back. */
+            reason: string;
+            devices_total: number;
+            /** @description Devices whose new-version deployment is running. */
+            devices_running: number;
+            canary_devices: number;
+            batch_size: number;
+            current_batch: number;
+            batches: number;
+            /** Format: double */
+            observe_minutes: number;
+            /**
+             * Format: date-time
+             * @description When every device of the current batch ran the version: its observation started.
+             */
+            observed_since: string | null;
+            /** Format: double */
+            max_error_rate_increase: number;
+            /** Format: double */
+            max_latency_ratio: number;
+            /** Format: double */
+            max_confidence_drop: number;
+            max_restarts: number;
+            min_requests: number;
+            /** @description The last comparison: {candidate, baseline} each {devices, samples, requests, errors, error_rate, restarts, p95_ms, confidence}, regressions (sentences), at. */
+            comparison: unknown;
+            created_by?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        RolloutRollbackInputRequest: {
+            /** @default rolled back by hand */
+            reason?: string;
+        };
+        RolloutSeriesPointOutput: {
+            /**
+             * Format: date-time
+             * @description The start of the minute.
+             */
+            t: string;
+            side: components["schemas"]["SideEnum"];
+            requests: number;
+            /** Format: double */
+            error_rate: number | null;
+            /** Format: double */
+            p95_ms: number | null;
+            /** Format: double */
+            confidence: number | null;
+        };
         RuntimeInputRequest: {
             /** @description onnxruntime.__version__ */
             onnxruntime: string;
@@ -2520,11 +2773,40 @@ export interface components {
             readonly etag: string;
         };
         /**
+         * @description * `candidate` - candidate
+         *     * `baseline` - baseline
+         * @enum {string}
+         */
+        SideEnum: "candidate" | "baseline";
+        /**
+         * @description * `pending` - Pending
+         *     * `downloading` - Downloading
+         *     * `verifying` - Verifying
+         *     * `running` - Running
+         *     * `failed` - Failed
+         *     * `superseded` - Superseded
+         * @enum {string}
+         */
+        State706Enum: "pending" | "downloading" | "verifying" | "running" | "failed" | "superseded";
+        /**
+         * @description * `rolling` - Rolling
+         *     * `completed` - Completed
+         *     * `rolled_back` - Rolled Back
+         * @enum {string}
+         */
+        State9e3Enum: "rolling" | "completed" | "rolled_back";
+        /**
          * @description * `online` - Online
          *     * `offline` - Offline
          * @enum {string}
          */
         StatusEnum: "online" | "offline";
+        /**
+         * @description * `all` - All
+         *     * `canary` - Canary
+         * @enum {string}
+         */
+        StrategyEnum: "all" | "canary";
         SuggestionOutput: {
             /** Format: uuid */
             id: string;
@@ -4356,6 +4638,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PrelabelJobOutput"];
+                };
+            };
+        };
+    };
+    rollouts_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutOutput"][];
+                };
+            };
+        };
+    };
+    rollouts_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutOutput"];
+                };
+            };
+        };
+    };
+    rollouts_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                rollout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutDetailOutput"];
+                };
+            };
+        };
+    };
+    rollouts_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                rollout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RolloutRollbackInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutDetailOutput"];
                 };
             };
         };

@@ -219,6 +219,64 @@ class AlertListApi(ProjectApi):
         return Response(s.AlertOutput(alerts[:query.validated_data["limit"]], many=True).data)
 
 
+class RolloutListApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(responses=s.RolloutOutput(many=True), operation_id="rollouts_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        rollouts = selectors.rollout_list(project=self.get_project(request))[:200]
+        return Response(s.RolloutOutput(rollouts, many=True).data)
+
+    @extend_schema(request=s.RolloutInput, responses={201: s.RolloutOutput},
+                   operation_id="rollouts_create")
+    def post(self, request: Request, project_id: str) -> Response:
+        from sampan.fleet.rollouts import rollout_create
+
+        project = self.get_project(request)
+        data = s.RolloutInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        rollout = rollout_create(project=project, user=request.user, **data.validated_data)
+        rollout = selectors.rollout_get(project=project, rollout_id=rollout.pk)
+        return Response(s.RolloutOutput(rollout).data, status=status.HTTP_201_CREATED)
+
+
+def _rollout_detail(project: Any, rollout_id: Any) -> dict[str, Any]:
+    from sampan.fleet.rollouts import rollout_series
+
+    rollout = selectors.rollout_get(project=project, rollout_id=rollout_id)
+    rollout.devices = selectors.rollout_devices(rollout=rollout)
+    rollout.series = rollout_series(rollout)
+    return s.RolloutDetailOutput(rollout).data
+
+
+class RolloutDetailApi(ProjectApi):
+    @extend_schema(responses=s.RolloutDetailOutput, operation_id="rollouts_retrieve")
+    def get(self, request: Request, project_id: str, rollout_id: str) -> Response:
+        return Response(_rollout_detail(self.get_project(request), rollout_id))
+
+
+class RolloutRollbackApi(ProjectApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=s.RolloutRollbackInput, responses=s.RolloutDetailOutput,
+                   operation_id="rollouts_rollback")
+    def post(self, request: Request, project_id: str, rollout_id: str) -> Response:
+        """Halt a rolling rollout and return the devices it reached to their previous versions;
+        409 when it is no longer rolling."""
+        from sampan.core.errors import Conflict
+        from sampan.fleet.rollouts import rollout_rollback
+
+        project = self.get_project(request)
+        rollout = selectors.rollout_get(project=project, rollout_id=rollout_id)
+        data = s.RolloutRollbackInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        if not rollout_rollback(rollout=rollout, user=request.user,
+                                reason=data.validated_data["reason"]):
+            raise Conflict(f"this rollout is {rollout.state.replace('_', ' ')}: only a rolling "
+                           "one can be rolled back", field="state")
+        return Response(_rollout_detail(project, rollout_id))
+
+
 # --- device API -------------------------------------------------------------------------------
 
 

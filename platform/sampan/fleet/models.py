@@ -304,3 +304,84 @@ class Alert(BaseModel):
             models.UniqueConstraint(fields=["rule", "device"], condition=Q(state="firing"),
                                     name="alert_one_firing_per_rule_device"),
         ]
+
+
+class RolloutStrategy(models.TextChoices):
+    ALL = "all"  # every device at once
+    CANARY = "canary"  # a few devices first, observed, then the rest in batches
+
+
+class RolloutState(models.TextChoices):
+    ROLLING = "rolling"  # a batch is being deployed or observed
+    COMPLETED = "completed"  # every device runs the new version
+    ROLLED_BACK = "rolled_back"  # halted; the devices it reached returned to their versions
+
+
+#: target state -> the states it may be entered from (compare-and-set, as deployments)
+ROLLOUT_TRANSITIONS: dict[str, frozenset[str]] = {
+    RolloutState.COMPLETED: frozenset({RolloutState.ROLLING}),
+    RolloutState.ROLLED_BACK: frozenset({RolloutState.ROLLING}),
+}
+
+
+class Rollout(BaseModel):
+    """One model version rolled out to a set of devices in batches (sampan.fleet.rollouts).
+
+    Batch 0 is the canary (``strategy`` canary) or every device (all). A batch is sent, and once
+    all of its devices run the version it is observed for ``observe_minutes``: the new version on
+    the devices that run it is compared with the previous version (``max_*`` thresholds); a
+    regression, or a device whose deployment failed, rolls the rollout back. ``current_batch``
+    is the batch sent last; ``observed_since`` when its devices all ran the version.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rollouts")
+    model_version = models.ForeignKey("registry.ModelVersion", on_delete=models.PROTECT,
+                                      related_name="rollouts")
+    strategy = models.CharField(max_length=16, choices=RolloutStrategy.choices)
+    tag = models.CharField(max_length=50, blank=True, default="")
+    canary_devices = models.PositiveIntegerField(default=0)
+    batch_size = models.PositiveIntegerField(default=0, help_text="0: the rest at once.")
+    observe_minutes = models.FloatField(default=10.0)
+    max_error_rate_increase = models.FloatField(default=0.02)
+    max_latency_ratio = models.FloatField(default=1.5)
+    max_confidence_drop = models.FloatField(default=0.1)
+    max_restarts = models.PositiveIntegerField(default=0)
+    min_requests = models.PositiveIntegerField(default=20)
+    state = models.CharField(max_length=16, choices=RolloutState.choices,
+                             default=RolloutState.ROLLING, db_index=True)
+    reason = models.TextField(blank=True, default="")
+    current_batch = models.PositiveIntegerField(default=0)
+    batches = models.PositiveIntegerField(default=1)
+    observed_since = models.DateTimeField(null=True, blank=True)
+    comparison = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"rollout {self.pk} ({self.state})"
+
+
+class RolloutDevice(models.Model):
+    """One device of a rollout: its batch, the version it ran before (to return to), and the
+    deployments the rollout made for it (``deployment`` the new version's, ``rollback`` the
+    previous version's)."""
+
+    id = models.BigAutoField(primary_key=True)
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="targets")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="rollout_targets")
+    batch = models.PositiveIntegerField()
+    previous_model_version = models.ForeignKey("registry.ModelVersion", null=True, blank=True,
+                                               on_delete=models.PROTECT, related_name="+")
+    deployment = models.ForeignKey(Deployment, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    rollback = models.ForeignKey(Deployment, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+
+    class Meta:
+        ordering = ["batch", "id"]
+        constraints = [models.UniqueConstraint(fields=["rollout", "device"],
+                                               name="rollout_device_once")]

@@ -20,6 +20,8 @@ from sampan.fleet.models import (
     Device,
     DeviceStatus,
     EnrollmentToken,
+    Rollout,
+    RolloutDevice,
     Telemetry,
     secret_sha256,
 )
@@ -151,3 +153,28 @@ def device_benchmark_get(*, benchmark_id: Any) -> DeviceBenchmark:
     """A benchmark by id (for its requester, which keeps the id). Raises NotFound."""
     return get_or_not_found(DeviceBenchmark.objects.select_related("device"), "benchmark",
                             pk=benchmark_id)
+
+
+def rollout_list(*, project: Project) -> QuerySet[Rollout]:
+    """The project's rollouts, newest first, with ``devices_total`` and ``devices_running``
+    (devices whose new-version deployment runs)."""
+    from django.db.models import Count
+
+    return (Rollout.objects.filter(project=project)
+            .select_related("model_version__model", "created_by")
+            .annotate(devices_total=Count("targets", distinct=True),
+                      devices_running=Count("targets", distinct=True, filter=Q(
+                          targets__deployment__state=DeploymentState.RUNNING)))
+            .order_by("-created_at"))
+
+
+def rollout_get(*, project: Project, rollout_id: Any) -> Rollout:
+    return get_or_not_found(rollout_list(project=project), "rollout", pk=rollout_id)
+
+
+def rollout_devices(*, rollout: Rollout) -> QuerySet[RolloutDevice]:
+    return (RolloutDevice.objects.filter(rollout=rollout)
+            .select_related("device", "previous_model_version__model",
+                            "deployment__model_version__model",
+                            "rollback__model_version__model")
+            .order_by("batch", "device__name"))

@@ -16,6 +16,8 @@ from sampan.fleet.models import (
     BenchmarkStatus,
     DeploymentState,
     DeviceStatus,
+    RolloutState,
+    RolloutStrategy,
 )
 
 
@@ -303,6 +305,10 @@ class MetricsInput(serializers.Serializer):
                                          required=False, help_text="The device's CPU cores.")
     memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
                                             default=None)
+    confidence_mean = serializers.FloatField(
+        min_value=0, max_value=1, allow_null=True, required=False,
+        help_text="Mean top-1 probability (classifier) or best detection score (detector) of "
+                  "the answers of the latency window; null without answers.")
     # detection models only: absent (not null) from a classifier's heartbeat
     detections = serializers.IntegerField(
         min_value=0, allow_null=True, required=False,
@@ -487,3 +493,119 @@ class AlertOutput(serializers.Serializer):
 class AlertListQuery(serializers.Serializer):
     state = serializers.ChoiceField(choices=AlertState.choices, required=False)
     limit = serializers.IntegerField(required=False, default=200, min_value=1, max_value=1000)
+
+
+# --- rollouts (sampan.fleet.rollouts) ---------------------------------------------------------
+
+
+class RolloutInput(serializers.Serializer):
+    model_version_id = serializers.UUIDField()
+    device_ids = serializers.ListField(child=serializers.UUIDField(), min_length=1,
+                                       max_length=1000, required=False)
+    tag = TagField(required=False, help_text="Every device of the project with this tag "
+                                             "(neither tag nor device_ids: every device).")
+    strategy = serializers.ChoiceField(choices=RolloutStrategy.choices,
+                                       default=RolloutStrategy.CANARY, help_text=(
+                                           "canary: a few devices first, observed, then the "
+                                           "rest in batches; all: every device at once."))
+    canary_devices = serializers.IntegerField(min_value=1, max_value=1000, required=False,
+                                              help_text="Devices in the canary (default 1).")
+    canary_percent = serializers.FloatField(min_value=0.1, max_value=99.9, required=False,
+                                            help_text="The canary as a share of the devices, "
+                                                      "in % (rounded up).")
+    batch_size = serializers.IntegerField(min_value=0, max_value=1000, default=0, help_text=(
+        "Devices per batch after the canary; 0 sends the rest at once."))
+    observe_minutes = serializers.FloatField(min_value=0, max_value=7 * 24 * 60, default=10.0,
+                                             help_text="How long each batch is observed once "
+                                                       "all its devices run the version.")
+    max_error_rate_increase = serializers.FloatField(
+        min_value=0, max_value=1, default=0.02,
+        help_text="Roll back when the new version's error rate exceeds the previous one's by "
+                  "more than this (a fraction of requests).")
+    max_latency_ratio = serializers.FloatField(
+        min_value=1, max_value=100, default=1.5,
+        help_text="Roll back when the new version's p95 latency exceeds the previous one's "
+                  "times this.")
+    max_confidence_drop = serializers.FloatField(
+        min_value=0, max_value=1, default=0.1,
+        help_text="Roll back when the new version's mean confidence is lower by more than this.")
+    max_restarts = serializers.IntegerField(min_value=0, max_value=1000, default=0,
+                                            help_text="Agent restarts allowed on the new "
+                                                      "version.")
+    min_requests = serializers.IntegerField(min_value=1, max_value=10**9, default=20, help_text=(
+        "Requests the new version must have served before its error rate is judged."))
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "device_ids" in attrs and "tag" in attrs:
+            raise serializers.ValidationError({"device_ids": "give device_ids or a tag, not both"})
+        if "canary_devices" in attrs and "canary_percent" in attrs:
+            raise serializers.ValidationError(
+                {"canary_percent": "give canary_devices or canary_percent, not both"})
+        if attrs.get("strategy") == RolloutStrategy.ALL and (
+                "canary_devices" in attrs or "canary_percent" in attrs):
+            raise serializers.ValidationError(
+                {"strategy": "an all-at-once rollout has no canary"})
+        return attrs
+
+
+class RolloutRollbackInput(serializers.Serializer):
+    reason = TextField(max_length=500, required=False, default="rolled back by hand",
+                       allow_blank=False)
+
+
+class RolloutDeviceOutput(serializers.Serializer):
+    device_id = serializers.UUIDField()
+    device_name = serializers.CharField(source="device.name")
+    batch = serializers.IntegerField(help_text="0 is the canary.")
+    previous_model_version = ModelVersionRefOutput(allow_null=True)
+    deployment = DeploymentSummaryOutput(allow_null=True,
+                                         help_text="The new version's deployment, once sent.")
+    rollback = DeploymentSummaryOutput(allow_null=True, help_text=(
+        "The deployment that returned the device to its previous version."))
+
+
+class RolloutOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    model_version = ModelVersionRefOutput()
+    strategy = serializers.ChoiceField(choices=RolloutStrategy.choices)
+    tag = serializers.CharField()
+    state = serializers.ChoiceField(choices=RolloutState.choices)
+    reason = serializers.CharField(help_text="Why it was rolled back.")
+    devices_total = serializers.IntegerField()
+    devices_running = serializers.IntegerField(
+        help_text="Devices whose new-version deployment is running.")
+    canary_devices = serializers.IntegerField()
+    batch_size = serializers.IntegerField()
+    current_batch = serializers.IntegerField()
+    batches = serializers.IntegerField()
+    observe_minutes = serializers.FloatField()
+    observed_since = serializers.DateTimeField(allow_null=True, help_text=(
+        "When every device of the current batch ran the version: its observation started."))
+    max_error_rate_increase = serializers.FloatField()
+    max_latency_ratio = serializers.FloatField()
+    max_confidence_drop = serializers.FloatField()
+    max_restarts = serializers.IntegerField()
+    min_requests = serializers.IntegerField()
+    comparison = serializers.JSONField(help_text=(
+        "The last comparison: {candidate, baseline} each {devices, samples, requests, errors, "
+        "error_rate, restarts, p95_ms, confidence}, regressions (sentences), at."))
+    created_by = serializers.CharField(source="created_by.username", allow_null=True,
+                                       default=None)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RolloutSeriesPointOutput(serializers.Serializer):
+    t = serializers.DateTimeField(help_text="The start of the minute.")
+    side = serializers.ChoiceField(choices=["candidate", "baseline"])
+    requests = serializers.IntegerField()
+    error_rate = serializers.FloatField(allow_null=True)
+    p95_ms = serializers.FloatField(allow_null=True)
+    confidence = serializers.FloatField(allow_null=True)
+
+
+class RolloutDetailOutput(RolloutOutput):
+    devices = RolloutDeviceOutput(many=True)
+    series = RolloutSeriesPointOutput(many=True, help_text=(
+        "Per minute, the new version (candidate) and the previous versions (baseline) on the "
+        "rollout's devices, for the comparison charts."))

@@ -18,3 +18,12 @@ def evaluate_alerts() -> dict[str, int]:
     """Periodic (Celery beat, every minute): alert rules checked on their devices
     (sampan.fleet.alerts)."""
     return alerts_evaluate()
+
+
+@shared_task(name="fleet.advance_rollouts")
+def advance_rollouts() -> dict[str, int]:
+    """Periodic (Celery beat, every SAMPAN_ROLLOUT_INTERVAL_S): every rolling rollout checked,
+    observed, advanced or rolled back (sampan.fleet.rollouts)."""
+    from sampan.fleet.rollouts import rollouts_advance
+
+    return rollouts_advance()

@@ -23,6 +23,11 @@ urlpatterns = [
     path(P + "alert-rules/<uuid:rule_id>/", apis.AlertRuleDetailApi.as_view(),
          name="alert-rule-detail"),
     path(P + "alerts/", apis.AlertListApi.as_view(), name="alerts"),
+    path(P + "rollouts/", apis.RolloutListApi.as_view(), name="rollouts"),
+    path(P + "rollouts/<uuid:rollout_id>/", apis.RolloutDetailApi.as_view(),
+         name="rollout-detail"),
+    path(P + "rollouts/<uuid:rollout_id>/rollback/", apis.RolloutRollbackApi.as_view(),
+         name="rollout-rollback"),
 ]
 
 device_urlpatterns = [
