@@ -131,6 +131,15 @@ class Agent:
                  ", ".join(sorted(public_key_id(key) for key in public_keys)), ", ".join(before))
         return True
 
+    def unload(self, session: ModelSession) -> None:
+        """Stop serving ``session`` (if it is the one served): predictions answer 503 again."""
+        with self._lock:
+            if self._session is not session:
+                return
+            self._session = None
+        self.telemetry.set_model(None)
+        log.info("model version %s unloaded", session.version_id)
+
     def swap(self, session: ModelSession) -> None:
         """Serve ``session`` from now on; requests already running finish on the old one."""
         with self._lock:

@@ -33,6 +33,7 @@ from edge_agent.client import (
     TerminalError,
 )
 from edge_agent.home import AgentState, DeploymentStatus
+from edge_agent.reference import HealthCheckError, reference_check
 from edge_agent.sessions import ModelSession
 from edge_agent.runtime import (
     ManifestError,
@@ -340,8 +341,7 @@ class Converger:
         """Persist, then report (best effort: the next heartbeat carries it anyway). Under
         :meth:`run` the report is the heartbeat thread's next beat, brought forward."""
         with self._lock:
-            status.state, status.error = state, error
-            status.terminal = state == "failed"
+            status.move(state, error)
             self.state.deployment = status
             self.home.save_state(self.state)
             self._step_seq += 1
@@ -396,13 +396,37 @@ class Converger:
             self._step(status, "failed", str(error))
             self._prune()
             return
+        before = self.agent.session
         self.agent.swap(session)
+        try:
+            # the health check runs on the session now serving: Mender's commit or roll back
+            checked = reference_check(session, session.manifest.get("reference"))
+        except HealthCheckError as error:
+            restored = self._roll_back(before, session)
+            log.error("deployment %s failed its health check: %s; %s", status.deployment_id,
+                      error, restored)
+            self.agent.telemetry.record_deployment("rolled_back")
+            self._step(status, "failed", f"health check failed after the swap: {error}; "
+                                         f"{restored}")
+            self._prune()
+            return
+        if not checked:
+            log.info("model version %s ships no reference predictions: not checked", version_id)
         with self._lock:
             if self.state.current != version_id:
                 self.state.previous, self.state.current = self.state.current, version_id
         self.agent.telemetry.record_deployment("running")
         self._step(status, "running")
         self._prune()
+
+    def _roll_back(self, before: ModelSession | None, failed: ModelSession) -> str:
+        """Serve ``before`` again after ``failed`` failed its health check (state.json was not
+        changed: current is still ``before``'s version). Returns what now serves, in words."""
+        if before is not None:
+            self.agent.swap(before)
+            return f"rolled back to model version {before.version_id}"
+        self.agent.unload(failed)
+        return "no model is served (there was none before)"
 
     def _download_and_install(
         self, desired: dict[str, Any], status: DeploymentStatus

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentConfig", "AgentHome", "AgentState", "DeploymentStatus", "default_home"]
+__all__ = ["TRANSITIONS", "AgentConfig", "AgentHome", "AgentState", "DeploymentStatus", "default_home"]
 
 
 def default_home() -> Path:
@@ -59,6 +59,19 @@ class AgentConfig:
         return list(self.trusted_signing_keys) or [self.signing_public_key]
 
 
+#: The agent's deployment states: state -> the states one apply may move it to (the same state
+#: again records a retry's reason). An apply starts at ``downloading`` (unreported until its
+#: first step); ``running`` and ``failed`` end it, and the next desired state starts a new one.
+#: ``failed`` after ``verifying`` covers a health check that failed after the swap (the agent
+#: went back to the version it served before).
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "downloading": frozenset({"downloading", "verifying", "failed"}),
+    "verifying": frozenset({"verifying", "running", "failed"}),
+    "running": frozenset(),
+    "failed": frozenset(),
+}
+
+
 @dataclass
 class DeploymentStatus:
     """The deployment the agent is converging on or last converged on.
@@ -82,6 +95,15 @@ class DeploymentStatus:
             and self.model_version_id == desired.get("model_version_id")
             and self.sha256 == desired.get("sha256")
         )
+
+    def move(self, state: str, error: str | None = None) -> None:
+        """Go to ``state`` (with ``error``, the reason of a failure or retry) as
+        :data:`TRANSITIONS` allows. Raises ValueError for a move it does not allow."""
+        if state not in TRANSITIONS.get(self.state, frozenset()):
+            raise ValueError(f"deployment {self.deployment_id}: {self.state} -> {state} is not "
+                             "an agent transition")
+        self.state, self.error = state, error
+        self.terminal = state == "failed"
 
     def report(self) -> dict[str, Any]:
         """The heartbeat's ``deployment`` object."""

@@ -102,9 +102,11 @@ class ModelPackage:
 
 
 def make_package(
-    key: SigningKey, model_bytes: bytes | None = None, labels: list[str] = LABELS, version: int = 1
+    key: SigningKey, model_bytes: bytes | None = None, labels: list[str] = LABELS, version: int = 1,
+    reference: dict[str, Any] | None = None,
 ) -> ModelPackage:
-    """A signed model package (contracts.md manifest) around ``model_bytes``."""
+    """A signed model package (contracts.md manifest) around ``model_bytes``, with
+    ``reference`` predictions (edge_agent.reference) when given."""
     model_bytes = build_classifier(labels) if model_bytes is None else model_bytes
     version_id = str(uuid.uuid4())
     manifest = {
@@ -135,6 +137,8 @@ def make_package(
         "min_onnxruntime": "1.17.0",
         "created_at": "2026-11-29T12:00:00Z",
     }
+    if reference is not None:
+        manifest["reference"] = reference
     return ModelPackage(version_id, key.sign(manifest), model_bytes)
 
 

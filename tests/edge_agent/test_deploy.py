@@ -436,3 +436,53 @@ def test_a_refused_buffer_is_dropped_and_heartbeats_go_on(device, control_plane)
     plain = control_plane.heartbeats[-1]
     assert plain["buffered"] == [] and plain["buffered_dropped"] == 2
     assert device.run_once() == pytest.approx(0.1)  # accepted: the normal interval
+
+
+def _reference_of(tmp_path: Path, package) -> dict:
+    from edge_agent.reference import reference_record
+    from edge_agent.sessions import open_session
+
+    path = tmp_path / "reference-model.onnx"
+    path.write_bytes(package.model_bytes)
+    return reference_record(open_session(path, package.manifest))
+
+
+def test_a_model_failing_its_health_check_after_the_swap_is_rolled_back(
+    device, control_plane, package_factory, classifier, png, tmp_path
+) -> None:
+    """The package's reference predictions come from another model (what a wrong or broken
+    build would give on this device): the agent swaps it in, checks, goes back to the version
+    it served, and reports the failure with what it did; state.json never named the bad one."""
+    good = package_factory()
+    good = package_factory(reference=_reference_of(tmp_path, good))
+    control_plane.deploy(good, "d1")
+    device.run_once()
+    assert control_plane.deployment_states("d1")[-1] == ("running", None)  # its check passed
+
+    wrong = _reference_of(tmp_path, package_factory(model_bytes=classifier(gain=3.0)))
+    bad = package_factory(version=2, reference=wrong)
+    control_plane.deploy(bad, "d2")
+    device.run_once()
+    state, error = control_plane.deployment_states("d2")[-1]
+    assert state == "failed"
+    assert error.startswith("health check failed after the swap: reference input 1, output 0: ")
+    assert error.endswith(f"; rolled back to model version {good.version_id}")
+    assert device.agent.predict(png((255, 0, 0)))["model_version_id"] == good.version_id
+    assert json.loads(device.home.state_path.read_text())["current"] == good.version_id
+    assert not device.home.model_dir(bad.version_id).exists()
+    assert b'sampan_agent_deployments_total{result="rolled_back"} 1.0' in \
+        device.agent.telemetry.exposition()
+    device.run_once()  # terminal: not downloaded again
+    assert len(model_gets(control_plane, bad.version_id)) == 1
+
+
+def test_a_first_model_failing_its_health_check_leaves_no_model_served(
+    device, control_plane, package_factory, classifier, png, tmp_path
+) -> None:
+    wrong = _reference_of(tmp_path, package_factory(model_bytes=classifier(gain=3.0)))
+    control_plane.deploy(package_factory(reference=wrong), "d1")
+    device.run_once()
+    state, error = control_plane.deployment_states("d1")[-1]
+    assert state == "failed" and error.endswith("; no model is served (there was none before)")
+    assert device.agent.current_version is None
+    assert device.agent.health()["status"] == "no_model"

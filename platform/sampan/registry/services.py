@@ -42,12 +42,14 @@ def model_get_or_create(*, project: Project, name: str, task_type: str) -> Regis
 def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str],
                      preprocessing: dict[str, Any], input_shape: list[Any],
                      metrics: dict[str, Any], lineage: dict[str, Any], sha256: str, size: int,
-                     onnx_info: dict[str, Any], detection: dict[str, Any] | None = None
-                     ) -> dict[str, Any]:
+                     onnx_info: dict[str, Any], detection: dict[str, Any] | None = None,
+                     reference: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned manifest of a model package (format in docs/contracts.md); ``model`` is its
     ``{"id", "name", "version", "version_id"}``. An ``object_detection`` package has the graph
     ``images`` -> ``boxes``, ``scores`` and a ``detection`` object (the post-processing settings
-    of ``edge_agent.detection.DetectionSettings``, required for that task)."""
+    of ``edge_agent.detection.DetectionSettings``, required for that task). ``reference``:
+    the model's outputs on the reference inputs (:func:`edge_agent.reference.reference_record`),
+    the device's health check after a swap."""
     manifest = {
         "schema": PACKAGE_SCHEMA,
         "model": model,
@@ -71,7 +73,24 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
         manifest["outputs"] = [
             {"name": "boxes", "shape": ["N", "A", 4], "dtype": "float32"},
             {"name": "scores", "shape": ["N", "A", len(labels)], "dtype": "float32"}]
+    if reference is not None:
+        manifest["reference"] = reference
     return manifest
+
+
+def _reference(onnx_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference predictions of the model at ``onnx_path`` (edge_agent.reference), or None
+    when onnxruntime cannot load or run it here (logged; the device then only runs its load
+    test)."""
+    from edge_agent.reference import reference_record
+    from edge_agent.runtime import ManifestError, ModelLoadError
+    from edge_agent.sessions import open_session
+
+    try:
+        return reference_record(open_session(onnx_path, manifest))
+    except (ManifestError, ModelLoadError, ValueError) as error:
+        log.warning("no reference predictions for %s: %s", onnx_path, error)
+        return None
 
 
 def model_version_register(*, project: Project, model_name: str, task_type: str,
@@ -101,6 +120,12 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
     try:
         sha256 = file_sha256(onnx_path)
         size = Path(onnx_path).stat().st_size
+        reference = _reference(Path(onnx_path), package_manifest(
+            model={"id": str(model.pk), "name": model.name, "version": 0,
+                   "version_id": str(version_id)},
+            task_type=task_type, labels=labels, preprocessing=preprocessing,
+            input_shape=input_shape, metrics=metrics, lineage=lineage, sha256=sha256,
+            size=size, onnx_info=onnx_info, detection=detection))
         stored = True  # outside the transaction: a big upload holds no database lock
         storage.save_file(f"{final}/model.onnx", Path(onnx_path))
         for attempt in range(5):
@@ -113,7 +138,8 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                                "version_id": str(version_id)},
                         task_type=task_type, labels=labels, preprocessing=preprocessing,
                         input_shape=input_shape, metrics=metrics, lineage=lineage,
-                        sha256=sha256, size=size, onnx_info=onnx_info, detection=detection))
+                        sha256=sha256, size=size, onnx_info=onnx_info, detection=detection,
+                        reference=reference))
                     (staging / "manifest.json").write_text(
                         json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
                     storage.save_file(f"{final}/manifest.json", staging / "manifest.json")

@@ -125,3 +125,21 @@ def test_predictions_at_once_are_bounded_and_the_rest_told_when_to_retry(
     settings.SAMPAN_PREDICT_CONCURRENCY = 2
     assert predict(api, project_with_roles["viewer"], project_with_roles["project"], version,
                    data).status_code == 200
+
+
+def test_a_registered_version_ships_reference_predictions_the_device_can_check(
+        version: Any, tmp_path: Path) -> None:
+    """The signed manifest carries the model's outputs on the reference inputs, computed at
+    registration; the agent's post-swap health check accepts them for this model."""
+    from edge_agent.reference import reference_check
+    from edge_agent.runtime import verify_manifest
+    from edge_agent.sessions import open_session
+    from sampan.registry.signing import trusted_keys_payload
+
+    manifest = version.manifest
+    assert manifest["reference"]["schema"] == "sampan.reference/1"
+    assert len(manifest["reference"]["cases"]) == 2
+    verify_manifest(manifest, [k["public_key"] for k in trusted_keys_payload()])  # signed with it
+    path = tmp_path / "copy.onnx"
+    path.write_bytes(tiny_onnx(tmp_path / "again.onnx").read_bytes())
+    assert reference_check(open_session(path, manifest), manifest["reference"]) is True

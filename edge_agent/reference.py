@@ -1,0 +1,123 @@
+"""Reference predictions shipped in a model package: the device's health check after a swap.
+
+At registration the platform runs the model on :data:`CASES` reference inputs and stores a
+fingerprint of every output in the signed manifest (``"reference"``); after swapping a new
+version in, the agent runs the same inputs through the session now serving and compares
+(:func:`reference_check`). A model that loads but computes something else on this device
+(a runtime or CPU difference, a corrupted graph that still parses) fails the check and the agent
+goes back to the version it served before (Mender's commit-or-roll-back after an update).
+
+The inputs are drawn, not shipped: ``numpy.random.RandomState(seed + i).standard_normal`` in
+the model's normalised input space, (1, 3, H, W) float32. The legacy ``RandomState`` stream is
+frozen by NumPy's compatibility policy (NEP 19), so every NumPy draws the same numbers.
+
+Fingerprint of one output array: ``{"shape", "head", "sum", "abs_sum"}``: its first
+:data:`HEAD` values (flattened, C order), the float64 sum and sum of absolute values. Two
+fingerprints match when the shapes are equal, every head value is within ``RTOL`` of the
+expected one plus ``ATOL`` times the largest expected magnitude (at least 1), and both sums are
+within ``RTOL`` of ``abs_sum`` (plus 1e-3): onnxruntime builds and CPUs differ by ~1e-6
+relative in float32; a different model or a broken kernel differs by far more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CASES", "SCHEMA", "HealthCheckError", "reference_check", "reference_inputs",
+           "reference_record"]
+
+SCHEMA = "sampan.reference/1"
+CASES = 2
+SEED = 20261202
+HEAD = 64
+RTOL = 1e-3
+ATOL = 1e-4
+
+
+class HealthCheckError(Exception):
+    """The session's outputs on the reference inputs differ from the package's."""
+
+
+def reference_inputs(size: tuple[int, int], seed: int = SEED, count: int = CASES
+                     ) -> list[np.ndarray]:
+    """``count`` inputs of (1, 3, height, width) float32 drawn from N(0, 1) (module docstring)."""
+    height, width = size
+    return [np.random.RandomState(seed + i).standard_normal((1, 3, height, width))
+            .astype(np.float32) for i in range(count)]
+
+
+def _outputs(session: Any, x: np.ndarray) -> list[np.ndarray]:
+    """The raw outputs of a ClassifierSession (probabilities) or DetectorSession (boxes,
+    scores) for one input batch."""
+    if hasattr(session, "run_batch"):
+        return [np.asarray(a) for a in session.run_batch(x)]
+    return [np.asarray(session.predict_batch(x))]
+
+
+def _fingerprint(array: np.ndarray) -> dict[str, Any]:
+    flat = np.asarray(array, dtype=np.float64).ravel()
+    return {"shape": list(array.shape), "head": [float(v) for v in flat[:HEAD]],
+            "sum": float(flat.sum()), "abs_sum": float(np.abs(flat).sum())}
+
+
+def reference_record(session: Any, seed: int = SEED) -> dict[str, Any]:
+    """The manifest's ``reference`` object for a loaded session: ``{"schema", "seed",
+    "cases": [[fingerprint of each output] for each input]}``.
+
+    Raises ModelLoadError (edge_agent.runtime) when the model fails to run."""
+    inputs = reference_inputs(tuple(session.preprocessing.size), seed)
+    return {"schema": SCHEMA, "seed": seed,
+            "cases": [[_fingerprint(a) for a in _outputs(session, x)] for x in inputs]}
+
+
+def _differs(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
+    if list(found["shape"]) != list(expected.get("shape", [])):
+        return f"shape {found['shape']} instead of {expected.get('shape')}"
+    head = np.asarray(expected.get("head", []), dtype=np.float64)
+    got = np.asarray(found["head"][:len(head)], dtype=np.float64)
+    scale = max(1.0, float(np.abs(head).max(initial=0.0)))
+    if got.shape != head.shape or not np.all(np.isfinite(got)):
+        return "values that are not finite"
+    worst = np.abs(got - head) - (RTOL * np.abs(head) + ATOL * scale)
+    if worst.size and worst.max() > 0:
+        index = int(worst.argmax())
+        return f"value {index} is {got[index]:.6g} instead of {head[index]:.6g}"
+    for key in ("sum", "abs_sum"):
+        allowed = RTOL * float(expected.get("abs_sum", 0.0)) + 1e-3
+        if not abs(found[key] - float(expected.get(key, 0.0))) <= allowed:
+            return f"{key} {found[key]:.6g} instead of {float(expected.get(key, 0.0)):.6g}"
+    return None
+
+
+def reference_check(session: Any, reference: dict[str, Any] | None) -> bool:
+    """Run the reference inputs through ``session`` and compare with ``reference`` (the
+    manifest's). Returns False when there is nothing to check (no reference, or another
+    schema), True when every output matches.
+
+    Raises HealthCheckError naming the first case and output that differs (or the run's error).
+    """
+    if not isinstance(reference, dict) or reference.get("schema") != SCHEMA:
+        return False
+    cases = reference.get("cases")
+    seed = reference.get("seed")
+    if not isinstance(cases, list) or not cases or not isinstance(seed, int):
+        raise HealthCheckError("the package's reference predictions are malformed")
+    inputs = reference_inputs(tuple(session.preprocessing.size), seed, len(cases))
+    for number, (x, expected) in enumerate(zip(inputs, cases, strict=True), start=1):
+        try:
+            outputs = _outputs(session, x)
+        except Exception as error:  # any failure to run is a failed check
+            raise HealthCheckError(f"reference input {number}: the model failed: "
+                                   f"{error}") from error
+        if not isinstance(expected, list) or len(expected) != len(outputs):
+            raise HealthCheckError(f"reference input {number}: {len(outputs)} outputs instead "
+                                   f"of {len(expected) if isinstance(expected, list) else 0}")
+        for index, (array, wanted) in enumerate(zip(outputs, expected, strict=True)):
+            difference = _differs(_fingerprint(array), wanted if isinstance(wanted, dict)
+                                  else {})
+            if difference:
+                raise HealthCheckError(f"reference input {number}, output {index}: "
+                                       f"{difference}")
+    return True
