@@ -31,13 +31,17 @@ SIZE = 8
 
 
 def build_classifier(
-    labels: list[str] = LABELS, size: int = SIZE, gain: float = 10.0, padding_bytes: int = 0
+    labels: list[str] = LABELS, size: int = SIZE, gain: float = 10.0, padding_bytes: int = 0,
+    fail_above: float | None = None,
 ) -> bytes:
     """A real ONNX classifier: mean colour per channel -> linear -> Softmax.
 
     input (N, 3, size, size) float32 -> probabilities (N, 3) float32. With mean 0.5 / std 0.5
     preprocessing a pure red image scores highest for "red", and so on. ``padding_bytes`` adds
     an unused weight of that many bytes, for a file big enough to interrupt mid-transfer.
+    ``fail_above``: the graph fails in onnxruntime (a Reshape to (-1, C + 1)) for an input whose
+    mean over all values is above it: a model that breaks on bright images only (a white image
+    is 1.0 after the 0.5 / 0.5 normalisation, a black one -1.0).
     """
     weights = (np.eye(3, len(labels), dtype=np.float32) * gain).astype(np.float32)
     bias = np.zeros(len(labels), dtype=np.float32)
@@ -48,6 +52,22 @@ def build_classifier(
         helper.make_node("Add", ["scores", "bias"], ["logits"]),
         helper.make_node("Softmax", ["logits"], ["probabilities"], axis=-1),
     ]
+    extra = []
+    if fail_above is not None:
+        nodes[-1] = helper.make_node("Softmax", ["logits"], ["softmaxed"], axis=-1)
+        nodes += [
+            helper.make_node("ReduceMean", ["input"], ["brightness"], keepdims=0),
+            helper.make_node("Greater", ["brightness", "fail_above"], ["bright"]),
+            helper.make_node("Cast", ["bright"], ["extra_column"], to=TensorProto.INT64),
+            helper.make_node("Unsqueeze", ["extra_column", "axis0"], ["extra_columns"]),
+            helper.make_node("Add", ["classes", "extra_columns"], ["columns"]),
+            helper.make_node("Concat", ["minus_one", "columns"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["softmaxed", "shape"], ["probabilities"]),
+        ]
+        extra = [numpy_helper.from_array(np.array(fail_above, dtype=np.float32), "fail_above"),
+                 numpy_helper.from_array(np.array([0], dtype=np.int64), "axis0"),
+                 numpy_helper.from_array(np.array([len(labels)], dtype=np.int64), "classes"),
+                 numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus_one")]
     graph = helper.make_graph(
         nodes,
         "tiny_classifier",
@@ -57,7 +77,7 @@ def build_classifier(
             numpy_helper.from_array(weights, "weights"),
             numpy_helper.from_array(bias, "bias"),
             numpy_helper.from_array(np.ones(padding_bytes // 4, dtype=np.float32), "padding"),
-        ][: 3 if padding_bytes else 2],
+        ][: 3 if padding_bytes else 2] + extra,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 10

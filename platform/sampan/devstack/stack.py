@@ -259,26 +259,35 @@ class Stack:
                              "--loglevel", "INFO", "-s",
                              str(self.host_dir("beat") / "celerybeat-schedule")])
 
-    def enroll_agent(self, token: str) -> None:
-        if self.agent_home.exists():
-            shutil.rmtree(self.agent_home)
+    def enroll_agent(self, token: str, *, name: str = "local-agent",
+                     home: Path | None = None) -> None:
+        """Enroll an agent as device ``name`` into ``home`` (default :attr:`agent_home`)."""
+        home = home or self.agent_home
+        if home.exists():
+            shutil.rmtree(home)
         result = subprocess.run([sys.executable, "-m", "edge_agent.cli", "enroll", "--url",
-                                 self.url, "--token", token, "--home", str(self.agent_home),
-                                 "--name", "local-agent"], cwd=REPO_DIR, env=self.env("agent"),
+                                 self.url, "--token", token, "--home", str(home),
+                                 "--name", name], cwd=REPO_DIR, env=self.env("agent"),
                                 capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             raise RuntimeError(f"agent enrollment failed:\n{result.stdout}\n{result.stderr}")
 
-    def start_agent(self) -> None:
-        self._spawn("agent", [sys.executable, "-m", "edge_agent.cli", "run", "--home",
-                              str(self.agent_home), "--host", "127.0.0.1", "--port",
-                              str(self.agent_port)], cwd=REPO_DIR)
+    def start_agent(self, *, process: str = "agent", home: Path | None = None,
+                    port: int | None = None) -> str:
+        """Run an enrolled agent as process ``process`` (default: the one in
+        :attr:`agent_home` on :attr:`agent_port`); returns its URL once it answers."""
+        port = port or self.agent_port
+        self._spawn(process, [sys.executable, "-m", "edge_agent.cli", "run", "--home",
+                              str(home or self.agent_home), "--host", "127.0.0.1", "--port",
+                              str(port)], cwd=REPO_DIR)
+        url = f"http://127.0.0.1:{port}"
 
         def up() -> bool:
-            self._check_alive("agent")
-            return requests.get(self.agent_url + "/healthz", timeout=2).status_code == 200
+            self._check_alive(process)
+            return requests.get(url + "/healthz", timeout=2).status_code == 200
 
-        wait_until(up, timeout_s=60, what="the edge agent")
+        wait_until(up, timeout_s=60, what=f"the edge agent {process}")
+        return url
 
     def start(self, *, worker: bool = True) -> Stack:
         """Redis, migrations, web and (optionally) the worker. The agent is enrolled separately."""

@@ -30,7 +30,7 @@ heartbeat whose ``latency_window_s`` began before the swap adds its counters but
 confidence: its window mixes both versions). A regression is:
 more than ``max_restarts`` restarts; with at least ``min_requests`` candidate requests, an error
 rate above the baseline's by more than ``max_error_rate_increase``; a median p95 above
-``max_latency_ratio`` times the baseline's; a mean confidence below the baseline's by more than
+``max_latency_ratio`` times the baseline's and more than ``LATENCY_SLACK_MS`` above it; a mean confidence below the baseline's by more than
 ``max_confidence_drop``. A side without the data a check needs skips that check.
 """
 
@@ -63,6 +63,9 @@ __all__ = ["Measurement", "compare", "rollout_create", "rollout_rollback", "roll
 
 #: telemetry rows one side of a comparison reads at most (newest kept)
 MAX_ROWS = 20_000
+#: a p95 regression must also be this many ms slower: a 0.5 ms model measured at 0.8 ms is
+#: scheduling noise, not a regression (the ratio alone flags it)
+LATENCY_SLACK_MS = 2.0
 
 
 @dataclass
@@ -145,7 +148,8 @@ def compare(rollout: Rollout, candidate: Measurement, baseline: Measurement) -> 
             found.append(f"error rate {rate:.1%} of {candidate.requests} requests against "
                          f"{before:.1%} before (allowed: +{rollout.max_error_rate_increase:.1%})")
     if candidate.p95_ms is not None and baseline.p95_ms:
-        if candidate.p95_ms > rollout.max_latency_ratio * baseline.p95_ms:
+        if candidate.p95_ms > rollout.max_latency_ratio * baseline.p95_ms \
+                and candidate.p95_ms - baseline.p95_ms > LATENCY_SLACK_MS:
             found.append(f"p95 latency {candidate.p95_ms:.1f} ms against {baseline.p95_ms:.1f} "
                          f"ms before (allowed: x{rollout.max_latency_ratio:g})")
     if candidate.confidence is not None and baseline.confidence is not None:

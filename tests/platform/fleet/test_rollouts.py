@@ -217,3 +217,11 @@ def test_measure_counts_restarts_and_compare_needs_enough_requests() -> None:
         "the agent restarted 1 time(s) on the new version (allowed: 0)"]
     rollout.max_restarts = 1
     assert compare(rollout, measured, Measurement()) == []  # 27 requests: not judged yet
+
+
+def test_a_sub_millisecond_latency_wobble_is_not_a_regression() -> None:
+    rollout = Rollout(max_restarts=0, min_requests=1, max_error_rate_increase=0.02,
+                      max_latency_ratio=1.5, max_confidence_drop=0.1)
+    assert compare(rollout, Measurement(p95_ms=0.9), Measurement(p95_ms=0.4)) == []
+    assert compare(rollout, Measurement(p95_ms=3.0), Measurement(p95_ms=0.4)) == [
+        "p95 latency 3.0 ms against 0.4 ms before (allowed: x1.5)"]
