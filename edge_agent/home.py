@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TRANSITIONS", "AgentConfig", "AgentHome", "AgentState", "DeploymentStatus", "default_home"]
+__all__ = ["TRANSITIONS", "AgentConfig", "AgentHome", "AgentState", "DeploymentStatus",
+           "default_home"]
 
 
 def default_home() -> Path:

@@ -28,7 +28,8 @@ def test_a_model_matches_its_own_reference_and_not_another_models(
     assert reference_check(session_of(tmp_path, package_factory()), reference) is True  # same
 
     other = session_of(tmp_path, package_factory(model_bytes=classifier(gain=3.0)))
-    with pytest.raises(HealthCheckError, match=r"^reference input 1, output 0: value \d is \S+ instead of "):
+    with pytest.raises(HealthCheckError,
+                       match=r"^reference input 1, output 0: value \d is \S+ instead of "):
         reference_check(other, reference)
 
 

@@ -27,11 +27,11 @@ requests and errors (differences of the agent's cumulative counters between cons
 heartbeats of one device; a counter going down is an agent restart, counted), the median of the
 reported p95 latencies, and the mean of the reported mean top-1 confidence (a candidate
 heartbeat whose ``latency_window_s`` began before the swap adds its counters but not its p95 and
-confidence: its window mixes both versions). A regression is:
-more than ``max_restarts`` restarts; with at least ``min_requests`` candidate requests, an error
-rate above the baseline's by more than ``max_error_rate_increase``; a median p95 above
-``max_latency_ratio`` times the baseline's and more than ``LATENCY_SLACK_MS`` above it; a mean confidence below the baseline's by more than
-``max_confidence_drop``. A side without the data a check needs skips that check.
+confidence: its window mixes both versions). A regression is: more than ``max_restarts``
+restarts; with at least ``min_requests`` candidate requests, an error rate above the baseline's
+by more than ``max_error_rate_increase``; a median p95 above ``max_latency_ratio`` times the
+baseline's and more than ``LATENCY_SLACK_MS`` above it; a mean confidence below the baseline's
+by more than ``max_confidence_drop``. A side without the data a check needs skips that check.
 """
 
 from __future__ import annotations
