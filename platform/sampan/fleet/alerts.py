@@ -10,7 +10,11 @@ Each enabled :class:`~sampan.fleet.models.AlertRule` is checked on every device 
   counter that went down means the agent restarted and the window starts again there), the
   share that failed is above ``threshold`` (0-1); no request in the window: not met;
 - ``p95_latency_ms``: the device's last reported p95 latency is above ``threshold`` ms (null,
-  as with no traffic in the agent's 60 s window: not met).
+  as with no traffic in the agent's 60 s window: not met);
+- ``low_confidence``: the device's last reported mean confidence (``confidence_mean``: top-1
+  probability or best detection score over the agent's 60 s window) is *below* ``threshold``
+  (0-1): the model is unsure of what it sees (new lighting, a moved camera, data drift). Null
+  (no answers in the window): not met.
 
 A device that meets a rule with no firing alert for it opens one (``firing``) and notifies; one
 that no longer meets it resolves the open alert and notifies again. Notifications: a POST of
@@ -69,8 +73,20 @@ def rule_value(rule: AlertRule, device: Device, now: datetime) -> float | None:
         return _offline_minutes(device, now)
     if rule.kind == AlertKind.ERROR_RATE:
         return _error_rate(device, now, rule.window_minutes)
+    if rule.kind == AlertKind.LOW_CONFIDENCE:
+        confidence = (device.last_metrics or {}).get("confidence_mean")
+        return float(confidence) if isinstance(confidence, int | float) else None
     p95 = ((device.last_metrics or {}).get("latency_ms") or {}).get("p95")
     return float(p95) if isinstance(p95, int | float) else None
+
+
+def rule_met(rule: AlertRule, value: float | None) -> bool:
+    """Whether ``value`` (:func:`rule_value`) meets the rule: above its threshold, or below it
+    for ``low_confidence``; None never does."""
+    if value is None:
+        return False
+    return value < rule.threshold if rule.kind == AlertKind.LOW_CONFIDENCE \
+        else value > rule.threshold
 
 
 def _message(rule: AlertRule, device: Device, value: float) -> str:
@@ -79,6 +95,9 @@ def _message(rule: AlertRule, device: Device, value: float) -> str:
     if rule.kind == AlertKind.ERROR_RATE:
         return (f"{device.name}: {value:.1%} of requests failed over {rule.window_minutes} min "
                 f"(rule: {rule.threshold:.1%})")
+    if rule.kind == AlertKind.LOW_CONFIDENCE:
+        return (f"{device.name}: mean confidence {value:.2f} (rule: below "
+                f"{rule.threshold:.2f})")
     return f"{device.name}: p95 latency {value:.1f} ms (rule: {rule.threshold:g} ms)"
 
 
@@ -128,7 +147,7 @@ def alerts_evaluate(*, now: datetime | None = None) -> dict[str, int]:
             if rule.tag and rule.tag not in (device.tags or []):
                 continue
             value = rule_value(rule, device, now)
-            met = value is not None and value > rule.threshold
+            met = rule_met(rule, value)
             current = open_alerts.get(device.pk)
             if met and current is None:
                 assert value is not None

@@ -258,6 +258,8 @@ class AlertKind(models.TextChoices):
     ERROR_RATE = "error_rate"
     #: the device's reported p95 latency above ``threshold`` ms
     P95_LATENCY = "p95_latency_ms"
+    #: the device's reported mean confidence (``confidence_mean``) below ``threshold`` (0-1)
+    LOW_CONFIDENCE = "low_confidence"
 
 
 class AlertRule(BaseModel):

@@ -444,7 +444,8 @@ class AlertRuleInput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=AlertKind.choices, help_text=(
         "device_offline: no heartbeat for threshold minutes; error_rate: failed share of "
         "requests over window_minutes above threshold (0-1); p95_latency_ms: last reported p95 "
-        "above threshold ms."))
+        "above threshold ms; low_confidence: last reported mean confidence below threshold "
+        "(0-1)."))
     threshold = serializers.FloatField(min_value=0)
     window_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, default=5)
     tag = TagField(required=False, allow_blank=True, default="",
@@ -460,6 +461,9 @@ class AlertRuleInput(serializers.Serializer):
         if attrs.get("kind") == AlertKind.ERROR_RATE and attrs.get("threshold", 0) > 1:
             raise serializers.ValidationError(
                 {"threshold": "an error rate is a fraction of requests, from 0 to 1"})
+        if attrs.get("kind") == AlertKind.LOW_CONFIDENCE and attrs.get("threshold", 0) > 1:
+            raise serializers.ValidationError(
+                {"threshold": "a confidence is a probability, from 0 to 1"})
         return attrs
 
 

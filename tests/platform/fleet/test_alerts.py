@@ -152,3 +152,23 @@ def test_rules_are_validated_editable_deletable_and_editor_only(
                        format="json").status_code == 403
     assert owner_api.delete(base + f"{created['id']}/").status_code == 204
     assert owner_api.get(base).json() == []
+
+
+def test_a_low_confidence_rule_fires_below_its_threshold(owner_api: APIClient, project: Any,
+                                                         enrolled: Any, heartbeat: Any) -> None:
+    """The one rule that fires below: a model unsure of what it sees (confidence_mean from the
+    agent's window); no answers in the window (null) is not low confidence."""
+    _, client = enrolled("unsure")
+    _, other = enrolled("sure")
+    rule(owner_api, project, name="unsure", kind="low_confidence", threshold=0.6)
+    heartbeat(client, metrics={"confidence_mean": 0.41})
+    heartbeat(other, metrics={"confidence_mean": 0.93})
+    assert alerts_evaluate() == {"fired": 1, "resolved": 0}
+    assert list(Alert.objects.values_list("message", flat=True)) == [
+        "unsure: mean confidence 0.41 (rule: below 0.60)"]
+    heartbeat(client, metrics={"confidence_mean": None})  # quiet: resolves, never fires
+    heartbeat(other, metrics={"confidence_mean": None})
+    assert alerts_evaluate() == {"fired": 0, "resolved": 1}
+    bad = owner_api.post(f"/api/v1/projects/{project.pk}/alert-rules/",
+                         {"name": "x", "kind": "low_confidence", "threshold": 60}, format="json")
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "threshold"
