@@ -53,6 +53,8 @@ export const routes: RouteObject[] = [
           { path: "devices", lazy: page(() => import("./pages/devices/DevicesPage"), "DevicesPage") },
           { path: "devices/:deviceId", lazy: page(() => import("./pages/devices/DevicePage"), "DevicePage") },
           { path: "alerts", lazy: page(() => import("./pages/alerts/AlertsPage"), "AlertsPage") },
+          { path: "rollouts", lazy: page(() => import("./pages/rollouts/RolloutsPage"), "RolloutsPage") },
+          { path: "rollouts/:rolloutId", lazy: page(() => import("./pages/rollouts/RolloutPage"), "RolloutPage") },
         ],
       },
       { path: "*", element: <NotFoundPage /> },

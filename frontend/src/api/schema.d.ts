@@ -1590,11 +1590,12 @@ export interface components {
         AlertRuleInputRequest: {
             name: string;
             /**
-             * @description device_offline: no heartbeat for threshold minutes; error_rate: failed share of requests over window_minutes above threshold (0-1); p95_latency_ms: last reported p95 above threshold ms.
+             * @description device_offline: no heartbeat for threshold minutes; error_rate: failed share of requests over window_minutes above threshold (0-1); p95_latency_ms: last reported p95 above threshold ms; low_confidence: last reported mean confidence below threshold (0-1).
              *
              *     * `device_offline` - Device Offline
              *     * `error_rate` - Error Rate
              *     * `p95_latency_ms` - P95 Latency
+             *     * `low_confidence` - Low Confidence
              */
             kind: components["schemas"]["KindEnum"];
             /** Format: double */
@@ -2287,9 +2288,10 @@ export interface components {
          * @description * `device_offline` - Device Offline
          *     * `error_rate` - Error Rate
          *     * `p95_latency_ms` - P95 Latency
+         *     * `low_confidence` - Low Confidence
          * @enum {string}
          */
-        KindEnum: "device_offline" | "error_rate" | "p95_latency_ms";
+        KindEnum: "device_offline" | "error_rate" | "p95_latency_ms" | "low_confidence";
         /**
          * @description Exactly one of ``class_label`` (a name; a new name creates the class) and
          *     ``class_label_id``; ``{"class_label": null}`` removes the sample's label.

@@ -1,6 +1,6 @@
 // The console's frame: a sider with the project picker and the project's sections, a header with
 // the language switch and the user menu. Sized for 1280x720 and up; the sider collapses.
-import { AlertOutlined, AppstoreOutlined, DatabaseOutlined, DeploymentUnitOutlined, ExperimentOutlined, LogoutOutlined, TeamOutlined, UserOutlined } from "@ant-design/icons";
+import { AlertOutlined, AppstoreOutlined, DatabaseOutlined, DeploymentUnitOutlined, ExperimentOutlined, LogoutOutlined, RocketOutlined, TeamOutlined, UserOutlined } from "@ant-design/icons";
 import { Button, Dropdown, Layout, Menu, Select, Space, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -12,12 +12,13 @@ import { useReportError } from "./errors";
 import { LanguageSwitch } from "./LanguageSwitch";
 import { ReadOnlyTag } from "./ReadOnly";
 
-const SECTIONS = ["datasets", "training", "models", "devices", "alerts", "members"] as const;
+const SECTIONS = ["datasets", "training", "models", "devices", "rollouts", "alerts", "members"] as const;
 const ICONS = {
   datasets: <DatabaseOutlined />,
   training: <ExperimentOutlined />,
   models: <AppstoreOutlined />,
   devices: <DeploymentUnitOutlined />,
+  rollouts: <RocketOutlined />,
   alerts: <AlertOutlined />,
   members: <TeamOutlined />,
 };

@@ -7,7 +7,7 @@ import { unwrap } from "../errors";
 export type AlertRule = Schemas["AlertRuleOutput"];
 export type AlertRuleInput = Schemas["AlertRuleInputRequest"];
 export type FiredAlert = Schemas["AlertOutput"];
-export const ALERT_KINDS = ["device_offline", "error_rate", "p95_latency_ms"] as const;
+export const ALERT_KINDS = ["device_offline", "error_rate", "p95_latency_ms", "low_confidence"] as const;
 
 const keys = {
   rules: (projectId: string) => ["projects", projectId, "alert-rules"] as const,

@@ -6,7 +6,8 @@ import { unwrap } from "../errors";
 
 export type Device = Schemas["DeviceOutput"];
 export type Deployment = Schemas["DeploymentOutput"];
-export type DeploymentState = Schemas["DeploymentOutputStateEnum"];
+// the deployment's own field, not the enum's generated name (that changes when another serializer shares the choices)
+export type DeploymentState = Deployment["state"];
 export type Telemetry = Schemas["TelemetryOutput"];
 export type ModelVersionRef = Schemas["ModelVersionRefOutput"];
 

@@ -10,10 +10,12 @@ import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 
-const UNIT: Record<(typeof ALERT_KINDS)[number], string> = { device_offline: "min", error_rate: "", p95_latency_ms: "ms" };
+const UNIT: Record<(typeof ALERT_KINDS)[number], string> = { device_offline: "min", error_rate: "", p95_latency_ms: "ms", low_confidence: "" };
 
 function threshold(rule: AlertRule): string {
-  return rule.kind === "error_rate" ? `${(rule.threshold * 100).toFixed(1)}%` : `${rule.threshold} ${UNIT[rule.kind]}`;
+  if (rule.kind === "error_rate") return `${(rule.threshold * 100).toFixed(1)}%`;
+  if (rule.kind === "low_confidence") return `< ${rule.threshold}`;
+  return `${rule.threshold} ${UNIT[rule.kind]}`;
 }
 
 function NewRuleForm({ projectId }: { projectId: string }) {
@@ -42,7 +44,7 @@ function NewRuleForm({ projectId }: { projectId: string }) {
         <Select style={{ width: 190 }} options={ALERT_KINDS.map((k) => ({ value: k, label: t(`alerts.kinds.${k}`) }))} />
       </Form.Item>
       <Form.Item name="threshold" label={t(`alerts.threshold.${kind ?? "device_offline"}`)} rules={[{ required: true }]}>
-        <InputNumber min={0} max={kind === "error_rate" ? 1 : undefined} step={kind === "error_rate" ? 0.05 : 1} />
+        <InputNumber min={0} max={kind === "error_rate" || kind === "low_confidence" ? 1 : undefined} step={kind === "error_rate" || kind === "low_confidence" ? 0.05 : 1} />
       </Form.Item>
       {kind === "error_rate" && (
         <Form.Item name="window_minutes" label={t("alerts.window")}>

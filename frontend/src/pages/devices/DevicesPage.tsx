@@ -1,6 +1,7 @@
 // The fleet: every enrolled device with its status and last metrics (refreshed every 5 s), and
-// "Add device", which issues an enrollment token and shows the enroll command once.
-import { PlusOutlined } from "@ant-design/icons";
+// "Add device", which issues an enrollment token and shows the enroll command once, and "Roll out
+// gradually…", which opens the rollouts page with the new-rollout form.
+import { PlusOutlined, RocketOutlined } from "@ant-design/icons";
 import { Alert, Button, Modal, Skeleton, Space, Table, Tag, Tooltip, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams } from "react-router";
@@ -77,6 +78,20 @@ function AddDeviceButton({ projectId }: { projectId: string }) {
   );
 }
 
+/** Opens the rollouts page with the new-rollout form: a version sent to a canary first, then the rest. */
+function RollOutButton({ projectId }: { projectId: string }) {
+  const { t } = useTranslation();
+  const navigate = useNavigate();
+  const canEdit = useCanEdit(projectId);
+  return (
+    <EditorOnly canEdit={canEdit}>
+      <Button icon={<RocketOutlined />} disabled={!canEdit} onClick={() => void navigate(`/projects/${projectId}/rollouts?new=1`)}>
+        {t("rollouts.rollOutGradually")}
+      </Button>
+    </EditorOnly>
+  );
+}
+
 export function DevicesPage() {
   const { t } = useTranslation();
   const { projectId = "" } = useParams();
@@ -89,7 +104,10 @@ export function DevicesPage() {
         <Typography.Title level={3} style={{ margin: 0 }}>
           {t("nav.devices")}
         </Typography.Title>
-        <AddDeviceButton projectId={projectId} />
+        <Space wrap>
+          <RollOutButton projectId={projectId} />
+          <AddDeviceButton projectId={projectId} />
+        </Space>
       </Space>
       {!devices.data ? (
         <Skeleton active />
