@@ -74,7 +74,7 @@ demo: install
 	$(PY) -m sampan.devstack.demo $(if $(TASK),--task $(TASK))
 
 # make bench: every benchmark; make bench BENCH=training (or serving, upload, compression,
-# detection, swap): one
+# detection, swap, heartbeats): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 

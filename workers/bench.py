@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
-                                           "detection", "swap"),
+                                           "detection", "swap", "heartbeats"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -290,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_swap
 
         bench_swap.main([])
+    if args.only in (None, "heartbeats"):
+        from workers import bench_heartbeats
+
+        bench_heartbeats.main([])
     return 0
 
 

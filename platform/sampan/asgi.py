@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through the body limit and the authentication of large bodies
-(``sampan.uploads.auth.AuthenticateBeforeLargeBodies``), then resumable uploads
-(``/api/v1/uploads/``, the tus app) or Django; websockets through Channels.
+(``sampan.uploads.auth.AuthenticateBeforeLargeBodies``), the heartbeat fast path
+(``sampan.fleet.fastpath``), then resumable uploads (``/api/v1/uploads/``, the tus app) or
+Django; websockets through Channels.
 
 Served by uvicorn: ``python -m uvicorn sampan.asgi:application`` with ``platform/`` on
 PYTHONPATH (``sampan.devstack.stack.Stack.web_command``).
@@ -20,6 +21,7 @@ from django.urls import path  # noqa: E402
 
 from sampan.core.body_limit import BodyLimitMiddleware, Receive, Scope, Send  # noqa: E402
 from sampan.core.consumers import JobProgressConsumer  # noqa: E402
+from sampan.fleet.fastpath import HeartbeatFastPath  # noqa: E402
 from sampan.uploads.auth import AuthenticateBeforeLargeBodies  # noqa: E402
 from sampan.uploads.limits import request_body_limit  # noqa: E402
 from sampan.uploads.tus import PREFIX as UPLOADS_PREFIX  # noqa: E402
@@ -37,7 +39,8 @@ async def http_app(scope: Scope, receive: Receive, send: Send) -> None:
 application = ProtocolTypeRouter({
     # the size limit first (a 413 before anything is read), then who sends a large body
     "http": BodyLimitMiddleware(
-        AuthenticateBeforeLargeBodies(http_app, skip_prefixes=(UPLOADS_PREFIX,)),
+        AuthenticateBeforeLargeBodies(HeartbeatFastPath(http_app),
+                                      skip_prefixes=(UPLOADS_PREFIX,)),
         request_body_limit),
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([
         path("ws/jobs/<str:kind>/<uuid:job_id>/", JobProgressConsumer.as_asgi()),

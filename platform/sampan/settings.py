@@ -386,6 +386,8 @@ if SAMPAN_PUBLIC_URL and (_problem := _public_url_problem(SAMPAN_PUBLIC_URL)):
                                f"http://192.168.1.20:8000, not {SAMPAN_PUBLIC_URL!r}")
 SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S", default=5.0)
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)
+# steady-state heartbeats answered in front of Django, written in batches (sampan.fleet.fastpath)
+SAMPAN_HEARTBEAT_FAST_PATH = env.bool("SAMPAN_HEARTBEAT_FAST_PATH", default=True)
 # Uploads: the largest request body an upload may have, in bytes
 SAMPAN_UPLOAD_MAX_BYTES = env.int("SAMPAN_UPLOAD_MAX_BYTES",
                                   default=env.int("SAMPAN_IMPORT_MAX_BYTES", default=2 * 1024**3))
