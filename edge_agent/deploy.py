@@ -401,7 +401,9 @@ class Converger:
         try:
             # the health check runs on the session now serving: Mender's commit or roll back
             checked = reference_check(session, session.manifest.get("reference"))
-        except HealthCheckError as error:
+        except Exception as error:  # noqa: BLE001 - whatever went wrong, the check failed
+            if not isinstance(error, HealthCheckError):
+                error = HealthCheckError(f"the check could not run: {error}")
             restored = self._roll_back(before, session)
             log.error("deployment %s failed its health check: %s; %s", status.deployment_id,
                       error, restored)

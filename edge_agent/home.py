@@ -63,10 +63,11 @@ class AgentConfig:
 #: The agent's deployment states: state -> the states one apply may move it to (the same state
 #: again records a retry's reason). An apply starts at ``downloading`` (unreported until its
 #: first step); ``running`` and ``failed`` end it, and the next desired state starts a new one.
-#: ``failed`` after ``verifying`` covers a health check that failed after the swap (the agent
-#: went back to the version it served before).
+#: ``downloading -> running`` is a new deployment of the version already served (nothing to
+#: fetch: a rollout's rollback to it); ``failed`` after ``verifying`` covers a health check that
+#: failed after the swap (the agent went back to the version it served before).
 TRANSITIONS: dict[str, frozenset[str]] = {
-    "downloading": frozenset({"downloading", "verifying", "failed"}),
+    "downloading": frozenset({"downloading", "verifying", "running", "failed"}),
     "verifying": frozenset({"verifying", "running", "failed"}),
     "running": frozenset(),
     "failed": frozenset(),

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 __all__ = ["CASES", "SCHEMA", "HealthCheckError", "reference_check", "reference_inputs",
@@ -30,6 +32,8 @@ __all__ = ["CASES", "SCHEMA", "HealthCheckError", "reference_check", "reference_
 
 SCHEMA = "sampan.reference/1"
 CASES = 2
+#: a package's reference may hold at most this many inputs (each is a full model input)
+MAX_CASES = 8
 SEED = 20261202
 HEAD = 64
 RTOL = 1e-3
@@ -73,9 +77,15 @@ def reference_record(session: Any, seed: int = SEED) -> dict[str, Any]:
 
 
 def _differs(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
-    if list(found["shape"]) != list(expected.get("shape", [])):
+    if not isinstance(expected.get("shape"), list) or list(found["shape"]) != expected["shape"]:
         return f"shape {found['shape']} instead of {expected.get('shape')}"
-    head = np.asarray(expected.get("head", []), dtype=np.float64)
+    try:
+        head = np.asarray(expected.get("head"), dtype=np.float64).reshape(-1)
+        sums = [float(expected.get(key)) for key in ("sum", "abs_sum")]  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "malformed expected values"
+    if head.size > HEAD or not np.all(np.isfinite(head)) or not all(map(math.isfinite, sums)):
+        return "malformed expected values"
     got = np.asarray(found["head"][:len(head)], dtype=np.float64)
     scale = max(1.0, float(np.abs(head).max(initial=0.0)))
     if got.shape != head.shape or not np.all(np.isfinite(got)):
@@ -102,7 +112,11 @@ def reference_check(session: Any, reference: dict[str, Any] | None) -> bool:
         return False
     cases = reference.get("cases")
     seed = reference.get("seed")
-    if not isinstance(cases, list) or not cases or not isinstance(seed, int):
+    if not isinstance(cases, list) or not 0 < len(cases) <= MAX_CASES \
+            or not isinstance(seed, int) or isinstance(seed, bool) \
+            or not 0 <= seed <= 2**32 - 1 - len(cases) \
+            or not all(isinstance(case, list) and all(isinstance(f, dict) for f in case)
+                       for case in cases):
         raise HealthCheckError("the package's reference predictions are malformed")
     inputs = reference_inputs(tuple(session.preprocessing.size), seed, len(cases))
     for number, (x, expected) in enumerate(zip(inputs, cases, strict=True), start=1):

@@ -486,3 +486,38 @@ def test_a_first_model_failing_its_health_check_leaves_no_model_served(
     assert state == "failed" and error.endswith("; no model is served (there was none before)")
     assert device.agent.current_version is None
     assert device.agent.health()["status"] == "no_model"
+
+
+def test_redeploying_the_version_already_served_reports_running(
+        device, control_plane, package_factory) -> None:
+    """A rollout's rollback re-sends v1 to a device that already serves v1 (its own health
+    check sent it back, or it never left v1): a new deployment of the current version, nothing
+    to fetch (downloading -> running in the agent's transition table)."""
+    v1 = package_factory()
+    control_plane.deploy(v1, "d1")
+    device.run_once()
+    control_plane.deploy(v1, "d2")
+    device.run_once()
+    device.run_once()
+    assert control_plane.deployment_states("d2")[-1] == ("running", None)
+    assert len(model_gets(control_plane, v1.version_id)) == 1
+
+
+@pytest.mark.parametrize("reference", [
+    {"schema": "sampan.reference/1", "seed": -1, "cases": [[{}]]},
+    {"schema": "sampan.reference/1", "seed": 1, "cases": [[{"shape": [1, 3], "head": None}]]},
+    {"schema": "sampan.reference/1", "seed": 1, "cases": [[{"shape": [1, 3], "head": ["a"],
+                                                            "sum": 1, "abs_sum": 1}]]},
+    {"schema": "sampan.reference/1", "seed": 1, "cases": [[]] * 1000},
+])
+def test_a_malformed_reference_fails_the_deployment_and_leaves_the_old_model_serving(
+        device, control_plane, package_factory, reference) -> None:
+    good = package_factory()
+    control_plane.deploy(good, "d1")
+    device.run_once()
+    control_plane.deploy(package_factory(version=2, reference=reference), "d2")
+    device.run_once()
+    assert device.agent.current_version == good.version_id
+    state, error = control_plane.deployment_states("d2")[-1]
+    assert state == "failed" and error.startswith("health check failed after the swap: ")
+    assert error.endswith(f"; rolled back to model version {good.version_id}")

@@ -72,5 +72,8 @@ def test_the_agent_moves_a_deployment_only_as_its_transition_table_allows() -> N
                                                              True)
     with pytest.raises(ValueError, match="failed -> running is not an agent transition"):
         status.move("running")
-    with pytest.raises(ValueError, match="downloading -> running"):
-        DeploymentStatus("d2", "v1", "0" * 64, 10, "downloading").move("running")
+    with pytest.raises(ValueError, match="verifying -> downloading"):
+        DeploymentStatus("d2", "v1", "0" * 64, 10, "verifying").move("downloading")
+    same = DeploymentStatus("d3", "v1", "0" * 64, 10, "downloading")
+    same.move("running")  # the version already served, under a new deployment
+    assert same.state == "running"
