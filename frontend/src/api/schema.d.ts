@@ -2619,6 +2619,8 @@ export interface components {
             deployment: components["schemas"]["DeploymentSummaryOutput"] | null;
             /** @description The deployment that returned the device to its previous version. */
             rollback: components["schemas"]["DeploymentSummaryOutput"] | null;
+            /** @description Why the device left the rollout, if it did. */
+            note: string;
         };
         RolloutInputRequest: {
             /** Format: uuid */

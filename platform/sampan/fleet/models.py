@@ -382,6 +382,8 @@ class RolloutDevice(models.Model):
                                    related_name="+")
     rollback = models.ForeignKey(Deployment, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
+    note = models.CharField(max_length=200, blank=True, default="",
+                            help_text="Why the device left the rollout, if it did.")
 
     class Meta:
         ordering = ["batch", "id"]

@@ -12,11 +12,17 @@ batches of ``batch_size`` (0: all at once); with ``all`` there is one batch. Bea
 2. once every device of the current batch runs the version, the batch is observed for
    ``observe_minutes``: the new version, on every device of the rollout that runs it, is compared
    with the previous version (:func:`compare`) on every pass; a regression rolls back;
-3. after a clean observation the next batch is sent, or the rollout is completed.
+3. after a clean observation the next batch is sent, or the rollout is completed. The canary
+   must also have served ``min_requests`` requests on the new version: an idle canary keeps the
+   rollout observing (``comparison.waiting_for`` says so) rather than promote on no evidence.
 
-Rolling back (:func:`rollout_rollback`, also by hand) sends every device the rollout reached its
-previous version again (a device that ran no model before keeps the new one: there is nothing to
+A batch is sent with each device's previous version read then (what it runs at that moment);
+a device someone deployed to by hand since the rollout started leaves it (``note``) and keeps
+what it was given. Rolling back (:func:`rollout_rollback`, also by hand) sends every device the
+rollout reached its previous version again; a device that ran no model before has a deployment
+it has not started withdrawn, and keeps the new version if it already runs it (nothing to
 return to; the reason says so); devices of later batches never receive the new version.
+Telemetry an agent buffered while offline carries no version and counts on neither side.
 
 The comparison (what Kayenta-style canary analysis does with fewer statistics): the
 "candidate" is the telemetry of the rollout's devices that run the new version, since their
@@ -42,6 +48,7 @@ import statistics
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,8 +60,9 @@ from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
 from sampan.fleet.compatibility import model_incompatibilities
-from sampan.fleet.models import (ROLLOUT_TRANSITIONS, DeploymentState, Device, Rollout,
-                                 RolloutDevice, RolloutState, RolloutStrategy, Telemetry)
+from sampan.fleet.models import (ROLLOUT_TRANSITIONS, TRANSITIONS, Deployment,
+                                 DeploymentState, Device, Rollout, RolloutDevice, RolloutState,
+                                 RolloutStrategy, Telemetry)
 from sampan.registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -163,15 +171,18 @@ def compare(rollout: Rollout, candidate: Measurement, baseline: Measurement) -> 
 def _rows(query: Q, swapped_at: dict[Any, datetime] | None = None
           ) -> list[tuple[Any, dict[str, Any], bool]]:
     """Telemetry rows of ``query`` as :func:`measure` reads them, the newest ``MAX_ROWS`` in
-    time order. ``swapped_at``: device -> when it began running the new version; its rows whose
-    ``latency_window_s`` began before that are not ``windowed`` (they mix both versions)."""
+    time order. ``swapped_at``: device -> when it began running the new version; only its rows
+    from then on are kept, and those whose ``latency_window_s`` began before that are not
+    ``windowed`` (they mix both versions)."""
     rows = list(Telemetry.objects.filter(query).order_by("-received_at", "-pk")
                 .values_list("device_id", "received_at", "metrics")[:MAX_ROWS])
     rows.reverse()
     result = []
     for device_id, received_at, metrics in rows:
         windowed = True
-        if swapped_at is not None and device_id in swapped_at:
+        if swapped_at is not None:
+            if received_at < swapped_at[device_id]:
+                continue
             seconds = metrics.get("latency_window_s") if isinstance(metrics, dict) else None
             seconds = seconds if isinstance(seconds, int | float) else 0.0
             windowed = received_at - timedelta(seconds=seconds) > swapped_at[device_id]
@@ -184,18 +195,22 @@ def measurements(rollout: Rollout, now: datetime) -> tuple[Measurement, Measurem
     version = rollout.model_version_id
     targets = list(RolloutDevice.objects.filter(rollout=rollout)
                    .select_related("deployment"))
-    running = Q(pk__in=[])
     swapped_at = {}
     for target in targets:
         deployment = target.deployment
         if deployment is not None and deployment.finished_at is not None \
                 and deployment.state == DeploymentState.RUNNING:
-            running |= Q(device_id=target.device_id, received_at__gte=deployment.finished_at)
             swapped_at[target.device_id] = deployment.finished_at
-    candidate = measure(_rows(running & Q(current_model_version_id=version), swapped_at))
+    candidate = Measurement()
+    if swapped_at:
+        candidate = measure(_rows(Q(device_id__in=list(swapped_at),
+                                    received_at__gte=min(swapped_at.values()),
+                                    current_model_version_id=version), swapped_at))
     since = rollout.created_at - timedelta(minutes=rollout.observe_minutes)
+    # rows without a version (samples an agent buffered while offline) belong to neither side
     baseline = measure(_rows(Q(device_id__in=[t.device_id for t in targets],
-                               received_at__gte=since, received_at__lte=now)
+                               received_at__gte=since, received_at__lte=now,
+                               current_model_version_id__isnull=False)
                              & ~Q(current_model_version_id=version)))
     return candidate, baseline
 
@@ -271,8 +286,9 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
                            "wait for it or roll it back", field="device_ids",
                            details={"rollouts": busy})
         if canary_devices is None:
-            canary_devices = (math.ceil(len(wanted) * canary_percent / 100.0)
-                              if canary_percent is not None else 1)
+            # exact: 64.4 % of 250 is 161, where float arithmetic gives 161.00000000000003
+            canary_devices = (math.ceil(Fraction(len(wanted)) * Fraction(str(canary_percent))
+                                        / 100) if canary_percent is not None else 1)
         order = _batches(len(wanted), strategy, canary_devices, batch_size)
         rollout = Rollout.objects.create(
             project=project, model_version=version, strategy=strategy, tag=tag or "",
@@ -291,16 +307,28 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
 
 
 def _send_batch(rollout: Rollout, batch: int, user: Any) -> None:
+    """Deploy to batch ``batch``. Each device's previous version is what it runs now; a device
+    deployed to by hand since the rollout started leaves it (``note``) and keeps that."""
     from sampan.fleet.services import deployment_create
 
-    targets = list(RolloutDevice.objects.filter(rollout=rollout, batch=batch))
+    targets = list(RolloutDevice.objects.filter(rollout=rollout, batch=batch)
+                   .select_related("device"))
+    by_hand = set(Deployment.objects.filter(
+        device_id__in=[t.device_id for t in targets], created_at__gt=rollout.created_at)
+        .exclude(state=DeploymentState.SUPERSEDED).values_list("device_id", flat=True))
+    sending = [t for t in targets if t.device_id not in by_hand]
+    for target in targets:
+        if target.device_id in by_hand:
+            target.note = "deployed to by hand during the rollout: left it"
+        else:
+            target.previous_model_version_id = target.device.current_model_version_id
     created = deployment_create(project=rollout.project, user=user,
                                 model_version_id=rollout.model_version_id,
-                                device_ids=[t.device_id for t in targets])
+                                device_ids=[t.device_id for t in sending]) if sending else []
     by_device = {d.device_id: d for d in created}
-    for target in targets:
+    for target in sending:
         target.deployment = by_device[target.device_id]
-    RolloutDevice.objects.bulk_update(targets, ["deployment"])
+    RolloutDevice.objects.bulk_update(targets, ["deployment", "previous_model_version", "note"])
     Rollout.objects.filter(pk=rollout.pk).update(current_batch=batch, observed_since=None,
                                                  updated_at=timezone.now())
     rollout.current_batch, rollout.observed_since = batch, None
@@ -321,7 +349,14 @@ def rollout_rollback(*, rollout: Rollout, user: Any, reason: str) -> bool:
                    .select_related("deployment")
                    if t.deployment is not None
                    and t.deployment.state != DeploymentState.SUPERSEDED]
-        kept = [t for t in reached if t.previous_model_version_id is None]
+        fresh = [t for t in reached if t.previous_model_version_id is None]
+        # a device that ran no model before: a deployment it has not started is withdrawn (it
+        # then runs nothing, as before); one it runs already is kept (nothing to return to)
+        withdrawn = Deployment.objects.filter(
+            pk__in=[t.deployment_id for t in fresh],
+            state__in=TRANSITIONS[DeploymentState.SUPERSEDED] - {DeploymentState.RUNNING}
+        ).update(state=DeploymentState.SUPERSEDED, state_changed_at=now, updated_at=now)
+        kept = len(fresh) - withdrawn
         by_version: dict[Any, list[RolloutDevice]] = {}
         for target in reached:
             if target.previous_model_version_id is not None:
@@ -336,7 +371,7 @@ def rollout_rollback(*, rollout: Rollout, user: Any, reason: str) -> bool:
             RolloutDevice.objects.bulk_update(targets, ["rollback"])
         if kept:
             Rollout.objects.filter(pk=rollout.pk).update(
-                reason=f"{reason}; {len(kept)} device(s) ran no model before and keep this one")
+                reason=f"{reason}; {kept} device(s) ran no model before and keep this one")
         audit_record(actor=user, action="rollout.rollback", project=rollout.project,
                      target=rollout.model_version, details={"reason": reason,
                                                             "devices": len(reached)})
@@ -373,6 +408,15 @@ def _advance(rollout: Rollout, now: datetime) -> str:
         Rollout.objects.filter(pk=rollout.pk).update(observed_since=now)
         rollout.observed_since = now
     if now - rollout.observed_since < timedelta(minutes=rollout.observe_minutes):
+        return "observing"
+    if rollout.strategy == RolloutStrategy.CANARY and rollout.current_batch == 0 \
+            and candidate.requests < rollout.min_requests:
+        # the rest of the fleet gets the version on evidence only: an idle canary (or one
+        # whose requests never get counted) keeps the rollout observing until it has served
+        # min_requests, or someone rolls it back
+        Rollout.objects.filter(pk=rollout.pk).update(comparison={
+            **comparison, "waiting_for": f"the canary has served {candidate.requests} of the "
+                                         f"{rollout.min_requests} requests it needs"})
         return "observing"
     if rollout.current_batch + 1 < rollout.batches:
         _send_batch(rollout, rollout.current_batch + 1, rollout.created_by)
@@ -421,16 +465,21 @@ def rollout_series(rollout: Rollout, *, now: datetime | None = None) -> list[dic
                              "metrics")[:MAX_ROWS])
     rows.reverse()
     buckets: dict[tuple[datetime, str], list[tuple[Any, dict[str, Any]]]] = {}
+    seen: dict[tuple[datetime, str], set[Any]] = {}
     previous: dict[Any, dict[str, Any]] = {}
     for device_id, received_at, version_id, metrics in rows:
+        if version_id is None:
+            continue  # buffered while offline: the version is not known
         side = "candidate" if version_id == rollout.model_version_id else "baseline"
         minute = received_at.replace(second=0, microsecond=0)
         bucket = buckets.setdefault((minute, side), [])
-        if device_id in previous and not any(d == device_id for d, _ in bucket):
+        devices_in = seen.setdefault((minute, side), set())
+        if device_id in previous and device_id not in devices_in:
             # the counters' starting point: the device's heartbeat before this minute
             bucket.append((device_id, {k: v for k, v in previous[device_id].items()
                                        if k in ("requests", "errors")}))
         bucket.append((device_id, metrics))
+        devices_in.add(device_id)
         previous[device_id] = metrics if isinstance(metrics, dict) else {}
     series = []
     for (minute, side), bucket in sorted(buckets.items(), key=lambda item: item[0]):

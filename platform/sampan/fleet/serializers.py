@@ -566,6 +566,7 @@ class RolloutDeviceOutput(serializers.Serializer):
                                          help_text="The new version's deployment, once sent.")
     rollback = DeploymentSummaryOutput(allow_null=True, help_text=(
         "The deployment that returned the device to its previous version."))
+    note = serializers.CharField(help_text="Why the device left the rollout, if it did.")
 
 
 class RolloutOutput(serializers.Serializer):

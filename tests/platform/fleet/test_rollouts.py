@@ -5,6 +5,7 @@ with the agent's counters and deployment reports); beat's pass is called with a 
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -12,8 +13,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sampan.fleet.models import Deployment, Rollout, RolloutState
-from sampan.fleet.rollouts import Measurement, compare, measure, rollouts_advance
+from sampan.fleet.models import Deployment, Rollout, RolloutState, Telemetry
+from sampan.fleet.rollouts import Measurement, compare, measure, rollout_series, rollouts_advance
 
 
 class Fleet:
@@ -225,3 +226,164 @@ def test_a_sub_millisecond_latency_wobble_is_not_a_regression() -> None:
     assert compare(rollout, Measurement(p95_ms=0.9), Measurement(p95_ms=0.4)) == []
     assert compare(rollout, Measurement(p95_ms=3.0), Measurement(p95_ms=0.4)) == [
         "p95 latency 3.0 ms against 0.4 ms before (allowed: x1.5)"]
+
+
+# --- found by review ------------------------------------------------------------------
+
+
+def test_buffered_samples_of_the_canary_do_not_count_as_baseline(fleet, heartbeat) -> None:
+    """A canary on v2 loses its link for a while, then sends its buffered samples (no
+    current_model_version_id on them). They are v2's numbers; the baseline must not take
+    them."""
+    devices, v1, v2 = fleet
+    body = devices.rollout(model_version_id=str(v2.pk), canary_devices=1,
+                           observe_minutes=10).json()
+    for name in NAMES:
+        devices.beat(name)
+    assert devices.version_of("cam-a") == str(v2.pk)
+    # offline: the agent keeps 10 samples, each +50 requests / +10 errors (20 %), then sends
+    device, client = devices.devices["cam-a"]
+    now = timezone.now()
+    samples = []
+    for i in range(10):
+        devices.counts["cam-a"][0] += 50
+        devices.counts["cam-a"][1] += 10
+        samples.append({"device_time": (now - timedelta(seconds=60 - 5 * i)).isoformat(),
+                        "metrics": devices._metrics("cam-a", 10.0, 0.9)})
+    heartbeat(client, device_time=now.isoformat(), current_model_version_id=str(v2.pk),
+              metrics=devices._metrics("cam-a", 10.0, 0.9), buffered=samples)
+    rollouts_advance(now=timezone.now() + timedelta(minutes=1))
+    comparison = Rollout.objects.get(pk=body["id"]).comparison
+    assert comparison["baseline"]["error_rate"] < 0.02, comparison["baseline"]
+
+
+def test_the_rollback_returns_a_device_to_what_it_ran_when_its_batch_was_sent(fleet) -> None:
+    """cam-c (batch 1) is moved to v3 by hand while the canary is observed. The rollout then
+    overwrites v3 with v2 when batch 1 is sent; a rollback must bring back v3, not v1."""
+    devices, v1, v2 = fleet
+    from sampan.registry.models import ModelVersion
+    v3 = ModelVersion.objects.create(**{f.attname: getattr(v2, f.attname)
+                                        for f in ModelVersion._meta.concrete_fields
+                                        if f.attname not in ("id", "version")},
+                                     version=99)
+    body = devices.rollout(model_version_id=str(v2.pk), canary_devices=1,
+                           observe_minutes=1).json()
+    for name in NAMES:
+        devices.beat(name)
+    hand = devices.api.post(f"/api/v1/projects/{devices.project.pk}/deployments/",
+                            {"model_version_id": str(v3.pk),
+                             "device_ids": [str(devices.devices['cam-c'][0].pk)]},
+                            format="json")
+    assert hand.status_code == 201, hand.content
+    devices.beat("cam-c")
+    assert devices.version_of("cam-c") == str(v3.pk)
+    devices.beat("cam-a")  # the canary serves its 100 requests
+    now = timezone.now()
+    rollouts_advance(now=now)
+    assert rollouts_advance(now=now + timedelta(minutes=2)) == {"sent": 1}
+    for name in NAMES:
+        devices.beat(name)
+    rolled = devices.api.post(
+        f"/api/v1/projects/{devices.project.pk}/rollouts/{body['id']}/rollback/", {},
+        format="json")
+    assert rolled.status_code == 200
+    cam_c = next(d for d in rolled.json()["devices"] if d["device_name"] == "cam-c")
+    assert cam_c["deployment"] is None and cam_c["rollback"] is None, cam_c  # left it on v3
+    assert cam_c["note"] == "deployed to by hand during the rollout: left it"
+    devices.beat("cam-c")
+    assert devices.version_of("cam-c") == str(v3.pk)
+
+
+def test_a_rolled_back_rollout_does_not_go_on_deploying_to_devices_without_a_model(
+        enrolled, heartbeat, owner_api, project, model_version) -> None:
+    """Two fresh devices (no model) in a canary of 2: one fails, the other is offline and has
+    not picked its deployment up yet. After the rollback it must not still be told to run the
+    version the rollout was rolled back for."""
+    v2 = model_version()
+    (_, ca), (_, cb) = enrolled("fresh-a"), enrolled("fresh-b")
+    created = owner_api.post(f"/api/v1/projects/{project.pk}/rollouts/",
+                             {"model_version_id": str(v2.pk), "strategy": "all"},
+                             format="json")
+    assert created.status_code == 201, created.content
+    desired = heartbeat(ca).json()["desired"]
+    heartbeat(ca, deployment={"deployment_id": desired["deployment_id"], "state": "failed",
+                              "error": "health check failed"})
+    assert rollouts_advance() == {"rolled_back": 1}
+    later = heartbeat(cb).json()["desired"]  # b comes online after the rollback
+    assert later is None, later
+
+
+def _many_devices(project: Any, count: int, version: Any) -> list[Any]:
+    import uuid as _uuid
+
+    from sampan.fleet.models import Device
+    return Device.objects.bulk_create(
+        Device(project=project, name=f"d{i:04d}", credential_sha256=_uuid.uuid4().hex * 2,
+               current_model_version=version) for i in range(count))
+
+
+def test_canary_percent_through_the_service(project: Any, owner: Any, model_version) -> None:
+    from sampan.fleet.rollouts import rollout_create
+    v1, v2 = model_version(), model_version(b"x" * 10)
+    _many_devices(project, 250, v1)
+    rollout = rollout_create(project=project, user=owner, model_version_id=v2.pk,
+                             canary_percent=64.4)
+    assert rollout.canary_devices == 161  # 64.4 % of 250 = 161 exactly (float math gave 162)
+
+
+def test_series_cost_with_a_big_fleet(project: Any, owner: Any, model_version) -> None:
+    from sampan.fleet.rollouts import rollout_create
+    v1, v2 = model_version(), model_version(b"x" * 10)
+    devices = _many_devices(project, 1000, v1)
+    rollout = rollout_create(project=project, user=owner, model_version_id=v2.pk,
+                             canary_devices=1)
+    minute = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    # 1000 devices beating every 3 s: 20 heartbeats each in one minute = MAX_ROWS
+    Telemetry.objects.bulk_create(
+        Telemetry(device=d, received_at=minute + timedelta(seconds=3 * k, microseconds=i),
+                  metrics={"requests": k, "errors": 0, "latency_ms": {"p95": 1.0}},
+                  current_model_version_id=v1.pk)
+        for k in range(20) for i, d in enumerate(devices))
+    start = time.monotonic()
+    rollout_series(rollout, now=minute + timedelta(minutes=2))
+    took = time.monotonic() - start
+    assert took < 2.0, f"rollout_series took {took:.1f} s for one GET of the detail"
+
+
+def test_viewers_and_strangers_cannot_create_or_roll_back(fleet, member, project) -> None:
+    from rest_framework.test import APIClient
+    devices, v1, v2 = fleet
+    body = devices.rollout(model_version_id=str(v2.pk)).json()
+    from sampan.accounts.services import user_create
+    stranger = user_create(username="stranger", password="pw")
+    for user, status in ((member("viewer1", "viewer"), 403), (stranger, 404)):
+        client = APIClient()
+        client.force_authenticate(user)
+        base = f"/api/v1/projects/{project.pk}/rollouts/"
+        assert client.post(base, {"model_version_id": str(v2.pk)},
+                           format="json").status_code == status
+        assert client.post(f"{base}{body['id']}/rollback/", {},
+                           format="json").status_code == status
+    assert Rollout.objects.get(pk=body["id"]).state == "rolling"
+
+
+def test_a_canary_that_served_nothing_does_not_promote_the_version(fleet) -> None:
+    """The canary takes v2 and then serves no request at all (idle camera, or v2 breaks its
+    request path before counting): every check is skipped and the rollout goes on."""
+    devices, v1, v2 = fleet
+    body = devices.rollout(model_version_id=str(v2.pk), canary_devices=1,
+                           observe_minutes=5).json()
+    for name in NAMES:
+        devices.beat(name)
+    now = timezone.now()
+    rollouts_advance(now=now)
+    for _ in range(3):
+        devices.beat("cam-a", requests=0, errors=0, confidence=None, p95=0.0)
+    outcome = rollouts_advance(now=now + timedelta(minutes=6))
+    comparison = Rollout.objects.get(pk=body["id"]).comparison
+    assert comparison["candidate"]["requests"] == 0
+    assert outcome == {"observing": 1}  # not the whole fleet on zero evidence
+    assert comparison["waiting_for"] == "the canary has served 0 of the 20 requests it needs"
+    for _ in range(2):  # traffic comes: 40 requests, 1 in 50 failing; then the rest follows
+        devices.beat("cam-a", requests=20, errors=0)
+    assert rollouts_advance(now=now + timedelta(minutes=7)) == {"sent": 1}

@@ -47,13 +47,21 @@ export interface Comparison {
   baseline: ComparisonSide;
   regressions: string[];
   at: string | null;
+  /** what keeps an idle canary observing (it has not served min_requests yet) */
+  waiting_for: string | null;
 }
 
 export function comparisonOf(value: unknown): Comparison | null {
   if (!value || typeof value !== "object") return null;
   const c = value as Partial<Comparison>;
   if (!c.candidate || !c.baseline) return null;
-  return { candidate: c.candidate, baseline: c.baseline, regressions: Array.isArray(c.regressions) ? c.regressions : [], at: c.at ?? null };
+  return {
+    candidate: c.candidate,
+    baseline: c.baseline,
+    regressions: Array.isArray(c.regressions) ? c.regressions : [],
+    at: c.at ?? null,
+    waiting_for: typeof c.waiting_for === "string" ? c.waiting_for : null,
+  };
 }
 
 export const ROLLOUTS_POLL_MS = 10_000;

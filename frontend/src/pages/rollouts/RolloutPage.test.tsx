@@ -111,6 +111,17 @@ describe("RolloutPage", () => {
     expect(await screen.findByTestId("rollback-reason")).toHaveTextContent(REGRESSION);
   });
 
+  it("says what an idle canary waits for, and why a device left the rollout", async () => {
+    const idle = {
+      ...rolling,
+      comparison: { ...rolling.comparison, waiting_for: "the canary has served 3 of the 20 requests it needs" },
+      devices: [rolling.devices[0], { ...rolling.devices[1], deployment: null, note: "deployed to by hand during the rollout: left it" }, rolling.devices[2]],
+    };
+    renderRoutes(routes, "/projects/p1/rollouts/r1", api(idle, { status: 200, body: idle }) as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("waiting-for")).toHaveTextContent("Not promoted yet: the canary has served 3 of the 20 requests it needs.");
+    expect(screen.getByText("deployed to by hand during the rollout: left it")).toBeInTheDocument();
+  });
+
   it("says why when the API refuses the rollback (409: no longer rolling)", async () => {
     const posted: unknown[] = [];
     const message = "this rollout is completed: only a rolling one can be rolled back";

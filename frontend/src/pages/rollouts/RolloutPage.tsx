@@ -177,6 +177,11 @@ function ComparisonCard({ rollout }: { rollout: RolloutDetail }) {
           { title: t("rollouts.rollsBackWhen"), dataIndex: "rule", render: (rule: string) => <Typography.Text type="secondary">{rule || "—"}</Typography.Text> },
         ]}
       />
+      {comparison?.waiting_for && (
+        <Typography.Paragraph data-testid="waiting-for" type="warning" style={{ marginTop: 12, marginBottom: 0 }}>
+          {t("rollouts.waitingFor", { what: comparison.waiting_for })}
+        </Typography.Paragraph>
+      )}
       {comparison && comparison.regressions.length > 0 && (
         <div data-testid="regressions" style={{ marginTop: 12 }}>
           <Typography.Text strong type="danger">
@@ -324,7 +329,7 @@ export function RolloutPage() {
                 d.deployment ? (
                   <DeploymentStateTag state={d.deployment.state} error={d.deployment.error} />
                 ) : (
-                  <Typography.Text type="secondary">{t("rollouts.notSent")}</Typography.Text>
+                  <Typography.Text type="secondary">{d.note || t("rollouts.notSent")}</Typography.Text>
                 ),
             },
             {
