@@ -818,14 +818,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
-         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
-         *     method's role before the handler runs.
-         */
+        /** @description The project's devices by name; with limit/offset one page of them, the number that match in the X-Total-Count header. */
         get: operations["devices_list"];
         put?: never;
         post?: never;
@@ -4166,6 +4159,13 @@ export interface operations {
     devices_list: {
         parameters: {
             query?: {
+                /** @description At most this many devices, by name, from offset (default: all of them). The total that match is in the X-Total-Count header. */
+                limit?: number;
+                /** @description Only devices that run this model version. */
+                model_version?: string;
+                offset?: number;
+                /** @description Only devices whose name contains this (case-insensitive). */
+                search?: string;
                 /**
                  * @description * `online` - Online
                  *     * `offline` - Offline

@@ -61,14 +61,25 @@ class EnrollmentTokenListApi(ProjectApi):
 
 class DeviceListApi(ProjectApi):
     @extend_schema(parameters=[s.DeviceListQuery], responses=s.DeviceOutput(many=True),
-                   operation_id="devices_list")
+                   operation_id="devices_list", description=(
+                       "The project's devices by name; with limit/offset one page of them, the "
+                       "number that match in the X-Total-Count header."))
     def get(self, request: Request, project_id: str) -> Response:
         project = self.get_project(request)
         query = s.DeviceListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        devices = selectors.device_list(project=project, status=query.validated_data.get("status"),
-                                        tag=query.validated_data.get("tag"))
-        return Response(s.DeviceOutput(devices, many=True).data)
+        params = query.validated_data
+        devices = selectors.device_list(project=project, status=params.get("status"),
+                                        tag=params.get("tag"),
+                                        model_version=params.get("model_version"),
+                                        search=params.get("search"))
+        total = devices.count()
+        if "limit" in params or params["offset"]:
+            end = params["offset"] + params["limit"] if "limit" in params else None
+            devices = devices[params["offset"]:end]
+        response = Response(s.DeviceOutput(devices, many=True).data)
+        response["X-Total-Count"] = str(total)
+        return response
 
 
 class DeviceDetailApi(ProjectApi):

@@ -48,11 +48,14 @@ def enrollment_token_usable(*, secret: str, now: datetime | None = None) -> Enro
 
 
 def device_list(*, project: Project, status: str | None = None, tag: str | None = None,
+                model_version: Any = None, search: str | None = None,
                 now: datetime | None = None) -> QuerySet[Device]:
-    """Devices of a project, each with ``active_deployments`` (0 or 1 element) prefetched.
+    """Devices of a project by name, each with ``active_deployments`` (0 or 1 element)
+    prefetched.
 
     ``status`` (online/offline) filters on the server receive time of the last heartbeat;
-    ``tag``: only devices with that tag.
+    ``tag``: only devices with that tag; ``model_version``: only devices running it;
+    ``search``: a case-insensitive part of the name.
     """
     queryset = (project.devices.select_related("current_model_version__model")
                 .prefetch_related(Prefetch("deployments", queryset=_active_deployments(),
@@ -65,6 +68,10 @@ def device_list(*, project: Project, status: str | None = None, tag: str | None 
         queryset = queryset.filter(online if status == DeviceStatus.ONLINE else offline)
     if tag:
         queryset = queryset.filter(pk__in=devices_tagged(project=project, tag=tag))
+    if model_version is not None:
+        queryset = queryset.filter(current_model_version_id=model_version)
+    if search:
+        queryset = queryset.filter(name__icontains=search)
     return queryset.order_by("name", "created_at")
 
 

@@ -38,6 +38,10 @@ TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,49}$"
 MAX_TAGS = 20
 
 
+#: largest page of the devices list (GET .../devices/?limit=)
+MAX_DEVICE_PAGE = 1000
+
+
 class TagField(serializers.RegexField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(TAG_PATTERN, max_length=50, error_messages={
@@ -156,6 +160,15 @@ class BenchmarkListQuery(serializers.Serializer):
 class DeviceListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=DeviceStatus.choices, required=False)
     tag = TagField(required=False, help_text="Only devices with this tag.")
+    model_version = serializers.UUIDField(required=False, help_text=(
+        "Only devices that run this model version."))
+    search = serializers.CharField(required=False, max_length=200, help_text=(
+        "Only devices whose name contains this (case-insensitive)."))
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEVICE_PAGE,
+                                     help_text=("At most this many devices, by name, from "
+                                                "offset (default: all of them). The total "
+                                                "that match is in the X-Total-Count header."))
 
 
 class TelemetryOutput(serializers.Serializer):

@@ -77,3 +77,36 @@ def test_deploy_to_a_group_reaches_every_device_with_the_tag_and_no_other(
     assert both.status_code == 400 and both.json()["error"]["field"] == "device_ids"
     neither = owner_api.post(url, {"model_version_id": str(version.pk)}, format="json")
     assert neither.status_code == 400
+
+
+def test_the_device_list_pages_and_filters_for_a_big_fleet(owner_api: APIClient, project: Any,
+                                                          enrolled: Any, heartbeat: Any,
+                                                          model_version: Any) -> None:
+    """The console's fleet table asks one page at a time (by name) with the total in
+    X-Total-Count, filtered by name, status, tag and model version."""
+    import hashlib
+
+    from sampan.fleet.models import Device
+
+    Device.objects.bulk_create(
+        Device(project=project, name=f"cam-{i:03d}",
+               credential_sha256=hashlib.sha256(f"c{i}".encode()).hexdigest(),
+               tags=["line-3"] if i % 10 == 0 else []) for i in range(120))
+    version = model_version()
+    Device.objects.filter(name__in=["cam-007", "cam-100"]).update(current_model_version=version)
+    base = f"/api/v1/projects/{project.pk}/devices/"
+    page = owner_api.get(base, {"limit": 25, "offset": 50})
+    assert page.status_code == 200 and page["X-Total-Count"] == "120"
+    assert [d["name"] for d in page.json()] == [f"cam-{i:03d}" for i in range(50, 75)]
+    assert len(owner_api.get(base).json()) == 120  # no limit: all of them, as before
+    tagged = owner_api.get(base, {"tag": "line-3", "limit": 5})
+    assert tagged["X-Total-Count"] == "12" and len(tagged.json()) == 5
+    running = owner_api.get(base, {"model_version": str(version.pk)})
+    assert [d["name"] for d in running.json()] == ["cam-007", "cam-100"]
+    found = owner_api.get(base, {"search": "CAM-11"})
+    assert found["X-Total-Count"] == "10"
+    assert owner_api.get(base, {"status": "online"})["X-Total-Count"] == "0"
+    for bad in ({"limit": 0}, {"limit": 5000}, {"offset": -1}, {"model_version": "x"}):
+        response = owner_api.get(base, bad)
+        assert response.status_code == 400, bad
+        assert response.json()["error"]["field"] == next(iter(bad))
