@@ -7,12 +7,14 @@ failures, timeouts, 408/429/5xx: back off and try again) and :class:`TerminalErr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 
 __all__ = ["Cancelled", "DeviceApiError", "DeviceClient", "RetryableError", "TerminalError",
            "enroll"]
@@ -21,6 +23,11 @@ API_PREFIX = "/api/device/v1/"
 #: (connect, read) timeouts in seconds for every call.
 TIMEOUT_S = (5.0, 30.0)
 _CHUNK = 64 * 1024
+#: a download attempt gets ``MIN_RATE_GRACE_S`` plus its remaining bytes at this rate; past
+#: that it is cut and resumed later (Range): a server or link that drips a byte now and then,
+#: always within the read timeout, would otherwise hold the apply thread for ever
+MIN_RATE_BYTES_PER_S = 16 * 1024
+MIN_RATE_GRACE_S = 60.0
 _RETRYABLE_STATUS = frozenset({408, 425, 429})
 
 
@@ -206,11 +213,12 @@ class DeviceClient:
         A partial ``destination`` from an earlier attempt is continued with
         ``Range: bytes=<size>-``; a server that answers 200 instead of 206 restarts it.
         ``expected_size`` is in bytes; checksums are checked by the caller. ``should_stop`` is
-        asked after every 64 KiB chunk.
+        asked after every 64 KiB chunk. An attempt slower than ``MIN_RATE_BYTES_PER_S`` on
+        the whole (after ``MIN_RATE_GRACE_S``) is cut at its deadline.
 
         Raises:
-            RetryableError: network failure, 5xx, or the transfer stopped early (the partial
-                file is kept for the next attempt).
+            RetryableError: network failure, 5xx, the transfer stopped early, or it passed its
+                deadline (the partial file is kept for the next attempt).
             TerminalError: 4xx, or the server sends more than ``expected_size`` bytes.
             Cancelled: ``should_stop()`` turned True (the partial file is kept).
         """
@@ -221,8 +229,10 @@ class DeviceClient:
         if offset == expected_size and expected_size > 0:
             return
         headers = {"Range": f"bytes={offset}-"} if offset else {}
+        deadline = time.monotonic() + MIN_RATE_GRACE_S + (expected_size - offset) / \
+            MIN_RATE_BYTES_PER_S
         response = self._get(url, "download", headers, stream=True)
-        with response:
+        with response:  # closing it closes the connection: no unread bytes reach the next call
             if response.status_code == 206:
                 content_range = response.headers.get("Content-Range", "")
                 if not content_range.startswith(f"bytes {offset}-"):
@@ -234,16 +244,25 @@ class DeviceClient:
             written = offset
             try:
                 with open(destination, mode) as handle:
-                    for chunk in response.iter_content(_CHUNK):
+                    while True:
                         if should_stop is not None and should_stop():
                             raise Cancelled(f"download stopped at {written} bytes")
+                        # read1: whatever has arrived (up to a chunk), so the deadline is
+                        # checked as bytes trickle in, not only once a whole chunk is there
+                        chunk = response.raw.read1(_CHUNK, decode_content=True)
+                        if not chunk:
+                            break
                         written += len(chunk)
                         if written > expected_size:
                             raise TerminalError(
                                 f"download: artifact larger than the expected {expected_size} bytes"
                             )
                         handle.write(chunk)
-            except requests.RequestException as error:
+                        if time.monotonic() > deadline and written < expected_size:
+                            raise RetryableError(
+                                f"download too slow: {written} of {expected_size} bytes by its "
+                                "deadline (resumed later)")
+            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
                 raise RetryableError(f"download interrupted at {written} bytes: {error}") from error
         if written != expected_size:
             raise RetryableError(f"download incomplete: {written} of {expected_size} bytes")

@@ -347,6 +347,9 @@ class FakeControlPlane:
         self.refuse_buffered = False
         #: when set, artifact downloads wait (at most 30 s) until this event is set
         self.hold_downloads: threading.Event | None = None
+        #: when set, the next artifact download sends its headers, then this many bytes every
+        #: 0.1 s (a slow link that never trips the read timeout)
+        self.drip_next_download: int | None = None
         self._changed = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -435,6 +438,23 @@ class FakeControlPlane:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _drip(self, status: int, body: bytes, headers: dict[str, str],
+                      step: int) -> None:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                stop = threading.Event()
+                for start in range(0, len(body), step):
+                    try:
+                        self.wfile.write(body[start:start + step])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+                    if stop.wait(0.1):
+                        return
+
             def _json(self, status: int, data: Any) -> None:
                 self._reply(status, json.dumps(data).encode())
 
@@ -501,6 +521,11 @@ class FakeControlPlane:
                     headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
                 if plane.hold_downloads is not None:
                     plane.hold_downloads.wait(30.0)
+                drip = plane.drip_next_download
+                if drip is not None:
+                    plane.drip_next_download = None
+                    self.close_connection = True
+                    return self._drip(206 if match else 200, data[start:], headers, drip)
                 cut = plane.cut_next_download
                 if cut is not None:
                     plane.cut_next_download = None

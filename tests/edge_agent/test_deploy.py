@@ -521,3 +521,30 @@ def test_a_malformed_reference_fails_the_deployment_and_leaves_the_old_model_ser
     state, error = control_plane.deployment_states("d2")[-1]
     assert state == "failed" and error.startswith("health check failed after the swap: ")
     assert error.endswith(f"; rolled back to model version {good.version_id}")
+
+
+def test_a_download_that_drips_is_cut_at_its_deadline_and_resumed(
+        device, control_plane, package_factory, classifier, monkeypatch) -> None:
+    """A link that sends a little now and then, never idle long enough for the read timeout,
+    no longer holds the apply thread for ever: the attempt is cut at its deadline (grace + the
+    bytes at a minimum rate), the bytes received are kept, and the next attempt resumes."""
+    import time
+
+    import edge_agent.client as client_module
+
+    monkeypatch.setattr(client_module, "MIN_RATE_GRACE_S", 1.0)
+    monkeypatch.setattr(client_module, "MIN_RATE_BYTES_PER_S", 1_000_000.0)
+    package = package_factory(model_bytes=classifier(padding_bytes=400_000))
+    control_plane.deploy(package, "d1")
+    control_plane.drip_next_download = 4096  # 40 KB/s
+    began = time.monotonic()
+    device.run_once()
+    assert time.monotonic() - began < 10
+    state, error = control_plane.deployment_states("d1")[-1]
+    assert state == "downloading" and error.startswith("download too slow: ")
+    part = device.home.downloads_dir / f"{package.version_id}.part"
+    kept = part.stat().st_size
+    assert 0 < kept < len(package.model_bytes)
+    device.apply(control_plane.desired)  # the retry: the rest, with Range
+    assert model_gets(control_plane, package.version_id)[-1]["Range"] == f"bytes={kept}-"
+    assert control_plane.deployment_states("d1")[-1] == ("running", None)
