@@ -4,8 +4,10 @@ A real stack (Redis, migrations, the uvicorn web server; the database of ``make 
 or ``--database-url``) with ``--devices`` devices enrolled in one project (created in bulk with
 their credentials, as enrollment would leave them). An open-loop load generator on loopback (an
 asyncio client over keep-alive connections: each device heartbeats every ``--interval-s``
-seconds at its own phase, whether or not earlier answers came back) sends the agent's heartbeat
-(contracts.md, a steady-state beat: counters, latency percentiles, CPU, memory) for
+seconds at its own phase, whether or not earlier answers came back) sends the heartbeat of a
+converged agent (contracts.md: its counters, latency percentiles, CPU, memory, its runtime and
+its running deployment's report, as edge_agent.deploy sends them on every beat; each device runs
+a deployed model version) for
 ``--seconds`` after one untimed round. Latency is measured from the scheduled send time, so
 queueing counts (no coordinated omission). The same load is offered to the platform's plain
 Django heartbeat view (``SAMPAN_HEARTBEAT_FAST_PATH=0``), the baseline, for ``--baseline-s``
@@ -37,27 +39,45 @@ CREATE = """
 import json, hashlib
 from sampan.accounts.models import Project
 from django.contrib.auth import get_user_model
-from sampan.fleet.models import Device
+from sampan.fleet.models import Deployment, Device
+from sampan.registry.models import ModelVersion, RegisteredModel
 owner = get_user_model().objects.create_user("fleet-bench", password="fleet-bench-secret-1")
 project = Project.objects.create(name="fleet bench", created_by=owner)
+model = RegisteredModel.objects.create(project=project, name="bench",
+                                       task_type="image_classification")
+version = ModelVersion.objects.create(project=project, model=model, version=1,
+                                      task_type="image_classification", labels=["a", "b"],
+                                      manifest={{}}, package_dir="models/bench",
+                                      model_sha256="0" * 64, model_size=1)
 count = {count}
-Device.objects.bulk_create(
-    [Device(project=project, name=f"device-{{i:05d}}",
+devices = Device.objects.bulk_create(
+    [Device(project=project, name=f"device-{{i:05d}}", current_model_version=version,
+            runtime={runtime},
             credential_sha256=hashlib.sha256(f"bench-credential-{{i}}".encode()).hexdigest())
      for i in range(count)], batch_size=1000)
-print(json.dumps({{"project": str(project.pk)}}))
+deployments = Deployment.objects.bulk_create(
+    [Deployment(project=project, device=device, model_version=version, state="running")
+     for device in devices], batch_size=1000)
+print(json.dumps({{"version": str(version.pk),
+                   "deployments": [str(d.pk) for d in deployments]}}))
 """
+#: what the agent reports of its runtime on every beat (edge_agent.benchmark.runtime_info)
+RUNTIME = {"onnxruntime": "1.32.0", "providers": ["CPUExecutionProvider"]}
 
 
-def _request(index: int, host: str, beat: int) -> bytes:
+def _request(index: int, host: str, beat: int, fleet: dict[str, Any]) -> bytes:
+    """The heartbeat a converged agent sends (edge_agent.deploy.Converger._heartbeat): its
+    runtime and its running deployment's report on every beat."""
     body = json.dumps({
         "device_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "agent_version": "0.1.0", "current_model_version_id": None,
+        "agent_version": "0.1.0", "current_model_version_id": fleet["version"],
+        "runtime": RUNTIME, "buffered": [], "buffered_dropped": 0,
         "metrics": {"requests": 100 * beat, "errors": beat // 10,
                     "latency_ms": {"p50": 4.5, "p95": 9.0, "p99": 12.2},
                     "latency_window_s": 60.0, "cpu_percent": 3.5, "cpu_count": 4,
                     "memory_bytes": 50_000_000, "confidence_mean": 0.91},
-        "deployment": None}, separators=(",", ":")).encode()
+        "deployment": {"deployment_id": fleet["deployments"][index], "state": "running",
+                       "error": None}}, separators=(",", ":")).encode()
     return (f"POST /api/device/v1/heartbeat HTTP/1.1\r\nHost: {host}\r\n"
             f"Authorization: Device bench-credential-{index}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -78,7 +98,7 @@ async def _read_response(reader: asyncio.StreamReader) -> int:
 
 
 async def _load(port: int, devices: int, interval_s: float, warmup_s: float, seconds: float,
-                connections: int) -> dict[str, Any]:
+                connections: int, fleet: dict[str, Any]) -> dict[str, Any]:
     """Open-loop: device i beats at ``start + (i / devices + k) * interval_s``."""
     host = f"127.0.0.1:{port}"
     queue: asyncio.Queue[tuple[float, int, int]] = asyncio.Queue()
@@ -110,7 +130,7 @@ async def _load(port: int, devices: int, interval_s: float, warmup_s: float, sec
             try:
                 if writer is None:
                     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.write(_request(index, host, beat))
+                writer.write(_request(index, host, beat, fleet))
                 await writer.drain()
                 status = await asyncio.wait_for(_read_response(reader), 30)  # type: ignore
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
@@ -156,11 +176,13 @@ def _run(devices: int, interval_s: float, warmup_s: float, seconds: float, conne
             extra_env={"SAMPAN_HEARTBEAT_FAST_PATH": "1" if fast else "0",
                        "SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S": str(interval_s)}) as stack:
         stack.start(worker=False)
-        result = stack.manage("shell", "-c", CREATE.format(count=devices), check=False)
+        result = stack.manage("shell", "-c", CREATE.format(count=devices, runtime=RUNTIME),
+                              check=False)
         if result.returncode != 0:
             raise RuntimeError(result.stderr)
+        fleet = json.loads(result.stdout.strip().splitlines()[-1])
         figures = asyncio.run(_load(stack.web_port, devices, interval_s, warmup_s, seconds,
-                                    connections))
+                                    connections, fleet))
         if os.environ.get("BENCH_HEARTBEATS_LOG"):
             print(stack.log_tail("web", 4000), file=sys.stderr)
         pid = stack.processes["web"].pid

@@ -101,6 +101,15 @@ def test_steady_heartbeats_take_the_fast_path_and_see_every_change_at_once(
     assert client.get(f"{p}/deployments/{deployment['id']}/")["state"] == "running"
     steady = _beat(s, credential, current_model_version_id=version_id)
     assert _fast(steady) and steady.json()["desired"]["deployment_id"] == deployment["id"]
+    # a converged agent repeats its report and runtime on every beat: once stored, fast too
+    runtime = {"onnxruntime": "1.32.0", "providers": ["CPUExecutionProvider"]}
+    repeated = {"current_model_version_id": version_id, "runtime": runtime,
+                "deployment": {"deployment_id": deployment["id"], "state": "running",
+                               "error": None}}
+    assert not _fast(_beat(s, credential, **repeated))  # the runtime is new: Django stores it
+    wait_until(lambda: _fast(_beat(s, credential, **repeated)), timeout_s=5,
+               what="the repeated report and runtime to be answered by the fast path")
+    assert client.get(f"{p}/devices/{device_id}/")["runtime"]["onnxruntime"] == "1.32.0"
 
     # anything malformed gets Django's answer, naming the field
     bad = _beat(s, credential, metrics={"requests": -1})

@@ -25,6 +25,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from edge_agent.runtime import file_sha256
+from sampan.fleet.fastpath import fleet_changed_on_commit
 from sampan.accounts.models import Project
 from sampan.core import storage
 from sampan.core.errors import NotFound, ValidationFailed
@@ -152,8 +153,9 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
 
 def _close(benchmark: DeviceBenchmark, status: str, error: str) -> DeviceBenchmark:
     now = timezone.now()
-    DeviceBenchmark.objects.filter(pk=benchmark.pk, status__in=BENCHMARK_OPEN).update(
-        status=status, error=error[:MAX_ERROR_CHARS], finished_at=now, updated_at=now)
+    if DeviceBenchmark.objects.filter(pk=benchmark.pk, status__in=BENCHMARK_OPEN).update(
+            status=status, error=error[:MAX_ERROR_CHARS], finished_at=now, updated_at=now):
+        fleet_changed_on_commit()  # no longer open: its device's heartbeats go fast again
     benchmark.refresh_from_db()
     return benchmark
 
@@ -190,11 +192,11 @@ def device_benchmark_report(*, device: Device, benchmark_id: Any, status: str,
     if status == BenchmarkStatus.RUNNING:
         mine.filter(status=BenchmarkStatus.PENDING).update(
             status=status, delivered_at=now, updated_at=now)
-    else:
-        mine.filter(status__in=BENCHMARK_OPEN).update(
+    elif mine.filter(status__in=BENCHMARK_OPEN).update(
             status=status, result=result or {}, error=(error or "")[:MAX_ERROR_CHARS],
             delivered_at=Coalesce(F("delivered_at"), Value(now, output_field=DateTimeField())),
-            finished_at=now, updated_at=now)
+            finished_at=now, updated_at=now):
+        fleet_changed_on_commit()
     row = mine.first()
     if row is None:
         raise NotFound("benchmark not found")

@@ -6,13 +6,15 @@ serializer, three or four ORM queries and the write), so one web process sustain
 every heartbeat is the same: "still here, these are my counters", answered with an unchanged
 desired state. This ASGI layer in front of Django answers those:
 
-- **What it takes**: ``POST /api/device/v1/heartbeat`` with ``Authorization: Device <...>``, a
-  JSON body with no ``deployment`` report, no ``runtime``, no ``buffered`` samples, metrics of
-  the plain kinds (:func:`parse`), and a ``current_model_version_id`` that is null or one the
-  device is known to run or be told to run. Anything else (a report, a first beat after a
-  restart with its runtime, a malformed body, an unknown credential, a device with open
-  benchmarks, object storage's presigned download URLs) goes to Django's view unchanged, which
-  answers exactly as before; what this layer stores and answers is what that view would.
+- **What it takes**: ``POST /api/device/v1/heartbeat`` with one ``Authorization: Device
+  <...>``, a strict UTF-8 JSON body (:func:`parse`) whose metrics are of the plain kinds, no
+  ``buffered`` samples, a ``current_model_version_id`` that is null or one the device is known
+  to run or be told to run, and, if present, a ``runtime`` equal to the one stored and a
+  ``deployment`` report equal to the state stored (what a converged agent sends on every beat:
+  recording either would change nothing). Anything else (a new report, a changed runtime, a
+  malformed body, an unknown credential, a device with open benchmarks, object storage's
+  presigned download URLs) goes to Django's view unchanged, which answers exactly as before;
+  what this layer stores and answers is what that view would.
 - **Credentials and desired states** are a snapshot of the whole fleet by credential digest
   (:func:`snapshot`, :class:`Entry`: the device, its project, the versions it may report, its
   desired deployment), read in four queries by the writer thread and swapped in whole. Every
@@ -25,8 +27,10 @@ desired state. This ASGI layer in front of Django answers those:
 - **Writes are batched**: the liveness, metrics and telemetry row of each heartbeat are queued
   and written by one thread every :data:`FLUSH_INTERVAL_S` seconds in one transaction (one
   ``INSERT`` of the telemetry rows, one ``UPDATE`` of the devices' last heartbeat). The server's
-  receive time is taken when the heartbeat arrives. A crash of the web process loses at most
-  that interval's heartbeats (the agents send the next ones anyway).
+  receive time is taken when the heartbeat arrives. A batch the database refuses is written
+  again one heartbeat at a time (one bad row loses only itself); one it cannot take now (locked,
+  connection lost) is put back and written at the next flush. A crash of the web process loses
+  at most that interval's heartbeats (the agents send the next ones anyway).
 
 ``SAMPAN_HEARTBEAT_FAST_PATH=0`` turns it off (every heartbeat through Django).
 """
@@ -41,7 +45,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +53,8 @@ from django.conf import settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FLUSH_INTERVAL_S", "HeartbeatFastPath", "fleet_changed", "parse"]
+__all__ = ["FLUSH_INTERVAL_S", "HeartbeatFastPath", "fleet_changed", "fleet_changed_on_commit",
+           "parse", "snapshot"]
 
 HEARTBEAT_PATH = "/api/device/v1/heartbeat"
 #: bodies larger than this go to Django (a steady-state heartbeat is ~400 bytes)
@@ -57,6 +62,10 @@ MAX_BODY_BYTES = 16 * 1024
 FLUSH_INTERVAL_S = 0.2
 #: the cache is read again at least this often, changes or not
 ENTRY_TTL_S = 30.0
+#: ... and this often while Redis (the change counter) cannot be read
+REDIS_DOWN_TTL_S = 5.0
+#: a change is read at most this often (a fleet-wide deployment changes thousands of rows)
+MIN_REFRESH_S = 1.0
 #: devices cached at most (those past it are answered by Django)
 MAX_ENTRIES = 100_000
 #: heartbeats waiting to be written at most; past it the oldest are dropped (logged)
@@ -102,7 +111,8 @@ _METRICS: dict[str, tuple[bool, float | None, float | None, bool]] = {
     "confidence_mean": (False, 0, 1, False),
     "detections": (True, 0, None, False),
 }
-_TOP_LEVEL_ABSENT_OR_EMPTY = ("deployment", "runtime", "buffered", "buffered_dropped")
+#: as sampan.fleet.services (a report's error is stored cut to this)
+MAX_ERROR_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,42 @@ class Parsed:
     agent_version: str
     current_model_version_id: uuid.UUID | None
     metrics: dict[str, Any]
+    #: the body's ``runtime`` object as sent (compared with the stored one), or None
+    runtime: dict[str, Any] | None = None
+    #: the deployment report as ``(deployment id, state, error)``, or None
+    report: tuple[str, str, str] | None = None
+
+
+_REPORTABLE = frozenset({"downloading", "verifying", "running", "failed"})
+
+
+def _report(raw: Any) -> tuple[str, str, str] | None | bool:
+    """The deployment report as the serializer would read it; None when absent, False when
+    the serializer must decide."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("deployment_id"), str) \
+            or raw.get("state") not in _REPORTABLE:
+        return False
+    error = raw.get("error", "")
+    if error is None:
+        error = ""
+    if not isinstance(error, str) or not _utf8(error):
+        return False
+    try:
+        deployment_id = uuid.UUID(raw["deployment_id"])
+    except ValueError:
+        return False
+    return str(deployment_id), str(raw["state"]), error[:MAX_ERROR_CHARS]
+
+
+def _utf8(text: str) -> bool:
+    """False for a string the database cannot store (lone surrogates; DRF refuses them)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def _metrics(raw: Any) -> dict[str, Any] | None:
@@ -156,14 +202,23 @@ def parse(body: bytes) -> Parsed | None:
     """A steady-state heartbeat body as ``HeartbeatInput`` would validate it, or None when it
     is anything else (module docstring): the serializer then decides."""
     try:
-        data = json.loads(body)
+        text = body.decode("utf-8")  # strictly, as DRF's parser: no BOM, no UTF-16 or -32
+        data = json.loads(text) if not text.startswith("\ufeff") else None
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict):
         return None
-    for key in _TOP_LEVEL_ABSENT_OR_EMPTY:
-        if data.get(key):  # None, absent, [], 0 are the plain case
-            return None
+    if data.get("buffered", []) != [] or not isinstance(data.get("buffered", []), list):
+        return None
+    dropped = data.get("buffered_dropped", 0)
+    if type(dropped) is not int or dropped != 0:
+        return None
+    runtime = data.get("runtime")
+    if runtime is not None and not (isinstance(runtime, dict) and runtime):
+        return None
+    report = _report(data.get("deployment"))
+    if report is False:
+        return None
     device_time = data.get("device_time")
     if device_time is not None:
         if not isinstance(device_time, str):
@@ -177,7 +232,7 @@ def parse(body: bytes) -> Parsed | None:
         device_time = device_time.astimezone(UTC)
     agent_version = data.get("agent_version", "")
     if agent_version is None or not isinstance(agent_version, str) or len(agent_version) > 64 \
-            or agent_version != agent_version.strip() or "\x00" in agent_version:
+            or agent_version != agent_version.strip() or not _utf8(agent_version):
         return None
     current = data.get("current_model_version_id")
     if current is not None:
@@ -190,7 +245,8 @@ def parse(body: bytes) -> Parsed | None:
     metrics = _metrics(data.get("metrics"))
     if metrics is None:
         return None
-    return Parsed(device_time, agent_version, current, metrics)
+    return Parsed(device_time, agent_version, current, metrics, runtime,
+                  report)  # type: ignore[arg-type]
 
 
 # --- the cache ----------------------------------------------------------------------------
@@ -208,6 +264,10 @@ class Entry:
     desired: dict[str, Any] | None
     #: False: every heartbeat of this device goes to Django (open benchmarks, presigned URLs)
     fast: bool
+    #: the stored runtime (a heartbeat may repeat it)
+    runtime: dict[str, Any] = field(default_factory=dict)
+    #: the active deployment's (id, state, error) as stored (a heartbeat may repeat it)
+    deployment: tuple[str, str, str] | None = None
 
 
 def snapshot() -> dict[str, Entry]:
@@ -223,26 +283,33 @@ def snapshot() -> dict[str, Entry]:
     remote = storage.is_remote()
     benchmarking = set(DeviceBenchmark.objects.filter(status__in=BENCHMARK_OPEN)
                        .values_list("device_id", flat=True))
-    desired = {}
-    for device_id, deployment_id, version_id, sha256, size in (
+    desired: dict[Any, dict[str, Any]] = {}
+    states: dict[Any, tuple[str, str, str]] = {}
+    manifest_path = reverse("device:model-version-manifest", kwargs={"version_id": uuid.UUID(
+        int=0)}).replace(str(uuid.UUID(int=0)), "{}")
+    artifact_path = reverse("device:model-version-artifact", kwargs={"version_id": uuid.UUID(
+        int=0)}).replace(str(uuid.UUID(int=0)), "{}")
+    for device_id, deployment_id, version_id, sha256, size, state, error in (
             Deployment.objects.exclude(state=DeploymentState.SUPERSEDED)
             .values_list("device_id", "pk", "model_version_id", "model_version__model_sha256",
-                         "model_version__model_size")):
-        kwargs = {"version_id": version_id}
+                         "model_version__model_size", "state", "error")):
         desired[device_id] = {
             "deployment_id": str(deployment_id), "model_version_id": str(version_id),
-            "manifest_path": reverse("device:model-version-manifest", kwargs=kwargs),
-            "artifact_path": reverse("device:model-version-artifact", kwargs=kwargs),
+            "manifest_path": manifest_path.format(version_id),
+            "artifact_path": artifact_path.format(version_id),
             "sha256": sha256, "size": size, "version": version_id}
+        states[device_id] = (str(deployment_id), state, error)
     entries = {}
-    for digest, device_id, project_id, current in (
+    for digest, device_id, project_id, current, runtime in (
             Device.objects.order_by("pk").values_list(
-                "credential_sha256", "pk", "project_id", "current_model_version_id")
+                "credential_sha256", "pk", "project_id", "current_model_version_id", "runtime")
             [:MAX_ENTRIES]):
         wanted = desired.get(device_id)
         versions = frozenset(v for v in (current, wanted and wanted.pop("version")) if v)
         entries[digest] = Entry(device_id, project_id, versions, wanted,
-                                device_id not in benchmarking and not (remote and wanted))
+                                device_id not in benchmarking and not (remote and wanted),
+                                runtime if isinstance(runtime, dict) else {},
+                                states.get(device_id))
     return entries
 
 
@@ -265,14 +332,6 @@ def _redis() -> Any:
     return _client
 
 
-def _generation(default: bytes | None = None) -> bytes | None:
-    try:
-        value: bytes | None = _redis().get(GENERATION_KEY)
-    except Exception:  # noqa: BLE001 - Redis away: the snapshot still ages out (ENTRY_TTL_S)
-        return default
-    return value
-
-
 _bump_failed_at = 0.0
 
 
@@ -290,6 +349,14 @@ def fleet_changed() -> None:
         log.warning("could not signal a fleet change to the heartbeat fast path: %s", error)
 
 
+def fleet_changed_on_commit() -> None:
+    """:func:`fleet_changed` once the current transaction commits: for changes made with
+    ``QuerySet.update()``, which send no ``post_save`` signal."""
+    from django.db import transaction
+
+    transaction.on_commit(fleet_changed)
+
+
 # --- the ASGI layer -----------------------------------------------------------------------
 
 
@@ -305,6 +372,7 @@ class HeartbeatFastPath:
         self.lock = threading.Lock()
         self.writer: threading.Thread | None = None
         self.refreshed_at = 0.0
+        self.redis_down, self.redis_retry_at = False, 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] != "http" or scope.get("method") != "POST"
@@ -331,22 +399,35 @@ class HeartbeatFastPath:
         if answer is None:
             await self.app(scope, _replay(body, None, receive, more=more), send)
             return
-        payload = json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
+        reply, request_id = answer
+        payload = json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode()
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(payload)).encode()),
+            (b"x-request-id", request_id.encode()),
+            # what Django's SecurityMiddleware and XFrameOptionsMiddleware add
             (b"x-content-type-options", b"nosniff"),
+            (b"x-frame-options", str(settings.X_FRAME_OPTIONS).encode()),
+            (b"referrer-policy", str(settings.SECURE_REFERRER_POLICY).encode()),
+            (b"cross-origin-opener-policy",
+             str(settings.SECURE_CROSS_ORIGIN_OPENER_POLICY).encode()),
             (b"x-sampan-heartbeat", b"fast")]})
         await send({"type": "http.response.body", "body": payload})
         from sampan.metrics import REQUEST_SECONDS
 
         REQUEST_SECONDS.labels("POST", ROUTE, "2xx").observe(time.perf_counter() - began)
 
-    async def _answer(self, scope: Scope, body: bytes) -> dict[str, Any] | None:
+    async def _answer(self, scope: Scope, body: bytes) -> tuple[dict[str, Any], str] | None:
+        """The reply and its request id, or None: Django's view answers."""
+        from sampan.core.error_views import _CLIENT_REQUEST_ID
+
         received_at = datetime.now(UTC)
-        headers = dict(scope.get("headers") or [])
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip()
-        if content_type != b"application/json":
+        headers = _headers(scope)
+        if headers is None:
+            return None
+        content_type, _, parameters = headers.get(b"content-type", b"").partition(b";")
+        if content_type.strip() != b"application/json" \
+                or parameters.strip().lower() not in (b"", b"charset=utf-8"):
             return None
         parts = headers.get(b"authorization", b"").decode("latin-1").split()
         if len(parts) != 2 or parts[0] != "Device":
@@ -366,17 +447,24 @@ class HeartbeatFastPath:
         if parsed.current_model_version_id is not None \
                 and parsed.current_model_version_id not in entry.versions:
             return None
+        if parsed.runtime is not None and parsed.runtime != entry.runtime:
+            return None  # a new runtime is stored by the view
+        if parsed.report is not None and parsed.report != entry.deployment:
+            return None  # a report that changes something is recorded by the view
         self._queue(entry, received_at, parsed)
         desired = None
         if entry.desired is not None:
-            desired = {k: v for k, v in entry.desired.items() if not k.endswith("_path")}
-            desired["manifest_url"] = origin + entry.desired["manifest_path"]
-            desired["artifact_url"] = origin + entry.desired["artifact_path"]
-            desired = {k: desired[k] for k in ("deployment_id", "model_version_id",
-                                                 "manifest_url", "artifact_url", "sha256",
-                                                 "size")}
-        return {"heartbeat_interval_s": float(settings.SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S),
-                "desired": desired, "benchmarks": [], "trusted_signing_keys": keys}
+            desired = {
+                "deployment_id": entry.desired["deployment_id"],
+                "model_version_id": entry.desired["model_version_id"],
+                "manifest_url": origin + entry.desired["manifest_path"],
+                "artifact_url": origin + entry.desired["artifact_path"],
+                "sha256": entry.desired["sha256"], "size": entry.desired["size"]}
+        offered = headers.get(b"x-request-id", b"").decode("latin-1")
+        request_id = offered if _CLIENT_REQUEST_ID.match(offered) else uuid.uuid4().hex
+        return ({"heartbeat_interval_s": float(settings.SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S),
+                 "desired": desired, "benchmarks": [], "trusted_signing_keys": keys},
+                request_id)
 
     # --- the writer ---------------------------------------------------------------------
 
@@ -398,7 +486,7 @@ class HeartbeatFastPath:
 
     def _write_loop(self) -> None:
         stop = threading.Event()
-        self.refresh(_generation())
+        self.refresh(self._generation())
         while not stop.wait(FLUSH_INTERVAL_S):
             self.flush()
 
@@ -417,30 +505,73 @@ class HeartbeatFastPath:
         self.entries, self.keys = entries, keys
         self.generation, self.refreshed_at = generation, time.monotonic()
 
+    def _generation(self) -> bytes | None:
+        """The fleet's change counter; when Redis cannot be read, the last one (and the
+        snapshot is then read again every ``REDIS_DOWN_TTL_S``, Redis asked again after it)."""
+        now = time.monotonic()
+        if now < self.redis_retry_at:
+            return self.generation
+        try:
+            value: bytes | None = _redis().get(GENERATION_KEY)
+        except Exception as error:  # noqa: BLE001 - any Redis trouble
+            if not self.redis_down:
+                log.warning("heartbeat fast path: cannot read the fleet's change counter (%s); "
+                            "the snapshot is read every %.0f s meanwhile", error,
+                            REDIS_DOWN_TTL_S)
+            self.redis_down, self.redis_retry_at = True, now + REDIS_DOWN_TTL_S
+            return self.generation
+        self.redis_down = False
+        return value
+
     def flush(self) -> None:
-        """Write the queued heartbeats, then read the fleet again if it changed (or the
-        snapshot is ``ENTRY_TTL_S`` old)."""
-        from django.db import connection
+        """Write the queued heartbeats, then read the fleet again if it changed (at most every
+        ``MIN_REFRESH_S``), or the snapshot is ``ENTRY_TTL_S`` old (``REDIS_DOWN_TTL_S`` while
+        Redis cannot be read)."""
+        from django.db import close_old_connections, connection
+        from django.db.utils import InterfaceError, OperationalError
 
         with self.lock:
             batch, self.pending = self.pending, []
-        try:
-            if batch:
+        if batch:
+            try:
+                close_old_connections()
                 _write(batch)
-        except Exception:  # noqa: BLE001 - logged; the connection is renewed for the next
-            log.exception("could not write %d heartbeats", len(batch))
-            connection.close()
-        generation = _generation(default=self.generation)
-        if generation != self.generation \
-                or time.monotonic() - self.refreshed_at > ENTRY_TTL_S:
+            except (OperationalError, InterfaceError) as error:
+                # the database cannot take it now (locked, restarting, connection lost): the
+                # batch waits for the next flush, ahead of what came in meanwhile
+                log.warning("could not write %d heartbeats (%s): retrying", len(batch), error)
+                connection.close()
+                with self.lock:
+                    self.pending = (batch + self.pending)[-MAX_PENDING:]
+            except Exception:  # noqa: BLE001 - a row the database refuses: one at a time
+                connection.close()
+                _write_each(batch)
+        generation = self._generation()
+        age = time.monotonic() - self.refreshed_at
+        if (generation != self.generation and age >= MIN_REFRESH_S) \
+                or age > (REDIS_DOWN_TTL_S if self.redis_down else ENTRY_TTL_S):
             self.refresh(generation)
+
+
+def _write_each(batch: list[tuple[Entry, datetime, Parsed]]) -> None:
+    """Write ``batch`` one heartbeat at a time: a row the database refuses (a device deleted
+    meanwhile) is logged and skipped, the others are kept."""
+    from django.db import connection
+
+    for item in batch:
+        try:
+            _write([item])
+        except Exception as error:  # noqa: BLE001 - that heartbeat only
+            log.warning("heartbeat of device %s not stored: %s", item[0].device_id, error)
+            connection.close()
 
 
 def _write(batch: list[tuple[Entry, datetime, Parsed]]) -> None:
     """One transaction: the telemetry rows, and each device's last heartbeat (as
     ``sampan.fleet.services.device_heartbeat_record`` writes them). Plain ``executemany``
     statements: the ORM's ``bulk_update`` cost ~1 ms of CPU per device (a CASE expression per
-    field and row), more than answering the heartbeat."""
+    field and row), more than answering the heartbeat. Devices deleted since the snapshot
+    are left out."""
     from django.db import connection, transaction
 
     from sampan.fleet.models import Device, Telemetry
@@ -455,38 +586,62 @@ def _write(batch: list[tuple[Entry, datetime, Parsed]]) -> None:
         ", ".join(connection.ops.quote_name(Telemetry._meta.get_field(f).column)
                   for f in telemetry_fields),
         ", ".join(["%s"] * len(telemetry_fields)))
-    telemetry_rows = [
-        [prep(Telemetry, "device", entry.device_id), prep(Telemetry, "received_at", received_at),
-         prep(Telemetry, "device_time", parsed.device_time),
-         prep(Telemetry, "metrics", parsed.metrics),
-         prep(Telemetry, "current_model_version_id", parsed.current_model_version_id)]
-        for entry, received_at, parsed in batch]
-
-    latest: dict[uuid.UUID, tuple[Entry, datetime, Parsed]] = {}
-    for item in batch:
-        latest[item[0].device_id] = item
     device_fields = ["last_seen_at", "device_time", "agent_version", "current_model_version_id",
                      "last_metrics", "updated_at"]
     column = {f: connection.ops.quote_name(Device._meta.get_field(f).column)
               for f in [*device_fields, "id"]}
     # only a newer heartbeat: one that Django's view recorded meanwhile (a deployment report)
-    # stays; a device deleted since its entry was cached matches no row
+    # stays
     device_sql = "UPDATE {} SET {} WHERE {} = %s AND ({} IS NULL OR {} < %s)".format(
         connection.ops.quote_name(Device._meta.db_table),
         ", ".join(f"{column[f]} = %s" for f in device_fields), column["id"],
         column["last_seen_at"], column["last_seen_at"])
-    device_rows = []
-    for entry, received_at, parsed in latest.values():
-        current = parsed.current_model_version_id
-        values = [received_at, parsed.device_time, parsed.agent_version,
-                  current if current in entry.versions else None, parsed.metrics, received_at]
-        device_rows.append([prep(Device, f, v) for f, v in zip(device_fields, values,
-                                                                 strict=True)]
-                           + [prep(Device, "id", entry.device_id),
-                              prep(Device, "last_seen_at", received_at)])
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(telemetry_sql, telemetry_rows)
-        cursor.executemany(device_sql, device_rows)
+        alive = set(Device.objects.select_for_update().filter(
+            pk__in={entry.device_id for entry, _, _ in batch}).values_list("pk", flat=True))
+        batch = [item for item in batch if item[0].device_id in alive]
+        latest: dict[uuid.UUID, tuple[Entry, datetime, Parsed]] = {}
+        for item in batch:
+            latest[item[0].device_id] = item
+        cursor.executemany(telemetry_sql, [
+            [prep(Telemetry, "device", entry.device_id),
+             prep(Telemetry, "received_at", received_at),
+             prep(Telemetry, "device_time", parsed.device_time),
+             prep(Telemetry, "metrics", parsed.metrics),
+             prep(Telemetry, "current_model_version_id", parsed.current_model_version_id)]
+            for entry, received_at, parsed in batch])
+        rows = []
+        for entry, received_at, parsed in latest.values():
+            values = [received_at, parsed.device_time, parsed.agent_version,
+                      _current(entry, parsed), parsed.metrics, received_at]
+            rows.append([prep(Device, f, v) for f, v in zip(device_fields, values, strict=True)]
+                        + [prep(Device, "id", entry.device_id),
+                           prep(Device, "last_seen_at", received_at)])
+        cursor.executemany(device_sql, rows)
+
+
+def _current(entry: Entry, parsed: Parsed) -> uuid.UUID | None:
+    """The device's current model version as the view records it: the one it reports (known
+    to be of its project), or with a ``running`` report, the deployment's."""
+    if parsed.report is not None and parsed.report[1] == "running" and entry.desired:
+        return uuid.UUID(entry.desired["model_version_id"])
+    current = parsed.current_model_version_id
+    return current if current in entry.versions else None
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes] | None:
+    """The request's headers as Django reads them (repeats joined with ","), or None when
+    ``Authorization`` or ``Host`` is repeated (Django then refuses the request)."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope.get("headers") or []:
+        name = name.lower()
+        if name in headers:
+            if name in (b"authorization", b"host"):
+                return None
+            headers[name] += b"," + value
+        else:
+            headers[name] = value
+    return headers
 
 
 def _origin(scope: Scope, headers: dict[bytes, bytes]) -> str | None:
@@ -508,8 +663,9 @@ def _origin(scope: Scope, headers: dict[bytes, bytes]) -> str | None:
     if proxy:
         header, value = proxy
         name = header.lower().removeprefix("http_").replace("_", "-").encode()
-        if name in headers:
-            scheme = "https" if headers[name].decode("latin-1") == value else "http"
+        if name in headers:  # Django reads the first of a comma-joined list
+            first = headers[name].decode("latin-1").split(",", 1)[0].strip()
+            scheme = "https" if first == value else "http"
     return f"{scheme}://{host}"
 
 

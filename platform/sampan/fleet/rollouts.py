@@ -60,6 +60,7 @@ from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
 from sampan.fleet.compatibility import model_incompatibilities
+from sampan.fleet.fastpath import fleet_changed_on_commit
 from sampan.fleet.models import (ROLLOUT_TRANSITIONS, TRANSITIONS, Deployment,
                                  DeploymentState, Device, Rollout, RolloutDevice, RolloutState,
                                  RolloutStrategy, Telemetry)
@@ -357,6 +358,8 @@ def rollout_rollback(*, rollout: Rollout, user: Any, reason: str) -> bool:
             state__in=TRANSITIONS[DeploymentState.SUPERSEDED] - {DeploymentState.RUNNING}
         ).update(state=DeploymentState.SUPERSEDED, state_changed_at=now, updated_at=now)
         kept = len(fresh) - withdrawn
+        if withdrawn:
+            fleet_changed_on_commit()  # an update(): no signal tells the heartbeat fast path
         by_version: dict[Any, list[RolloutDevice]] = {}
         for target in reached:
             if target.previous_model_version_id is not None:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sampan.accounts.audit import audit_record
+from sampan.fleet.fastpath import fleet_changed_on_commit
 from sampan.accounts.models import Project
 from sampan.core.errors import AuthenticationFailed, Conflict, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
@@ -228,9 +229,12 @@ def deployment_state_report(*, device: Device, report: DeploymentReport,
     if report.state in {DeploymentState.RUNNING, DeploymentState.FAILED}:
         values["finished_at"] = now
     if mine.filter(state__in=allowed - {report.state}).update(**values):
+        fleet_changed_on_commit()  # the heartbeat fast path compares reports with the state
         return True
     if report.state in allowed:
-        mine.filter(state=report.state).exclude(error=error).update(error=error, updated_at=now)
+        if mine.filter(state=report.state).exclude(error=error).update(error=error,
+                                                                        updated_at=now):
+            fleet_changed_on_commit()
     return False
 
 
@@ -263,6 +267,8 @@ def device_heartbeat_record(*, device: Device, heartbeat: Heartbeat) -> Deployme
                 current_id = running or current_id
         values: dict[str, Any] = {}
         if heartbeat.runtime is not None:
+            if heartbeat.runtime != device.runtime:
+                fleet_changed_on_commit()  # the fast path takes beats repeating the stored one
             values["runtime"] = device.runtime = heartbeat.runtime
         Device.objects.filter(pk=device.pk).update(
             last_seen_at=received_at, device_time=heartbeat.device_time,

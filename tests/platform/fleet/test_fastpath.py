@@ -52,10 +52,26 @@ def test_what_the_fast_path_takes_it_stores_as_the_serializer_would(change: dict
     assert parsed.current_model_version_id == expected["current_model_version_id"]
 
 
+def test_a_report_and_a_runtime_are_read_for_comparison_with_what_is_stored() -> None:
+    """A converged agent repeats both on every beat: the fast path takes the beat only when
+    they equal the stored state (HeartbeatFastPath._answer); here they are read as the
+    serializer reads them."""
+    body = {**STEADY, "runtime": {"onnxruntime": "1.20.0", "providers": []},
+            "deployment": {"deployment_id": "6F1F7B1C-3F5E-4C55-9D87-0B4C3F0E2B11",
+                           "state": "running", "error": None}}
+    parsed = parse(json.dumps(body).encode())
+    assert parsed is not None
+    assert parsed.report == ("6f1f7b1c-3f5e-4c55-9d87-0b4c3f0e2b11", "running", "")
+    assert parsed.runtime == {"onnxruntime": "1.20.0", "providers": []}
+
+
 @pytest.mark.parametrize("change", [
+    {"deployment": {"deployment_id": "d1", "state": "running", "error": ""}},
     {"deployment": {"deployment_id": "6f1f7b1c-3f5e-4c55-9d87-0b4c3f0e2b11",
-                    "state": "running", "error": ""}},
-    {"runtime": {"onnxruntime": "1.20.0"}},
+                    "state": "superseded", "error": ""}},
+    {"deployment": {"deployment_id": "6f1f7b1c-3f5e-4c55-9d87-0b4c3f0e2b11",
+                    "state": "failed", "error": 7}},
+    {"runtime": "1.20.0"},
     {"buffered": [{"device_time": "2026-11-29T12:00:00Z", "metrics": {}}]},
     {"buffered_dropped": 3},
     {"metrics": {"requests": -1}},
