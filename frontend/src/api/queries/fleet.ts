@@ -1,7 +1,8 @@
 // Devices, their telemetry, enrollment tokens and deployments (platform/sampan/fleet).
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 
 import { api, type Schemas } from "../client";
+import type { operations } from "../schema";
 import { unwrap } from "../errors";
 
 export type Device = Schemas["DeviceOutput"];
@@ -58,17 +59,88 @@ export const FLEET_POLL_MS = 5000;
 
 export const fleetKeys = {
   devices: (projectId: string) => ["projects", projectId, "devices"] as const,
+  /** pages of the devices list (under `devices`: what invalidates the list invalidates them too) */
+  devicePages: (projectId: string) => ["projects", projectId, "devices", "page"] as const,
   device: (projectId: string, deviceId: string) => ["projects", projectId, "devices", deviceId] as const,
   telemetry: (projectId: string, deviceId: string) => ["projects", projectId, "devices", deviceId, "telemetry"] as const,
   deployments: (projectId: string) => ["projects", projectId, "deployments"] as const,
 };
 
+async function fetchAllDevices(projectId: string) {
+  return unwrap(await api().GET("/api/v1/projects/{project_id}/devices/", { params: { path: { project_id: projectId } } }));
+}
+
+/** Every device of the project (no paging): for pickers and counts, not for the fleet table. */
 export function useDevices(projectId: string, refetchInterval: number | false = FLEET_POLL_MS) {
   return useQuery({
     queryKey: fleetKeys.devices(projectId),
-    queryFn: async () =>
-      unwrap(await api().GET("/api/v1/projects/{project_id}/devices/", { params: { path: { project_id: projectId } } })),
+    queryFn: () => fetchAllDevices(projectId),
     refetchInterval,
+  });
+}
+
+/**
+ * Every tag used in the fleet, sorted, from the full device list: fetched only while `enabled`
+ * (the fleet table turns it on when its tag picker opens) and not polled.
+ */
+export function useFleetTags(projectId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: fleetKeys.devices(projectId),
+    queryFn: () => fetchAllDevices(projectId),
+    enabled,
+    select: fleetTags,
+  });
+}
+
+export type DeviceStatus = NonNullable<NonNullable<operations["devices_list"]["parameters"]["query"]>["status"]>;
+
+/** Which page of the devices list (ordered by name), and the filters it is taken from. */
+export interface DevicePageQuery {
+  offset: number;
+  limit: number;
+  status?: DeviceStatus;
+  tag?: string;
+  /** a model version's id: devices that run it */
+  modelVersion?: string;
+  /** part of the name, case-insensitive */
+  search?: string;
+}
+
+export interface DevicePage {
+  devices: Device[];
+  /** how many devices match the filters (X-Total-Count) */
+  total: number;
+}
+
+/**
+ * One page of devices, by name, filtered on the server; polled every 5 s. The previous page stays
+ * shown while the next one loads.
+ */
+export function useDevicePage(projectId: string, page: DevicePageQuery) {
+  const { offset, limit, status, tag, modelVersion, search } = page;
+  return useQuery({
+    queryKey: [...fleetKeys.devicePages(projectId), { offset, limit, status, tag, modelVersion, search }],
+    queryFn: async (): Promise<DevicePage> => {
+      const result = await api().GET("/api/v1/projects/{project_id}/devices/", {
+        params: {
+          path: { project_id: projectId },
+          query: {
+            limit,
+            offset,
+            ...(status ? { status } : {}),
+            ...(tag ? { tag } : {}),
+            ...(modelVersion ? { model_version: modelVersion } : {}),
+            ...(search ? { search } : {}),
+          },
+        },
+      });
+      const devices = unwrap(result);
+      const header = Number.parseInt(result.response.headers.get("X-Total-Count") ?? "", 10);
+      // a server without the header: at least what came
+      return { devices, total: Number.isNaN(header) ? offset + devices.length : header };
+    },
+    refetchInterval: FLEET_POLL_MS,
+    placeholderData: keepPreviousData,
   });
 }
 
@@ -114,6 +186,7 @@ export function useUpdateDevice(projectId: string, deviceId: string) {
       // the reply is the device as saved: shown at once, not after the next poll
       queryClient.setQueryData(fleetKeys.device(projectId, deviceId), device);
       void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId), exact: true });
+      void queryClient.invalidateQueries({ queryKey: fleetKeys.devicePages(projectId) });
     },
   });
 }

@@ -1,4 +1,4 @@
-import { screen, waitFor, within } from "@testing-library/react";
+import { act, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 
@@ -38,8 +38,61 @@ function api(posted: unknown[], local = false) {
       });
     }
     if (url.pathname.endsWith("/devices/")) return json(200, [device, { ...device, id: "dev2", name: "gate", status: "offline", last_seen_at: null, current_model_version: null, last_metrics: {} }]);
+    if (url.pathname.endsWith("/model-versions/")) return json(200, []);
     return json(404, { error: { code: "not_found", message: url.pathname } });
   };
+}
+
+const modelVersion = (id: string, name: string, version: number, created_at: string) => ({
+  id, model_id: "m1", model_name: name, version, task_type: "image_classification", labels: [], metrics: {}, pretrained: false,
+  dataset_version_id: null, dataset_version: null, training_job_id: null, parent_id: null, model_sha256: "", model_size: 1,
+  files: {}, manifest: {}, created_at,
+});
+
+/** A fleet of 10,000 devices (device-00000 ...): pages of the list, with X-Total-Count; every list request is recorded. */
+function bigFleet() {
+  const pages: URLSearchParams[] = [];
+  const full: URLSearchParams[] = [];
+  const fetch = async (request: Request) => {
+    const url = new URL(request.url);
+    if (url.pathname.endsWith("/model-versions/")) {
+      return json(200, [modelVersion("mv1", "digits", 3, "2026-11-01T00:00:00Z"), modelVersion("mv2", "street", 1, "2026-11-02T00:00:00Z")]);
+    }
+    if (url.pathname.endsWith("/devices/")) {
+      if (!url.searchParams.has("limit")) {
+        // the full list: only the tag picker reads it
+        full.push(url.searchParams);
+        return json(200, [{ ...device, tags: ["line-3", "dock"] }, { ...device, id: "x", name: "x", tags: ["yard"] }]);
+      }
+      pages.push(url.searchParams);
+      const offset = Number(url.searchParams.get("offset"));
+      const limit = Number(url.searchParams.get("limit"));
+      const filtered = [...url.searchParams.keys()].some((key) => key !== "limit" && key !== "offset");
+      const total = url.searchParams.get("search") === "nothing" ? 0 : filtered ? 3 : 10_000;
+      const names = Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, i) => `device-${String(offset + i).padStart(5, "0")}`);
+      const body = names.map((name) => ({ ...device, id: name, name }));
+      return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json", "X-Total-Count": String(total) } });
+    }
+    return json(404, { error: { code: "not_found", message: url.pathname } });
+  };
+  return { pages, full, fetch: fetch as unknown as typeof globalThis.fetch };
+}
+
+const query = (params: URLSearchParams | undefined) => Object.fromEntries(params ?? []);
+
+async function pick(label: string, option: string) {
+  fireEvent.mouseDown(screen.getByRole("combobox", { name: label }));
+  const item = await waitFor(() => {
+    const found = [...document.querySelectorAll(".ant-select-item-option")].find((o) => o.textContent === option && o.closest(".ant-select-dropdown:not(.ant-select-dropdown-hidden)"));
+    expect(found).toBeTruthy();
+    return found as HTMLElement;
+  });
+  fireEvent.click(item);
+}
+
+async function goToPage2() {
+  fireEvent.click(document.querySelector(".ant-pagination-item-2") as HTMLElement);
+  expect(await screen.findByText("device-00050")).toBeInTheDocument();
 }
 
 describe("DevicesPage", () => {
@@ -80,5 +133,111 @@ describe("DevicesPage", () => {
     const { router } = renderRoutes(routes, "/projects/p1/devices", api([]) as unknown as typeof globalThis.fetch);
     await userEvent.click(await screen.findByText("camera-1"));
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/devices/dev1"));
+  });
+
+  describe("with 10,000 devices", () => {
+    it("asks for one page of 50 and shows the total from X-Total-Count", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      expect(await screen.findByText("device-00000")).toBeInTheDocument();
+      expect(query(fleet.pages[0])).toEqual({ limit: "50", offset: "0" });
+      expect(screen.getByText("10000 devices")).toBeInTheDocument();
+      expect(within(screen.getByTestId("devices-table")).getAllByRole("row")).toHaveLength(51);
+      // the full list is not read for the page
+      expect(fleet.full).toEqual([]);
+    });
+
+    it("page 2 asks for offset 50, and the page is in the URL", async () => {
+      const fleet = bigFleet();
+      const { router } = renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      await screen.findByText("device-00000");
+      await goToPage2();
+      expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "50" });
+      expect(router.state.location.search).toBe("?page=2");
+    });
+
+    it("a page size of 100 asks for 100 from the start", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices?page=3&page_size=100", fleet.fetch);
+      expect(await screen.findByText("device-00200")).toBeInTheDocument();
+      expect(query(fleet.pages[0])).toEqual({ limit: "100", offset: "200" });
+    });
+
+    it("a status sends status and goes back to page 1", async () => {
+      const fleet = bigFleet();
+      const { router } = renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      await screen.findByText("device-00000");
+      await goToPage2();
+      await pick("Status", "offline");
+      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", status: "offline" }));
+      expect(await screen.findByText("3 devices")).toBeInTheDocument();
+      expect(router.state.location.search).toBe("?status=offline");
+      // back to every status: page 1 of the whole fleet (cached, so maybe without a request)
+      await pick("Status", "Any status");
+      expect(await screen.findByText("10000 devices")).toBeInTheDocument();
+      expect(router.state.location.search).toBe("");
+    });
+
+    it("a model version sends model_version and goes back to page 1", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      await screen.findByText("device-00000");
+      await goToPage2();
+      fireEvent.mouseDown(screen.getByRole("combobox", { name: "Model version" }));
+      // newest first
+      await waitFor(() =>
+        expect([...document.querySelectorAll(".ant-select-item-option")].map((o) => o.textContent)).toEqual(["street v1", "digits v3"]),
+      );
+      fireEvent.click(screen.getByTitle("digits v3"));
+      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", model_version: "mv1" }));
+      expect(await screen.findByText("3 devices")).toBeInTheDocument();
+    });
+
+    it("the name search waits for the typing to pause, then asks from offset 0", async () => {
+      const fleet = bigFleet();
+      const { router } = renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      await screen.findByText("device-00000");
+      await goToPage2();
+      await userEvent.type(screen.getByRole("textbox", { name: "Search by name" }), "cam");
+      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", search: "cam" }));
+      // one request for the whole word, none for "c" or "ca"
+      expect(fleet.pages.filter((p) => p.has("search")).map((p) => p.get("search"))).toEqual(["cam"]);
+      expect(await screen.findByText("3 devices")).toBeInTheDocument();
+      expect(router.state.location.search).toBe("?search=cam");
+      // a link to the page without filters empties the box, and the search is not sent again
+      await act(() => router.navigate("/projects/p1/devices"));
+      await waitFor(() => expect(screen.getByRole("textbox", { name: "Search by name" })).toHaveValue(""));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(router.state.location.search).toBe("");
+    });
+
+    it("says when no device matches the filters", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices?search=nothing", fleet.fetch);
+      expect(await screen.findByText("No device matches these filters.")).toBeInTheDocument();
+    });
+
+    it("the tag picker reads the fleet's tags when opened, and a tag sends tag from offset 0", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices", fleet.fetch);
+      await screen.findByText("device-00000");
+      await goToPage2();
+      expect(fleet.full).toEqual([]);
+      fireEvent.mouseDown(screen.getByRole("combobox", { name: "Tag" }));
+      await waitFor(() =>
+        expect([...document.querySelectorAll(".ant-select-item-option")].map((o) => o.textContent)).toEqual(["dock", "line-3", "yard"]),
+      );
+      expect(fleet.full).toHaveLength(1);
+      fireEvent.click(screen.getByTitle("yard"));
+      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", tag: "yard" }));
+    });
+
+    it("filters from the URL are sent at once", async () => {
+      const fleet = bigFleet();
+      renderRoutes(routes, "/projects/p1/devices?status=online&tag=line-3&model_version=mv2&search=cam", fleet.fetch);
+      expect(await screen.findByText("3 devices")).toBeInTheDocument();
+      expect(query(fleet.pages[0])).toEqual({ limit: "50", offset: "0", status: "online", tag: "line-3", model_version: "mv2", search: "cam" });
+      expect(screen.getByRole("textbox", { name: "Search by name" })).toHaveValue("cam");
+    });
   });
 });
