@@ -59,7 +59,6 @@ from django.utils import timezone
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
-from sampan.fleet.compatibility import model_incompatibilities
 from sampan.fleet.fastpath import fleet_changed_on_commit
 from sampan.fleet.models import (ROLLOUT_TRANSITIONS, TRANSITIONS, Deployment,
                                  DeploymentState, Device, Rollout, RolloutDevice, RolloutState,
@@ -244,7 +243,7 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
     rollouts``) when a device is in another rolling rollout. Nothing is written then.
     """
     from sampan.fleet.selectors import devices_tagged
-    from sampan.fleet.services import MAX_DEVICES_PER_DEPLOY
+    from sampan.fleet.services import MAX_DEVICES_PER_DEPLOY, devices_locked_for
 
     version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
     if version is None:
@@ -264,21 +263,7 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
                                f"{MAX_DEVICES_PER_DEPLOY}", field="device_ids",
                                details={"devices": len(wanted), "limit": MAX_DEVICES_PER_DEPLOY})
     with transaction.atomic():
-        devices = {d.pk: d for d in Device.objects.select_for_update()
-                   .filter(project=project, pk__in=wanted)}
-        missing = [str(pk) for pk in wanted if pk not in devices]
-        if missing:
-            raise NotFound(f"device not found in this project: {', '.join(missing)}",
-                           field="device_ids", details={"missing": missing})
-        incompatible = {str(pk): reasons for pk in wanted
-                        if (reasons := model_incompatibilities(version.manifest,
-                                                               devices[pk].known_runtime()))}
-        if incompatible:
-            raise ValidationFailed(
-                f"model version {version.version} cannot run on {len(incompatible)} device(s): "
-                + "; ".join(f"{devices[uuid.UUID(pk)].name}: {', '.join(r)}"
-                            for pk, r in incompatible.items()),
-                field="device_ids", details={"incompatible": incompatible})
+        devices = devices_locked_for(project=project, version=version, wanted=wanted)
         busy = sorted({str(r) for r in RolloutDevice.objects.filter(
             device_id__in=wanted, rollout__state=RolloutState.ROLLING)
             .values_list("rollout_id", flat=True)})

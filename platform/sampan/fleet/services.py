@@ -379,6 +379,33 @@ def device_update(*, device: Device, user: Any, tags: list[str] | None = None) -
     return device
 
 
+def devices_locked_for(*, project: Project, version: ModelVersion,
+                       wanted: Sequence[uuid.UUID]) -> dict[uuid.UUID, Device]:
+    """The ``wanted`` devices of ``project`` by id, their rows locked (inside a transaction:
+    concurrent deploys to one device are serialised), every one able to run ``version``.
+
+    Raises NotFound (field ``device_ids``, ``details.missing``) for devices outside the project
+    and ValidationFailed (field ``device_ids``, ``details.incompatible``: device id -> reasons)
+    for devices whose reported runtime cannot load the version
+    (:func:`sampan.fleet.compatibility.model_incompatibilities`)."""
+    devices = {d.pk: d for d in Device.objects.select_for_update()
+               .filter(project=project, pk__in=wanted)}
+    missing = [str(pk) for pk in wanted if pk not in devices]
+    if missing:
+        raise NotFound(f"device not found in this project: {', '.join(missing)}",
+                       field="device_ids", details={"missing": missing})
+    incompatible = {str(pk): reasons for pk in wanted
+                    if (reasons := model_incompatibilities(version.manifest,
+                                                           devices[pk].known_runtime()))}
+    if incompatible:
+        names = "; ".join(f"{devices[uuid.UUID(pk)].name}: {', '.join(reasons)}"
+                          for pk, reasons in incompatible.items())
+        raise ValidationFailed(
+            f"model version {version.version} cannot run on {len(incompatible)} device(s): "
+            f"{names}", field="device_ids", details={"incompatible": incompatible})
+    return devices
+
+
 def deployment_create(*, project: Project, user: Any, model_version_id: Any,
                       device_ids: Sequence[Any] | None = None,
                       tag: str | None = None) -> list[Deployment]:
@@ -413,22 +440,7 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
     wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids or []))
     now = timezone.now()
     with transaction.atomic():
-        # Locking the device rows serialises concurrent deploys to the same device.
-        devices = {d.pk: d for d in Device.objects.select_for_update()
-                   .filter(project=project, pk__in=wanted)}
-        missing = [str(pk) for pk in wanted if pk not in devices]
-        if missing:
-            raise NotFound(f"device not found in this project: {', '.join(missing)}",
-                           field="device_ids", details={"missing": missing})
-        incompatible = {str(pk): reasons for pk in wanted
-                        if (reasons := model_incompatibilities(version.manifest,
-                                                               devices[pk].known_runtime()))}
-        if incompatible:
-            names = "; ".join(f"{devices[uuid.UUID(pk)].name}: {', '.join(reasons)}"
-                              for pk, reasons in incompatible.items())
-            raise ValidationFailed(
-                f"model version {version.version} cannot run on {len(incompatible)} device(s): "
-                f"{names}", field="device_ids", details={"incompatible": incompatible})
+        devices = devices_locked_for(project=project, version=version, wanted=wanted)
         (Deployment.objects
          .filter(device_id__in=wanted, state__in=TRANSITIONS[DeploymentState.SUPERSEDED])
          .update(state=DeploymentState.SUPERSEDED, state_changed_at=now, updated_at=now))

@@ -183,7 +183,7 @@ def test_a_rollback_that_withdraws_a_deployment_tells_the_fast_path(
     from sampan.fleet.rollouts import rollouts_advance
 
     v2 = model_version()
-    (_, ca), (b, cb) = enrolled("fresh-a"), enrolled("fresh-b")
+    (_, ca), (b, _) = enrolled("fresh-a"), enrolled("fresh-b")
     created = owner_api.post(f"/api/v1/projects/{project.pk}/rollouts/",
                              {"model_version_id": str(v2.pk), "strategy": "all"},
                              format="json")
