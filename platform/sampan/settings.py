@@ -335,7 +335,9 @@ SPECTACULAR_SETTINGS = {
                              "sampan.uploads.schema.tus_paths"],
     # several serializers have a "status" field with different choices: name each set
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "sampan.fleet.models.DeviceStatus",
-                            "BenchmarkStatusEnum": "sampan.fleet.models.BenchmarkStatus"},
+                            "BenchmarkStatusEnum": "sampan.fleet.models.BenchmarkStatus",
+                            "DeploymentStateEnum": "sampan.fleet.models.DeploymentState",
+                            "RolloutStateEnum": "sampan.fleet.models.RolloutState"},
 }
 
 # Jobs

@@ -1996,7 +1996,7 @@ export interface components {
             device_id: string;
             device_name: string;
             model_version: components["schemas"]["ModelVersionRefOutput"];
-            state: components["schemas"]["State706Enum"];
+            state: components["schemas"]["DeploymentStateEnum"];
             error: string;
             created_by?: string | null;
             /** Format: date-time */
@@ -2021,10 +2021,20 @@ export interface components {
          * @enum {string}
          */
         DeploymentReportInputStateEnum: "downloading" | "failed" | "running" | "verifying";
+        /**
+         * @description * `pending` - Pending
+         *     * `downloading` - Downloading
+         *     * `verifying` - Verifying
+         *     * `running` - Running
+         *     * `failed` - Failed
+         *     * `superseded` - Superseded
+         * @enum {string}
+         */
+        DeploymentStateEnum: "pending" | "downloading" | "verifying" | "running" | "failed" | "superseded";
         DeploymentSummaryOutput: {
             /** Format: uuid */
             id: string;
-            state: components["schemas"]["State706Enum"];
+            state: components["schemas"]["DeploymentStateEnum"];
             error: string;
             model_version: components["schemas"]["ModelVersionRefOutput"];
             /** Format: date-time */
@@ -2565,7 +2575,7 @@ export interface components {
             model_version: components["schemas"]["ModelVersionRefOutput"];
             strategy: components["schemas"]["StrategyEnum"];
             tag: string;
-            state: components["schemas"]["State9e3Enum"];
+            state: components["schemas"]["RolloutStateEnum"];
             /** @description Why it was rolled back. */
             reason: string;
             devices_total: number;
@@ -2682,7 +2692,7 @@ export interface components {
             model_version: components["schemas"]["ModelVersionRefOutput"];
             strategy: components["schemas"]["StrategyEnum"];
             tag: string;
-            state: components["schemas"]["State9e3Enum"];
+            state: components["schemas"]["RolloutStateEnum"];
             /** @description Why it was rolled back. */
             reason: string;
             devices_total: number;
@@ -2734,6 +2744,13 @@ export interface components {
             /** Format: double */
             confidence: number | null;
         };
+        /**
+         * @description * `rolling` - Rolling
+         *     * `completed` - Completed
+         *     * `rolled_back` - Rolled Back
+         * @enum {string}
+         */
+        RolloutStateEnum: "rolling" | "completed" | "rolled_back";
         RuntimeInputRequest: {
             /** @description onnxruntime.__version__ */
             onnxruntime: string;
@@ -2775,23 +2792,6 @@ export interface components {
          * @enum {string}
          */
         SideEnum: "candidate" | "baseline";
-        /**
-         * @description * `pending` - Pending
-         *     * `downloading` - Downloading
-         *     * `verifying` - Verifying
-         *     * `running` - Running
-         *     * `failed` - Failed
-         *     * `superseded` - Superseded
-         * @enum {string}
-         */
-        State706Enum: "pending" | "downloading" | "verifying" | "running" | "failed" | "superseded";
-        /**
-         * @description * `rolling` - Rolling
-         *     * `completed` - Completed
-         *     * `rolled_back` - Rolled Back
-         * @enum {string}
-         */
-        State9e3Enum: "rolling" | "completed" | "rolled_back";
         /**
          * @description * `online` - Online
          *     * `offline` - Offline

@@ -10,7 +10,7 @@ export type Rollout = Schemas["RolloutOutput"];
 export type RolloutDetail = Schemas["RolloutDetailOutput"];
 export type RolloutDevice = Schemas["RolloutDeviceOutput"];
 export type RolloutInput = Schemas["RolloutInputRequest"];
-export type RolloutState = Schemas["State9e3Enum"];
+export type RolloutState = Schemas["RolloutStateEnum"];
 export type RolloutStrategy = Schemas["StrategyEnum"];
 export type RolloutSeriesPoint = Schemas["RolloutSeriesPointOutput"];
 
