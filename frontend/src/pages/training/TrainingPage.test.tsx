@@ -105,7 +105,9 @@ describe("TrainingPage", () => {
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
     await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/training/job1"));
     expect(posted).toEqual([{ dataset_version_id: "v2", budget_s: 90, seed: 0, augmentation: "strong", model_preference: "faster", allow_flips: true }]);
-  });
+    // many clicks through antd selects and a preview: 20-25 s on a loaded 2-core machine (CI
+    // timed it out at the suite's 20 s)
+  }, 60_000);
 
   it("refuses a budget under the version's minimum, with the reason", async () => {
     const posted: unknown[] = [];
