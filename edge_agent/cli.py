@@ -1,4 +1,5 @@
-"""``sampan-agent``: ``enroll`` once, then ``run`` (local HTTP API + convergence loop).
+"""``sampan-agent``: ``enroll`` once, then ``run`` (local HTTP API + convergence loop); or,
+without a platform, ``install-model`` a signed package, then ``run`` standalone.
 
 Exit status: 0 on success, 1 on a runtime failure (message on stderr), 2 on bad usage.
 """
@@ -16,6 +17,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -25,7 +27,8 @@ from edge_agent.agent import Agent, agent_version
 from edge_agent.benchmark import Benchmarker
 from edge_agent.client import DeviceApiError, DeviceClient, enroll
 from edge_agent.deploy import Converger
-from edge_agent.home import AgentConfig, AgentHome, default_home
+from edge_agent.home import AgentConfig, AgentHome, AgentState, default_home
+from edge_agent.offline import OfflineInstallError, install_model, is_standalone
 from edge_agent.runtime import ManifestError, parse_trusted_keys
 from edge_agent.server import make_server
 
@@ -83,9 +86,13 @@ def cmd_enroll(args: argparse.Namespace) -> int:
     """Trade a one-time enrollment token for a device credential, saved in ``agent.json``."""
     home = AgentHome(args.home)
     if home.config_path.exists() and not args.force:
-        print(
-            f"already enrolled ({home.config_path}); pass --force to enroll again", file=sys.stderr
-        )
+        what, hint = "already enrolled", "enroll again"
+        try:
+            if is_standalone(home.load_config()):
+                what, hint = "installed offline, with no platform", "enroll it with one"
+        except (OSError, ValueError, TypeError):
+            pass
+        print(f"{what} ({home.config_path}); pass --force to {hint}", file=sys.stderr)
         return 1
     name = args.name or socket.gethostname()
     try:
@@ -117,14 +124,51 @@ def cmd_enroll(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_install_model(args: argparse.Namespace) -> int:
+    """Install a signed model package offline and make it the current version."""
+    home = AgentHome(args.home)
+    try:
+        installed = install_model(args.path, home, args.trust_key_file, machine_id=machine_id)
+    except OfflineInstallError as error:
+        print(f"install-model: {error}", file=sys.stderr)
+        return 1
+    where = "" if args.home == default_home() else f" --home {args.home}"
+    print(f"installed model {installed.name} v{installed.version} ({installed.version_id}); "
+          f"run: sampan-agent run{where}")
+    return 0
+
+
+def _platform_loop(
+    agent: Agent, config: AgentConfig, state: AgentState
+) -> tuple[Converger, Callable[[], None]]:
+    """The convergence loop of an enrolled device and what closes its HTTP sessions."""
+    client = DeviceClient(config.server_url, config.credential)
+    # benchmarks run on their own thread, with their own HTTP session
+    benchmark_client = DeviceClient(config.server_url, config.credential)
+    benchmarker = Benchmarker(agent, benchmark_client)
+    # deployments download on the apply thread, with their own HTTP session too
+    apply_client = DeviceClient(config.server_url, config.credential)
+    converger = Converger(agent, client, state, benchmarker, apply_client)
+
+    def close() -> None:
+        benchmarker.stop()
+        client.close()
+        apply_client.close()
+        benchmark_client.close()
+
+    return converger, close
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """Serve the local HTTP API and converge on the desired state until SIGTERM or SIGINT."""
+    """Serve the local HTTP API and converge on the desired state until SIGTERM or SIGINT; a
+    standalone home (offline install: no ``server_url``) only serves, with no network at all."""
     home = AgentHome(args.home)
     try:
         config = home.load_config()
     except FileNotFoundError:
         print(
-            f"not enrolled: no {home.config_path}; run 'sampan-agent enroll' first", file=sys.stderr
+            f"not enrolled: no {home.config_path}; run 'sampan-agent enroll' (or "
+            "'sampan-agent install-model' without a platform) first", file=sys.stderr
         )
         return 1
     except (ValueError, TypeError) as error:
@@ -151,15 +195,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
         return 1
-    client = DeviceClient(config.server_url, config.credential)
-    # benchmarks run on their own thread, with their own HTTP session
-    benchmark_client = DeviceClient(config.server_url, config.credential)
-    benchmarker = Benchmarker(agent, benchmark_client)
-    # deployments download on the apply thread, with their own HTTP session too
-    apply_client = DeviceClient(config.server_url, config.credential)
-    converger = Converger(agent, client, state, benchmarker, apply_client)
     stop = threading.Event()
-    loop = threading.Thread(target=converger.run, args=(stop,), name="converge", daemon=True)
+    loop: threading.Thread | None = None
+    close: Callable[[], None] | None = None
+    if is_standalone(config):
+        serving = agent.current_version or "no model (install one with 'sampan-agent " \
+                                           "install-model')"
+        log.info("standalone: serving %s; no platform (offline install)", serving)
+    else:
+        converger, close = _platform_loop(agent, config, state)
+        loop = threading.Thread(target=converger.run, args=(stop,), name="converge",
+                                daemon=True)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: stopping", signum)
@@ -169,7 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    loop.start()
+    if loop is not None:
+        loop.start()
     host, port = server.server_address[:2]
     log.info("device %s serving on http://%s:%d", config.device_id, host, port)
     try:
@@ -177,11 +224,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         stop.set()
         server.server_close()
-        loop.join(timeout=5.0)
-        benchmarker.stop()
-        client.close()
-        apply_client.close()
-        benchmark_client.close()
+        if loop is not None:
+            loop.join(timeout=5.0)
+        if close is not None:
+            close()
     return 0
 
 
@@ -222,6 +268,20 @@ def build_parser() -> argparse.ArgumentParser:
              "(Authorization: Bearer <key>); /healthz stays open")
     add_home(run_parser)
     run_parser.set_defaults(func=cmd_run)
+
+    install_parser = commands.add_parser(
+        "install-model", help="install a signed model package without a platform (air-gapped)")
+    install_parser.add_argument(
+        "path", type=Path,
+        help="the package: a directory with manifest.json and model.onnx, or the platform's "
+             "package zip")
+    install_parser.add_argument(
+        "--trust-key-file", type=Path, default=None,
+        help="the platform's signing-key.pub (base64 of the raw Ed25519 public key): required "
+             "on a device without agent.json; on one with agent.json it must be a key it "
+             "already trusts")
+    add_home(install_parser)
+    install_parser.set_defaults(func=cmd_install_model)
     return parser
 
 

@@ -427,6 +427,9 @@ SAMPAN_S3_URL_EXPIRE_S = env.int("SAMPAN_S3_URL_EXPIRE_S", default=3600)
 # The most a host keeps of files downloaded from the bucket (samples for training, packages),
 # bytes; the least recently used go first (sampan.core.storage.cache_trim).
 SAMPAN_CACHE_MAX_BYTES = env.int("SAMPAN_CACHE_MAX_BYTES", default=20 * 1024**3)
+# The agent's wheels for offline bundles, one folder per target (sampan.registry.offline;
+# filled by `manage.py sampan_wheelhouse`).
+SAMPAN_WHEELHOUSE = Path(env.str("SAMPAN_WHEELHOUSE", default=str(DATA_DIR / "wheelhouse")))
 SAMPAN_S3_ADDRESSING_STYLE = env.str("SAMPAN_S3_ADDRESSING_STYLE", default="path").strip()
 _LOCAL_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage",
                   "OPTIONS": {"allow_overwrite": True}}

@@ -286,6 +286,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/agent-wheelhouses/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The device targets this server can build offline bundles for (built with
+         *     ``manage.py sampan_wheelhouse``); an empty list means none yet.
+         */
+        get: operations["agent_wheelhouses_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/alert-rules/": {
         parameters: {
             query?: never;
@@ -1092,6 +1112,28 @@ export interface paths {
          *     method's role before the handler runs.
          */
         get: operations["model_versions_file"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/model-versions/{version_id}/offline-bundle/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description An offline bundle (tar): the agent's wheels for ``target``/``python``, this model
+         *     version's signed package and ``install.sh``, for a device that never reaches this
+         *     server (docs/edge.md). 409 ``wheelhouse_missing`` names the command that prepares the
+         *     wheels on this server.
+         */
+        get: operations["model_versions_offline_bundle"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2563,6 +2605,13 @@ export interface components {
             description?: string;
         };
         /**
+         * @description * `3.11` - 3.11
+         *     * `3.12` - 3.12
+         *     * `3.13` - 3.13
+         * @enum {string}
+         */
+        PythonEnum: "3.11" | "3.12" | "3.13";
+        /**
          * @description * `viewer` - Viewer
          *     * `editor` - Editor
          *     * `owner` - Owner
@@ -2833,6 +2882,12 @@ export interface components {
             suggestion_ids?: string[];
         };
         /**
+         * @description * `linux-x86_64` - linux-x86_64
+         *     * `linux-aarch64` - linux-aarch64
+         * @enum {string}
+         */
+        TargetEnum: "linux-x86_64" | "linux-aarch64";
+        /**
          * @description * `image_classification` - Image Classification
          *     * `object_detection` - Object Detection
          * @enum {string}
@@ -2965,6 +3020,15 @@ export interface components {
             id: number;
             username: string;
             email: string;
+        };
+        WheelhouseOutput: {
+            target: components["schemas"]["TargetEnum"];
+            python: components["schemas"]["PythonEnum"];
+            wheels: number;
+            /** @description the wheels' total size */
+            bytes: number;
+            /** Format: date-time */
+            built_at: string;
         };
         /** @description Every API error: `{"error": {"code", "message", "field"?, "details"?}}`. */
         Error: {
@@ -3407,6 +3471,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+        };
+    };
+    agent_wheelhouses_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WheelhouseOutput"][];
                 };
             };
         };
@@ -4523,6 +4608,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    model_versions_offline_bundle: {
+        parameters: {
+            query?: {
+                /** @description one of 3.11, 3.12, 3.13 */
+                python?: string;
+                /** @description one of linux-x86_64, linux-aarch64 */
+                target?: string;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
             };
         };
     };

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect
@@ -20,7 +21,7 @@ from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.disposition import content_disposition
 from sampan.datasets.serializers import DatasetVersionRef
-from sampan.registry import selectors
+from sampan.registry import offline, selectors
 from sampan.registry.inference import model_version_predict
 from sampan.registry.services import model_version_package_zip
 
@@ -204,4 +205,54 @@ class ModelVersionPackageApi(ProjectApi):
                 archive.write(selectors.model_version_file(version, name), arcname=name)
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
         response["Content-Disposition"] = content_disposition(filename, default="model")
+        return response
+
+
+class WheelhouseOutput(serializers.Serializer):
+    target = serializers.ChoiceField(choices=list(offline.TARGETS))
+    python = serializers.ChoiceField(choices=list(offline.PYTHONS))
+    wheels = serializers.IntegerField(source="wheel_count")
+    bytes = serializers.IntegerField(help_text="the wheels' total size")
+    built_at = serializers.DateTimeField()
+
+
+class AgentWheelhouseListApi(ProjectApi):
+    @extend_schema(responses=WheelhouseOutput(many=True), operation_id="agent_wheelhouses_list")
+    def get(self, request: Request, project_id: str) -> Response:
+        """The device targets this server can build offline bundles for (built with
+        ``manage.py sampan_wheelhouse``); an empty list means none yet."""
+        self.get_project(request)
+        return Response(WheelhouseOutput([{
+            "target": house.target, "python": house.python, "wheel_count": len(house.wheels),
+            "bytes": house.bytes,
+            "built_at": datetime.fromtimestamp(house.built_at, tz=UTC)}
+            for house in offline.wheelhouses()], many=True).data)
+
+
+class OfflineBundleQuery(serializers.Serializer):
+    target = serializers.CharField(default="linux-x86_64",
+                                   help_text=f"one of {', '.join(offline.TARGETS)}")
+    python = serializers.CharField(default="3.11",
+                                   help_text=f"one of {', '.join(offline.PYTHONS)}")
+
+
+class ModelVersionOfflineBundleApi(ProjectApi):
+    @extend_schema(parameters=[OfflineBundleQuery],
+                   responses={(200, "application/x-tar"): OpenApiTypes.BINARY},
+                   operation_id="model_versions_offline_bundle")
+    def get(self, request: Request, project_id: str, version_id: str) -> HttpResponseBase:
+        """An offline bundle (tar): the agent's wheels for ``target``/``python``, this model
+        version's signed package and ``install.sh``, for a device that never reaches this
+        server (docs/edge.md). 409 ``wheelhouse_missing`` names the command that prepares the
+        wheels on this server."""
+        version = selectors.model_version_get(project=self.get_project(request),
+                                              version_id=version_id)
+        query = OfflineBundleQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        target, python = query.validated_data["target"], query.validated_data["python"]
+        path = offline.offline_bundle(version, target=target, python=python)
+        response = FileResponse(open(path, "rb"), content_type="application/x-tar")
+        response["Content-Disposition"] = content_disposition(
+            f"{version.model.name}-v{version.version}-offline-{target}-py{python}.tar",
+            default="model")
         return response

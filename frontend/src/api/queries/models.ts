@@ -7,10 +7,12 @@ import { unwrap } from "../errors";
 export type Model = Schemas["ModelOutput"];
 export type Prediction = Schemas["PredictionOutput"];
 export type PredictResult = Schemas["PredictOutput"];
+export type Wheelhouse = Schemas["WheelhouseOutput"];
 
 export const modelKeys = {
   list: (projectId: string) => ["projects", projectId, "models"] as const,
   versions: (projectId: string, modelId: string) => ["projects", projectId, "models", modelId, "versions"] as const,
+  wheelhouses: (projectId: string) => ["projects", projectId, "agent-wheelhouses"] as const,
 };
 
 export function useModels(projectId: string) {
@@ -31,6 +33,20 @@ export function useModelVersions(projectId: string, modelId: string) {
           params: { path: { project_id: projectId }, query: { model: modelId } },
         }),
       ),
+  });
+}
+
+/**
+ * The device targets (platform, Python) this server can build offline bundles for; empty until
+ * an administrator runs `manage.py sampan_wheelhouse`. Fetched only when `enabled` (the dialog
+ * is open).
+ */
+export function useAgentWheelhouses(projectId: string, enabled = true) {
+  return useQuery({
+    queryKey: modelKeys.wheelhouses(projectId),
+    queryFn: async () =>
+      unwrap(await api().GET("/api/v1/projects/{project_id}/agent-wheelhouses/", { params: { path: { project_id: projectId } } })),
+    enabled,
   });
 }
 

@@ -15,6 +15,7 @@ import { CompressCard, CompressedFrom } from "./CompressPanel";
 import { DeployButton, DeploymentsCard } from "./DeployPanel";
 import { defaultScoreThreshold } from "./detections";
 import { headlineMetric, metricNames, percent } from "./headlineMetric";
+import { OfflineBundleButton } from "./OfflineBundle";
 import { TryItCard } from "./TryItCard";
 
 interface FileRow {
@@ -58,6 +59,7 @@ export function ModelVersionPage() {
           <Button icon={<DownloadOutlined />} href={`/api/v1/projects/${projectId}/model-versions/${v.id}/package/`}>
             {t("models.download")}
           </Button>
+          <OfflineBundleButton projectId={projectId} version={v} />
         </Space>
       </Space>
       <Space size="large" wrap>
