@@ -390,6 +390,9 @@ SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S = env.float("SAMPAN_DEVICE_HEARTBEAT_INTERVAL
 SAMPAN_DEVICE_OFFLINE_AFTER_S = env.float("SAMPAN_DEVICE_OFFLINE_AFTER_S", default=30.0)
 # steady-state heartbeats answered in front of Django, written in batches (sampan.fleet.fastpath)
 SAMPAN_HEARTBEAT_FAST_PATH = env.bool("SAMPAN_HEARTBEAT_FAST_PATH", default=True)
+# "Use this machine as a device" (sampan.fleet.local): the folder make run's supervisor of local
+# agents watches; unset (production), the console shows a device's commands instead.
+SAMPAN_LOCAL_AGENTS_DIR = env.str("SAMPAN_LOCAL_AGENTS_DIR", default="").strip()
 # Uploads: the largest request body an upload may have, in bytes
 SAMPAN_UPLOAD_MAX_BYTES = env.int("SAMPAN_UPLOAD_MAX_BYTES",
                                   default=env.int("SAMPAN_IMPORT_MAX_BYTES", default=2 * 1024**3))

@@ -992,6 +992,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/local-device/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description "Use this machine as a device" (sampan.fleet.local). */
+        get: operations["local_device_get"];
+        put?: never;
+        /**
+         * @description Enroll and start an agent on the platform's own host for this project (only under
+         *     ``make run``: 409 ``local_agents_unavailable`` elsewhere). Answers at once; the device
+         *     appears once the agent has enrolled (``state`` becomes ``enrolled``).
+         */
+        post: operations["local_device_request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/members/": {
         parameters: {
             query?: never;
@@ -2355,6 +2377,23 @@ export interface components {
             /** Format: double */
             p99?: number | null;
         };
+        LocalDeviceOutput: {
+            /** @description whether this server runs agents for its projects (make run) */
+            available: boolean;
+            state: components["schemas"]["LocalDeviceOutputStateEnum"];
+            /** Format: uuid */
+            device_id: string | null;
+            error: string | null;
+        };
+        /**
+         * @description * `unavailable` - unavailable
+         *     * `none` - none
+         *     * `requested` - requested
+         *     * `failed` - failed
+         *     * `enrolled` - enrolled
+         * @enum {string}
+         */
+        LocalDeviceOutputStateEnum: "unavailable" | "none" | "requested" | "failed" | "enrolled";
         LoginInputRequest: {
             username: string;
             password: string;
@@ -4462,6 +4501,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImportJobOutput"];
+                };
+            };
+        };
+    };
+    local_device_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalDeviceOutput"];
+                };
+            };
+        };
+    };
+    local_device_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalDeviceOutput"];
                 };
             };
         };

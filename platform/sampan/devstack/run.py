@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sampan.devstack.client import Client
+from sampan.devstack.localagents import LocalAgents
 from sampan.devstack.mainjob import SEEDS_DIR, zip_folder
 from sampan.devstack.stack import REPO_DIR, Stack
 from sampan.devstack.supervise import Supervisor
@@ -118,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     network = network_env(args.host, args.port, dict(os.environ))
+    # "use this machine as a device": the web process leaves requests here, the loop below
+    # enrolls and starts those agents (sampan.fleet.local)
+    local_root = Path(args.data_dir).resolve() / "local-agents"
+    network.setdefault("SAMPAN_LOCAL_AGENTS_DIR", str(local_root))
+    local_root = Path(network["SAMPAN_LOCAL_AGENTS_DIR"])
     stack = Stack(data_dir=Path(args.data_dir), web_port=args.port, agent_port=args.agent_port,
                   web_host=args.host, extra_env=network)
     stopping = {"flag": False}
@@ -151,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
               f"  local edge agent: {stack.agent_url}/healthz\n  data: {stack.data_dir}\n"
               "Press Ctrl-C to stop.", flush=True)
         supervisor = Supervisor(stack)
+        local_agents = LocalAgents(stack, local_root)
+        local_agents.start_existing()
         while not stopping["flag"]:
             supervisor.check()
+            local_agents.check()
             time.sleep(0.5)
         return 0
     finally:

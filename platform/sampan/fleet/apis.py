@@ -13,7 +13,7 @@ from django.http.response import HttpResponseBase
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,7 +24,7 @@ from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import NotFound, TooLarge
 from sampan.core.parsers import JSONParser
-from sampan.fleet import benchmarks, selectors, services
+from sampan.fleet import benchmarks, local, selectors, services
 from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
@@ -552,3 +552,31 @@ class DeviceBenchmarkResultApi(DeviceApi):
             status=values["status"], result=_plain(values["result"]) if values["result"] else {},
             error=values["error"] or "")
         return Response(s.BenchmarkResultOutput({"status": stored.status}).data)
+
+
+class LocalDeviceOutput(serializers.Serializer):
+    available = serializers.BooleanField(
+        help_text="whether this server runs agents for its projects (make run)")
+    state = serializers.ChoiceField(choices=["unavailable", "none", "requested", "failed",
+                                             "enrolled"])
+    device_id = serializers.UUIDField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+
+
+class LocalDeviceApi(ProjectApi):
+    """"Use this machine as a device" (sampan.fleet.local)."""
+
+    @extend_schema(responses=LocalDeviceOutput, operation_id="local_device_get")
+    def get(self, request: Request, project_id: str) -> Response:
+        project = self.get_project(request)
+        return Response(LocalDeviceOutput(local.local_device_status(project=project)).data)
+
+    @extend_schema(request=None, responses={202: LocalDeviceOutput},
+                   operation_id="local_device_request")
+    def post(self, request: Request, project_id: str) -> Response:
+        """Enroll and start an agent on the platform's own host for this project (only under
+        ``make run``: 409 ``local_agents_unavailable`` elsewhere). Answers at once; the device
+        appears once the agent has enrolled (``state`` becomes ``enrolled``)."""
+        project = self.get_project(request)
+        status_ = local.local_device_request(project=project, user=request.user)
+        return Response(LocalDeviceOutput(status_).data, status=status.HTTP_202_ACCEPTED)

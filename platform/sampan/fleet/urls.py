@@ -11,6 +11,7 @@ urlpatterns = [
     path(P + "enrollment-tokens/", apis.EnrollmentTokenListApi.as_view(),
          name="enrollment-tokens"),
     path(P + "devices/", apis.DeviceListApi.as_view(), name="devices"),
+    path(P + "local-device/", apis.LocalDeviceApi.as_view(), name="local-device"),
     path(P + "devices/<uuid:device_id>/", apis.DeviceDetailApi.as_view(), name="device-detail"),
     path(P + "devices/<uuid:device_id>/telemetry/", apis.DeviceTelemetryApi.as_view(),
          name="device-telemetry"),

@@ -1,0 +1,111 @@
+""""Use this machine as a device": one click enrolls and starts an edge agent on the host that
+runs the platform, for any project (docs/edge.md, "This machine as a device").
+
+Only where a supervisor of local agents runs: ``make run`` sets ``SAMPAN_LOCAL_AGENTS_DIR`` and
+polls it (:mod:`sampan.devstack.localagents`). The web process never starts processes itself:
+it issues an enrollment token and leaves a request file, ``<dir>/requests/<project id>.json``
+(mode 0600: it holds the token); the supervisor enrolls an agent into ``<dir>/<project id>/``,
+starts it and removes the request, or writes ``<project id>.error`` with the reason. In
+production (no such directory) the console shows the commands for a device instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from sampan.accounts.models import Project
+from sampan.core.errors import Conflict
+from sampan.fleet.models import Device
+from sampan.fleet.services import enrollment_token_create
+
+#: how long the token of a request stays usable (the supervisor polls every 0.5 s)
+REQUEST_TOKEN_TTL = timedelta(minutes=10)
+
+
+class LocalAgentsUnavailable(Conflict):
+    code = "local_agents_unavailable"
+
+
+def local_agents_dir() -> Path | None:
+    """``SAMPAN_LOCAL_AGENTS_DIR`` as a path, None when unset (production)."""
+    value = str(getattr(settings, "SAMPAN_LOCAL_AGENTS_DIR", "") or "").strip()
+    return Path(value) if value else None
+
+
+def request_path(root: Path, project_id: Any) -> Path:
+    return root / "requests" / f"{project_id}.json"
+
+
+def error_path(root: Path, project_id: Any) -> Path:
+    return root / "requests" / f"{project_id}.error"
+
+
+def local_device_name() -> str:
+    """The name the local agent enrolls under: ``<host name> (this machine)``."""
+    return f"{socket.gethostname()} (this machine)"[:100]
+
+
+def local_device_status(*, project: Project) -> dict[str, Any]:
+    """``{"available", "state", "device_id", "error"}``: ``state`` is ``unavailable`` (no
+    supervisor), ``none``, ``requested`` (waiting for the supervisor), ``failed`` (``error``
+    says why; a new request clears it) or ``enrolled`` (``device_id`` names the device)."""
+    root = local_agents_dir()
+    status: dict[str, Any] = {"available": root is not None, "state": "unavailable",
+                              "device_id": None, "error": None}
+    if root is None:
+        return status
+    try:
+        config = json.loads((root / str(project.pk) / "agent.json").read_text(encoding="utf-8"))
+        device_id = str(config["device_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        device_id = None
+    if device_id is not None and Device.objects.filter(project=project, pk=device_id).exists():
+        return {**status, "state": "enrolled", "device_id": device_id}
+    if request_path(root, project.pk).exists():
+        return {**status, "state": "requested"}
+    try:
+        error = error_path(root, project.pk).read_text(encoding="utf-8").strip()
+    except OSError:
+        error = None
+    return {**status, "state": "failed" if error else "none", "error": error}
+
+
+def local_device_request(*, project: Project, user: Any) -> dict[str, Any]:
+    """Ask the supervisor for an agent on this host for ``project``: a one-time enrollment
+    token (10 min) in a request file written atomically. Does nothing new while one is
+    requested or enrolled (a deleted device gets a new agent). Returns
+    :func:`local_device_status`.
+
+    Raises LocalAgentsUnavailable (409 ``local_agents_unavailable``) without a supervisor."""
+    root = local_agents_dir()
+    if root is None:
+        raise LocalAgentsUnavailable(
+            "this server does not run agents for its projects (only `make run` does); install "
+            "the agent on the device with the commands of Add device")
+    status = local_device_status(project=project)
+    if status["state"] in ("requested", "enrolled"):
+        return status
+    issued = enrollment_token_create(project=project, user=user, expires_in=REQUEST_TOKEN_TTL,
+                                     note="this machine (one click)")
+    target = request_path(root, project.pk)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"project_id": str(project.pk), "token": issued.secret,
+                       "name": local_device_name()}, handle)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    error_path(root, project.pk).unlink(missing_ok=True)
+    return local_device_status(project=project)

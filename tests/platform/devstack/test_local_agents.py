@@ -1,0 +1,70 @@
+""""Use this machine as a device" with the real parts: a stack whose web process leaves the
+request, make run's LocalAgents taking it up (enroll, start, supervise), the agent heartbeating
+into the project, started again on the next make run, and a failure reported to the console."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import requests
+
+from sampan.devstack.client import Client
+from sampan.devstack.localagents import LocalAgents
+from sampan.devstack.stack import Stack, wait_until
+from tests.database import stack_database_url
+
+
+@pytest.mark.integration
+def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -> None:
+    root = tmp_path / "local-agents"
+    lines: list[str] = []
+    with Stack(data_dir=tmp_path / "stack", database_url=stack_database_url(),
+               extra_env={"SAMPAN_LOCAL_AGENTS_DIR": str(root),
+                          "SAMPAN_DEVICE_HEARTBEAT_INTERVAL_S": "1"}) as stack:
+        stack.start(worker=False)
+        user = json.loads(stack.manage("sampan_user", "--username", "u", "--password",
+                                       "u-password-1").stdout.strip().splitlines()[-1])
+        client = Client(stack.url, user["token"])
+        project = client.post("/api/v1/projects/", {"name": "Here"})
+        local = f"/api/v1/projects/{project['id']}/local-device/"
+        assert client.get(local)["state"] == "none"
+
+        assert client.post(local)["state"] == "requested"
+        agents = LocalAgents(stack, root, say=lines.append)
+        agents.check()
+
+        status = client.get(local)
+        assert status["state"] == "enrolled", (status, lines)
+        assert lines == [f"local agent for project {project['id']} serving on "
+                         f"{agents.urls[project['id']]}"]
+        assert not any((root / "requests").iterdir())  # the token is gone from disk
+
+        def online() -> bool:
+            device = client.get(f"/api/v1/projects/{project['id']}/devices/"
+                                f"{status['device_id']}/")
+            return device["status"] == "online"
+
+        wait_until(online, timeout_s=30, what="the local agent's first heartbeat")
+        assert requests.get(agents.urls[project["id"]] + "/healthz", timeout=5).ok
+
+        # the next make run starts it again: the same device, no new enrollment
+        process = stack.processes.pop(LocalAgents.process_name(project["id"]))
+        process.terminate()
+        process.wait(timeout=20)
+        again = LocalAgents(stack, root, say=lines.append)
+        again.start_existing()
+        assert requests.get(again.urls[project["id"]] + "/healthz", timeout=5).ok
+        devices = client.get(f"/api/v1/projects/{project['id']}/devices/")
+        assert [d["id"] for d in devices] == [status["device_id"]]
+
+        # a request whose token no longer works: the reason reaches the console
+        other = client.post("/api/v1/projects/", {"name": "Elsewhere"})
+        requests_dir = root / "requests"
+        (requests_dir / f"{other['id']}.json").write_text(json.dumps(
+            {"project_id": other["id"], "token": "sdt_not-a-token", "name": "x"}))
+        again.check()
+        failed = client.get(f"/api/v1/projects/{other['id']}/local-device/")
+        assert failed["state"] == "failed" and "enrollment failed" in failed["error"], failed
+        assert not (requests_dir / f"{other['id']}.json").exists()
