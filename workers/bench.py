@@ -18,6 +18,10 @@ with a ``"bench"`` key, and nothing is asserted):
   resident memory and MB/s of each.
 - ``swap``: :mod:`workers.bench_swap`, 50 requests/s to the real agent process while it swaps
   to a new model version: failed requests and p99 during the swap vs the same load just before.
+- ``heartbeats``: :mod:`workers.bench_heartbeats`, 10,000 simulated devices heartbeating into
+  the real web server, open loop.
+- ``agent``: :mod:`workers.bench_agent`, the agent process with 1 and 4 concurrent clients vs
+  the same decode + onnxruntime work in-process, MobileNetV2 at 96 and 224 px.
 """
 
 from __future__ import annotations
@@ -258,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
-                                           "detection", "swap", "heartbeats"),
+                                           "detection", "swap", "heartbeats", "agent"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -294,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_heartbeats
 
         bench_heartbeats.main([])
+    if args.only in (None, "agent"):
+        from workers import bench_agent
+
+        bench_agent.main([])
     return 0
 
 
