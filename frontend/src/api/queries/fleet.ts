@@ -11,6 +11,8 @@ export type Deployment = Schemas["DeploymentOutput"];
 export type DeploymentState = Deployment["state"];
 export type Telemetry = Schemas["TelemetryOutput"];
 export type ModelVersionRef = Schemas["ModelVersionRefOutput"];
+/** "Use this machine as a device" (fleet/local.py): whether this server runs agents, and this project's. */
+export type LocalDevice = Schemas["LocalDeviceOutput"];
 
 /** What the agent reports as `metrics` (requests, errors and detections count since the agent started). */
 export interface DeviceMetrics {
@@ -56,6 +58,8 @@ export function deploymentsInFlight(deployments: readonly { state: DeploymentSta
 
 export const DEPLOYMENT_POLL_MS = 2000;
 export const FLEET_POLL_MS = 5000;
+/** while the local agent is being started (the supervisor of `make run` polls every 0.5 s) */
+export const LOCAL_DEVICE_POLL_MS = 1000;
 
 export const fleetKeys = {
   devices: (projectId: string) => ["projects", projectId, "devices"] as const,
@@ -64,6 +68,8 @@ export const fleetKeys = {
   device: (projectId: string, deviceId: string) => ["projects", projectId, "devices", deviceId] as const,
   telemetry: (projectId: string, deviceId: string) => ["projects", projectId, "devices", deviceId, "telemetry"] as const,
   deployments: (projectId: string) => ["projects", projectId, "deployments"] as const,
+  /** not under `devices`: invalidating the fleet does not ask for it again */
+  localDevice: (projectId: string) => ["projects", projectId, "local-device"] as const,
 };
 
 async function fetchAllDevices(projectId: string) {
@@ -205,6 +211,45 @@ export function useCreateEnrollmentToken(projectId: string) {
           body,
         }),
       ),
+  });
+}
+
+/**
+ * Whether this server can run an agent for the project on its own machine, and where that agent
+ * is; read only while `enabled`, asked for again on each mount, polled every second while the
+ * agent is starting. When it has enrolled, the fleet is asked for again, so the device shows up.
+ */
+export function useLocalDevice(projectId: string, enabled = true) {
+  const queryClient = useQueryClient();
+  return useQuery({
+    queryKey: fleetKeys.localDevice(projectId),
+    queryFn: async () => {
+      const status = unwrap(await api().GET("/api/v1/projects/{project_id}/local-device/", { params: { path: { project_id: projectId } } }));
+      const before = queryClient.getQueryData<LocalDevice>(fleetKeys.localDevice(projectId));
+      if (status.state === "enrolled" && before?.state !== "enrolled") {
+        void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId) });
+      }
+      return status;
+    },
+    enabled,
+    // asked for again each time the Add device dialog opens
+    staleTime: 0,
+    refetchInterval: (query) => (query.state.data?.state === "requested" ? LOCAL_DEVICE_POLL_MS : false),
+  });
+}
+
+/** Ask the server (make run only: 409 `local_agents_unavailable` elsewhere) to start an agent on its own machine. */
+export function useRequestLocalDevice(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async () =>
+      unwrap(await api().POST("/api/v1/projects/{project_id}/local-device/", { params: { path: { project_id: projectId } } })),
+    // the reply is the new state ("requested", or "enrolled" when it already was): shown, and polled, at once
+    onSuccess: (status) => {
+      queryClient.setQueryData(fleetKeys.localDevice(projectId), status);
+      if (status.state === "enrolled") void queryClient.invalidateQueries({ queryKey: fleetKeys.devices(projectId) });
+    },
+    onError: () => void queryClient.invalidateQueries({ queryKey: fleetKeys.localDevice(projectId) }),
   });
 }
 

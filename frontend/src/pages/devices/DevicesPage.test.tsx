@@ -43,6 +43,35 @@ function api(posted: unknown[], local = false) {
   };
 }
 
+type LocalState = { available: boolean; state: string; device_id: string | null; error: string | null };
+
+/**
+ * The fleet API plus "Use this machine as a device": GET local-device/ answers `before` until the
+ * POST, then `after`; the POST answers `posted` (a status) or an error. Every local-device request
+ * and every devices list request is recorded.
+ */
+function localApi(before: LocalState, after: LocalState = before, posted: { status: number; body: unknown } = { status: 202, body: { ...before, state: "requested", error: null } }) {
+  const calls: string[] = [];
+  let requested = false;
+  const base = api([]);
+  const fetch = async (request: Request) => {
+    const url = new URL(request.url);
+    if (url.pathname === "/api/v1/projects/p1/local-device/") {
+      calls.push(request.method);
+      if (request.method === "POST") {
+        requested = true;
+        return json(posted.status, posted.body);
+      }
+      return json(200, requested ? after : before);
+    }
+    if (url.pathname.endsWith("/devices/")) calls.push("devices");
+    return base(request);
+  };
+  return { calls, fetch: fetch as unknown as typeof globalThis.fetch };
+}
+
+const local = (state: string, extra: Partial<LocalState> = {}): LocalState => ({ available: true, state, device_id: null, error: null, ...extra });
+
 const modelVersion = (id: string, name: string, version: number, created_at: string) => ({
   id, model_id: "m1", model_name: name, version, task_type: "image_classification", labels: [], metrics: {}, pretrained: false,
   dataset_version_id: null, dataset_version: null, training_job_id: null, parent_id: null, model_sha256: "", model_size: 1,
@@ -199,14 +228,15 @@ describe("DevicesPage", () => {
       await screen.findByText("device-00000");
       await goToPage2();
       await userEvent.type(screen.getByRole("textbox", { name: "Search by name" }), "cam");
-      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", search: "cam" }));
+      // the debounce plus a render: generous for a busy CI machine (the 1 s default failed once)
+      await waitFor(() => expect(query(fleet.pages.at(-1))).toEqual({ limit: "50", offset: "0", search: "cam" }), { timeout: 5000 });
       // one request for the whole word, none for "c" or "ca"
       expect(fleet.pages.filter((p) => p.has("search")).map((p) => p.get("search"))).toEqual(["cam"]);
       expect(await screen.findByText("3 devices")).toBeInTheDocument();
       expect(router.state.location.search).toBe("?search=cam");
       // a link to the page without filters empties the box, and the search is not sent again
       await act(() => router.navigate("/projects/p1/devices"));
-      await waitFor(() => expect(screen.getByRole("textbox", { name: "Search by name" })).toHaveValue(""));
+      await waitFor(() => expect(screen.getByRole("textbox", { name: "Search by name" })).toHaveValue(""), { timeout: 5000 });
       await new Promise((resolve) => setTimeout(resolve, 400));
       expect(router.state.location.search).toBe("");
     });
@@ -238,6 +268,71 @@ describe("DevicesPage", () => {
       expect(await screen.findByText("3 devices")).toBeInTheDocument();
       expect(query(fleet.pages[0])).toEqual({ limit: "50", offset: "0", status: "online", tag: "line-3", model_version: "mv2", search: "cam" });
       expect(screen.getByRole("textbox", { name: "Search by name" })).toHaveValue("cam");
+    });
+  });
+  describe("use this machine as a device", () => {
+    async function openAddDevice() {
+      await userEvent.click(await screen.findByRole("button", { name: /Add device/ }));
+      await screen.findByTestId("enroll-command");
+    }
+
+    it("is not offered where the server runs no local agents: the commands stay", async () => {
+      const server = localApi({ available: false, state: "unavailable", device_id: null, error: null });
+      renderRoutes(routes, "/projects/p1/devices", server.fetch);
+      await openAddDevice();
+      await waitFor(() => expect(server.calls).toContain("GET"));
+      // let the answer render
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(screen.queryByRole("button", { name: /Use this machine as a device/ })).not.toBeInTheDocument();
+      expect(screen.queryByTestId("local-device")).not.toBeInTheDocument();
+      expect(screen.getByTestId("install-command")).toBeInTheDocument();
+      expect(screen.getByTestId("run-command")).toBeInTheDocument();
+    });
+
+    it("the button asks for an agent, shows it starting, then links to the enrolled device", async () => {
+      const server = localApi(local("none"), local("enrolled", { device_id: "dev9" }));
+      const { router } = renderRoutes(routes, "/projects/p1/devices", server.fetch);
+      await openAddDevice();
+      expect(await screen.findByText(/for trying deployments without other hardware/)).toBeInTheDocument();
+      expect(screen.getByTestId("install-command")).toBeInTheDocument();
+      await userEvent.click(screen.getByRole("button", { name: /Use this machine as a device/ }));
+      expect(await screen.findByTestId("local-device-starting")).toHaveTextContent("Starting the agent on this machine");
+      expect(server.calls.filter((c) => c === "POST")).toHaveLength(1);
+      const listsBefore = server.calls.filter((c) => c === "devices").length;
+      // polled every second while it starts
+      const link = await screen.findByRole("link", { name: "Open the device" }, { timeout: 5000 });
+      expect(link).toHaveAttribute("href", "/projects/p1/devices/dev9");
+      expect(screen.getByTestId("local-device-enrolled")).toHaveTextContent("This machine is a device of this project");
+      expect(screen.queryByTestId("local-device-starting")).not.toBeInTheDocument();
+      // the fleet is asked for again, so the new device shows up
+      await waitFor(() => expect(server.calls.filter((c) => c === "devices").length).toBeGreaterThan(listsBefore));
+      await userEvent.click(link);
+      await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/devices/dev9"));
+    });
+
+    it("a failed start shows why, and the button stays to try again", async () => {
+      const server = localApi(local("failed", { error: "sampan-agent enroll exited with 1: connection refused" }));
+      renderRoutes(routes, "/projects/p1/devices", server.fetch);
+      await openAddDevice();
+      const failed = await screen.findByTestId("local-device-failed");
+      expect(failed).toHaveTextContent("The agent on this machine could not be started");
+      expect(failed).toHaveTextContent("sampan-agent enroll exited with 1: connection refused");
+      expect(screen.getByRole("button", { name: /Use this machine as a device/ })).toBeEnabled();
+    });
+
+    it("a refused request shows the server's message", async () => {
+      const message = "this server does not run agents for its projects (only `make run` does)";
+      const server = localApi(local("none"), { available: false, state: "unavailable", device_id: null, error: null }, {
+        status: 409,
+        body: { error: { code: "local_agents_unavailable", message } },
+      });
+      renderRoutes(routes, "/projects/p1/devices", server.fetch);
+      await openAddDevice();
+      await userEvent.click(await screen.findByRole("button", { name: /Use this machine as a device/ }));
+      expect(await screen.findByText(message)).toBeInTheDocument();
+      // asked again: the server says it runs none, so the offer goes
+      await waitFor(() => expect(screen.queryByTestId("local-device")).not.toBeInTheDocument());
+      expect(screen.getByTestId("enroll-command")).toBeInTheDocument();
     });
   });
 });

@@ -1,7 +1,8 @@
 // The fleet: enrolled devices with their status and last metrics, one page at a time (refreshed
 // every 5 s), filtered and paged by the server (status, tag, model version, part of the name; the
 // filters and the page are in the URL, so going back from a device keeps them); "Add device",
-// which issues an enrollment token and shows the enroll command once, and "Roll out gradually…",
+// which issues an enrollment token and shows the enroll command once (and, under make run, offers
+// to use this machine as a device: AddDeviceLocal.tsx), and "Roll out gradually…",
 // which opens the rollouts page with the new-rollout form.
 import { PlusOutlined, RocketOutlined, SearchOutlined } from "@ant-design/icons";
 import { Alert, Button, Input, Modal, Select, Skeleton, Space, Table, Tag, Tooltip, Typography } from "antd";
@@ -23,6 +24,7 @@ import {
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
+import { LocalDeviceSection } from "./AddDeviceLocal";
 import { DeviceStatusBadge } from "./DeploymentStateTag";
 import { relativeTime } from "./telemetry";
 
@@ -125,6 +127,7 @@ function AddDeviceButton({ projectId }: { projectId: string }) {
       >
         {issued && (
           <Space orientation="vertical" style={{ width: "100%" }}>
+            <LocalDeviceSection projectId={projectId} />
             <Typography.Paragraph>{t("devices.addIntro", { hours: TOKEN_HOURS })}</Typography.Paragraph>
             {issued.server_url_is_local && <Alert data-testid="local-url" type="info" showIcon title={t("devices.localUrl", { url: issued.server_url })} />}
             <Alert type="warning" showIcon title={t("devices.shownOnce")} />
