@@ -433,6 +433,8 @@ SAMPAN_CACHE_MAX_BYTES = env.int("SAMPAN_CACHE_MAX_BYTES", default=20 * 1024**3)
 # The agent's wheels for offline bundles, one folder per target (sampan.registry.offline;
 # filled by `manage.py sampan_wheelhouse`).
 SAMPAN_WHEELHOUSE = Path(env.str("SAMPAN_WHEELHOUSE", default=str(DATA_DIR / "wheelhouse")))
+# The most the offline bundles built on this host keep (bytes); the least recently served go.
+SAMPAN_BUNDLE_CACHE_MAX_BYTES = env.int("SAMPAN_BUNDLE_CACHE_MAX_BYTES", default=2 * 1024**3)
 SAMPAN_S3_ADDRESSING_STYLE = env.str("SAMPAN_S3_ADDRESSING_STYLE", default="path").strip()
 _LOCAL_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage",
                   "OPTIONS": {"allow_overwrite": True}}

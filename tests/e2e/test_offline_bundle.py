@@ -72,7 +72,7 @@ def test_bundle_installs_and_serves_without_the_platform(
     installed = subprocess.run(["sh", str(bundle / "install.sh")], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    assert "Serve it:" in installed.stdout
+    assert "Serve it on this machine:" in installed.stdout
     agent = tmp_path / "agent-env" / "bin" / "sampan-agent"
     # the agent runs from the bundle's wheels, not from this checkout
     where = subprocess.run([str(tmp_path / "agent-env" / "bin" / "python"), "-c",

@@ -4695,10 +4695,21 @@ export interface operations {
     model_versions_offline_bundle: {
         parameters: {
             query?: {
-                /** @description one of 3.11, 3.12, 3.13 */
-                python?: string;
-                /** @description one of linux-x86_64, linux-aarch64 */
-                target?: string;
+                /**
+                 * @description the device's Python
+                 *
+                 *     * `3.11` - 3.11
+                 *     * `3.12` - 3.12
+                 *     * `3.13` - 3.13
+                 */
+                python?: "3.11" | "3.12" | "3.13";
+                /**
+                 * @description the device's OS and CPU
+                 *
+                 *     * `linux-x86_64` - linux-x86_64
+                 *     * `linux-aarch64` - linux-aarch64
+                 */
+                target?: "linux-x86_64" | "linux-aarch64";
             };
             header?: never;
             path: {
@@ -4716,6 +4727,20 @@ export interface operations {
                 content: {
                     "application/x-tar": string;
                 };
+            };
+            /** @description an unknown target or python */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description wheelhouse_missing: no agent wheels for that target on this server (the message names the command); or the manifest's key was retired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

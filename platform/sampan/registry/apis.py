@@ -230,15 +230,20 @@ class AgentWheelhouseListApi(ProjectApi):
 
 
 class OfflineBundleQuery(serializers.Serializer):
-    target = serializers.CharField(default="linux-x86_64",
-                                   help_text=f"one of {', '.join(offline.TARGETS)}")
-    python = serializers.CharField(default="3.11",
-                                   help_text=f"one of {', '.join(offline.PYTHONS)}")
+    target = serializers.ChoiceField(choices=list(offline.TARGETS), default="linux-x86_64",
+                                     help_text="the device's OS and CPU")
+    python = serializers.ChoiceField(choices=list(offline.PYTHONS), default="3.11",
+                                     help_text="the device's Python")
 
 
 class ModelVersionOfflineBundleApi(ProjectApi):
     @extend_schema(parameters=[OfflineBundleQuery],
-                   responses={(200, "application/x-tar"): OpenApiTypes.BINARY},
+                   responses={(200, "application/x-tar"): OpenApiTypes.BINARY,
+                              400: OpenApiResponse(description="an unknown target or python"),
+                              409: OpenApiResponse(description=(
+                                  "wheelhouse_missing: no agent wheels for that target on "
+                                  "this server (the message names the command); or the "
+                                  "manifest's key was retired"))},
                    operation_id="model_versions_offline_bundle")
     def get(self, request: Request, project_id: str, version_id: str) -> HttpResponseBase:
         """An offline bundle (tar): the agent's wheels for ``target``/``python``, this model
@@ -250,8 +255,8 @@ class ModelVersionOfflineBundleApi(ProjectApi):
         query = OfflineBundleQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         target, python = query.validated_data["target"], query.validated_data["python"]
-        path = offline.offline_bundle(version, target=target, python=python)
-        response = FileResponse(open(path, "rb"), content_type="application/x-tar")
+        bundle = offline.offline_bundle(version, target=target, python=python)
+        response = FileResponse(bundle, content_type="application/x-tar")
         response["Content-Disposition"] = content_disposition(
             f"{version.model.name}-v{version.version}-offline-{target}-py{python}.tar",
             default="model")

@@ -11,6 +11,8 @@ model version never changes; a rebuilt wheelhouse gets new bundles).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -22,15 +24,19 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 
 from sampan.core import storage
 from sampan.core.errors import Conflict, ValidationFailed
+from sampan.core.names import display_name
 from sampan.registry import selectors
 from sampan.registry.models import ModelVersion, SigningKey, SigningKeyState
 
@@ -63,6 +69,8 @@ def platform_tags(target: str) -> list[str]:
 PYTHONS = ("3.11", "3.12", "3.13")
 #: the file a finished wheelhouse folder holds: its build id, time and contents
 BUILD_FILE = "wheelhouse.json"
+#: a wheel's file name (PEP 427): a plain name in the folder, never a path
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.whl")
 _PIP_TIMEOUT_S = 900
 
 
@@ -135,6 +143,25 @@ def _pip(arguments: list[str]) -> None:
         raise Conflict(f"pip {arguments[0]} failed (exit {done.returncode}): {tail}")
 
 
+#: what Sampan's wheel is built from (pyproject.toml's packages and readme)
+_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "edge_agent", "workers",
+            "platform/sampan")
+
+
+def _source_copy(repo: Path, target: Path) -> Path:
+    """The files of :data:`_SOURCES` under ``repo`` copied to ``target`` (no caches)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "build",
+                                    "*.egg-info")
+    for name in _SOURCES:
+        source = repo / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=ignore)
+        elif source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
 def wheelhouse_build(*, target: str, python: str, repo: Path | None = None) -> Wheelhouse:
     """Fill the wheelhouse folder of ``target``/``python``: Sampan's wheel built from ``repo``
     (default: this checkout) and the wheels of :func:`edge_requirements` with their
@@ -151,8 +178,12 @@ def wheelhouse_build(*, target: str, python: str, repo: Path | None = None) -> W
     staging = root / f".{final.name}.{secrets.token_hex(4)}"
     staging.mkdir()
     try:
-        _pip(["wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir",
-              str(staging), str(repo)])
+        with tempfile.TemporaryDirectory(prefix="sampan-wheel-") as temp:
+            # built from a copy: a read-only checkout works, and nothing (build/, *.egg-info,
+            # files deleted since an earlier build) is left behind or carried into the wheel
+            source = _source_copy(repo, Path(temp) / "src")
+            _pip(["wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir",
+                  str(staging), str(source)])
         tags = [item for tag in platform_tags(target) for item in ("--platform", tag)]
         _pip(["download", "--quiet", "--only-binary=:all:", *tags, "--python-version", python,
               "--implementation", "cp", "--dest", str(staging), *edge_requirements(repo)])
@@ -188,7 +219,9 @@ def wheelhouses() -> list[Wheelhouse]:
                                bytes=int(data["bytes"]), built_at=float(data["built_at"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if house.name == folder.name:
+        if house.name == folder.name and all(
+                _WHEEL_NAME.fullmatch(name) and (folder / name).is_file()
+                and not (folder / name).is_symlink() for name in house.wheels):
             found.append(house)
     return found
 
@@ -216,61 +249,110 @@ def _signing_key(manifest: dict) -> SigningKey:
     return key
 
 
+def _sampan_wheel(house: Wheelhouse) -> str:
+    for name in house.wheels:
+        if name.startswith("sampan-"):
+            return name
+    raise Conflict(f"the wheelhouse {house.name} holds no Sampan wheel: build it again "
+                   f"(manage.py sampan_wheelhouse --target {house.target} --python "
+                   f"{house.python})")
+
+
 def install_script(version: ModelVersion, house: Wheelhouse) -> str:
-    """``install.sh`` of a bundle: checks the Python version and the files' checksums, creates
-    a virtual environment, installs the agent from ``wheels/`` without an index and the model
-    with ``sampan-agent install-model``. POSIX sh."""
+    """``install.sh`` of a bundle (POSIX sh): checks the machine, the Python version, every
+    file against SHA256SUMS (and that no file is unlisted), makes a fresh virtual environment,
+    installs Sampan's wheel of the bundle (by file name) with its dependencies from ``wheels/``
+    without an index, then the model with ``sampan-agent install-model``. No user text from
+    the platform is written into it: the model appears by its ASCII slug, in a comment."""
     major, minor = house.python.split(".")
+    machine = TARGETS[house.target][0]
+    machines = "x86_64 | amd64" if machine == "x86_64" else "aarch64 | arm64"
     return f"""#!/bin/sh
-# Sampan offline agent bundle: {version.model.name} v{version.version} for {house.target},
-# Python {house.python}. Installs without any network: the agent from wheels/, the model
-# from model/ (its signature checked against signing-key.pub). Environment:
-#   PYTHON               the Python {house.python} to use (default: python3)
-#   SAMPAN_AGENT_PREFIX  where the agent's virtual environment goes
+# Sampan offline agent bundle {bundle_name(version, house)}: installs without any network,
+# the agent from wheels/ and the model from model/ (its signature checked against
+# signing-key.pub). Environment:
+#   PYTHON               the Python {house.python} to use (default: python3; needs its venv module,
+#                        on Debian and Ubuntu the python3-venv package)
+#   SAMPAN_AGENT_PREFIX  the agent's virtual environment, made afresh at each install
 #                        (default: $HOME/.local/share/sampan-agent)
 #   SAMPAN_AGENT_HOME    the agent's state folder (default: $HOME/.sampan-agent)
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(CDPATH= cd -- "$(dirname -- "$0")" >/dev/null && pwd)
 python=${{PYTHON:-python3}}
 prefix=${{SAMPAN_AGENT_PREFIX:-$HOME/.local/share/sampan-agent}}
+case "$(uname -s)-$(uname -m)" in
+    Linux-{machines.replace(" | ", " | Linux-")}) ;;
+    *) echo "this bundle is for {house.target}; this machine is $(uname -s) $(uname -m):" \\
+            "download the bundle for its CPU" >&2; exit 1 ;;
+esac
 if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != ({major}, {minor}))'; then
     echo "this bundle is for Python {house.python}; $python is $("$python" -V 2>&1)." \\
          "Set PYTHON to a Python {house.python}, or download the bundle for your Python." >&2
     exit 1
 fi
 "$python" - "$here" <<'CHECK'
-import hashlib, pathlib, sys
-root = pathlib.Path(sys.argv[1])
-for line in (root / "SHA256SUMS").read_text().splitlines():
-    digest, name = line.split("  ", 1)
+import hashlib, os, sys
+root = sys.argv[1]
+listed = {{}}
+with open(os.path.join(root, "SHA256SUMS"), encoding="utf-8") as sums:
+    for line in sums.read().splitlines():
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+found = set()
+for folder, _, files in os.walk(root):
+    for file in files:
+        found.add(os.path.relpath(os.path.join(folder, file), root).replace(os.sep, "/"))
+extra = sorted(found - set(listed) - {{"SHA256SUMS"}})
+if extra:
+    sys.exit("files that are not part of this bundle: " + ", ".join(extra)
+             + " (remove them, or unpack the bundle again)")
+for name, digest in listed.items():
     h = hashlib.sha256()
-    with open(root / name, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    try:
+        with open(os.path.join(root, name), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as error:
+        sys.exit(f"{{name}}: {{error}} (unpack the bundle again)")
     if h.hexdigest() != digest:
-        sys.exit(f"{{name}}: checksum mismatch (damaged download?)")
+        sys.exit(f"{{name}}: checksum mismatch (damaged download? unpack it again)")
 CHECK
-"$python" -m venv "$prefix"
+if [ -e "$prefix" ] && [ ! -f "$prefix/pyvenv.cfg" ] && [ -n "$(ls -A "$prefix")" ]; then
+    echo "$prefix exists and is not a virtual environment: set SAMPAN_AGENT_PREFIX to" \\
+         "another folder" >&2
+    exit 1
+fi
+"$python" -m venv --clear "$prefix"
 "$prefix/bin/python" -m pip install --no-index --find-links "$here/wheels" \\
-    --disable-pip-version-check --quiet 'sampan[edge]'
+    --disable-pip-version-check --quiet "$here/wheels/{_sampan_wheel(house)}[edge]"
 "$prefix/bin/sampan-agent" install-model "$here/model" --trust-key-file "$here/signing-key.pub"
-echo "Serve it: $prefix/bin/sampan-agent run --host 0.0.0.0 --port 8700"
+echo "Serve it on this machine:  $prefix/bin/sampan-agent run --port 8700"
+echo "Serve it to the network:   $prefix/bin/sampan-agent run --host 0.0.0.0 --port 8700" \\
+     "--api-key-file <a file holding a key of 16+ characters>"
 """
 
 
 def _readme(version: ModelVersion, house: Wheelhouse) -> str:
     return f"""Sampan offline bundle
 =====================
-Model: {version.model.name} v{version.version} ({version.task_type}), version id {version.pk}
-Device: {house.target}, Python {house.python}
+Model: {display_name(version.model.name)} v{version.version} ({version.task_type})
+Model version id: {version.pk}
+Device: {house.target}, Python {house.python} (with its venv module: python3-venv on Debian
+and Ubuntu)
 
 Install on the device (no network needed):   sh install.sh
-Then serve:    ~/.local/share/sampan-agent/bin/sampan-agent run --host 0.0.0.0 --port 8700
-Predict:       curl --data-binary @photo.jpg http://DEVICE:8700/v1/predict
+Then serve:    ~/.local/share/sampan-agent/bin/sampan-agent run --port 8700
+Predict:       curl --data-binary @photo.jpg http://127.0.0.1:8700/v1/predict
+(on the network: run --host 0.0.0.0 --api-key-file FILE, and send the key as
+ Authorization: Bearer <key>)
 
 The agent runs for as long as you let it: there is no activation server, no licence
-check and no expiry. The model's manifest is signed; the agent checks it against
-signing-key.pub before serving. SHA256SUMS lists every file of this bundle.
+check and no expiry. install.sh checks every file against SHA256SUMS, which tells a
+damaged download from a good one; it cannot tell who made the bundle, since the list
+travels with it. The model's manifest is signed, and install-model prints the id of the
+key it trusts from signing-key.pub: compare it with the platform's
+`manage.py sampan_signing_key list` (or ask its administrator) to know the model is
+the platform's.
 """
 
 
@@ -289,59 +371,99 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) ->
     archive.addfile(info, io.BytesIO(data))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+class _Hashing(io.RawIOBase):
+    """A readable file that hashes what is read from it (sha256), for tarfile.addfile."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        return data
 
 
-def offline_bundle(version: ModelVersion, *, target: str, python: str) -> Path:
-    """The bundle of ``version`` for ``target``/``python`` as a tar file on this host (built
-    on first use, then cached; read-only for the caller). Layout under :func:`bundle_name`:
-    ``install.sh``, ``README.txt``, ``SHA256SUMS``, ``signing-key.pub`` (the base64 public key
-    that signed the manifest), ``model/manifest.json``, ``model/model.onnx``, ``wheels/*.whl``.
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (fcntl) on ``path``: one build of a bundle at a time."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def offline_bundle(version: ModelVersion, *, target: str, python: str) -> BinaryIO:
+    """The bundle of ``version`` for ``target``/``python``, a tar file opened for reading
+    (the caller closes it). Built on first use under ``<cache>/bundles`` (one build at a time
+    per bundle; the others wait for it), then served from there; a rebuilt wheelhouse gets new
+    bundles, the older ones are deleted, and the folder is trimmed to
+    ``SAMPAN_BUNDLE_CACHE_MAX_BYTES``, least recently served first. Layout under
+    :func:`bundle_name`: ``install.sh``, ``README.txt``, ``signing-key.pub`` (the base64 public
+    key that signed the manifest), ``model/manifest.json``, ``model/model.onnx``,
+    ``wheels/*.whl`` and last ``SHA256SUMS`` of every other file, hashed as written.
 
     Raises ValidationFailed (target/python), Conflict (no wheelhouse for them:
-    ``wheelhouse_missing``; a manifest signed by a retired key), NotFound, StorageUnavailable
-    (the package's files)."""
+    ``wheelhouse_missing``; a manifest signed by a retired key, checked at every download; a
+    wheelhouse rebuilt during the build), NotFound, StorageUnavailable (the package)."""
     house = wheelhouse_get(target, python)
+    manifest_path = selectors.model_version_file(version, "manifest.json")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    key = _signing_key(manifest)
     cache = storage.cache_root() / "bundles"  # trimmed with the download cache
     cache.mkdir(parents=True, exist_ok=True)
     stem = f"{version.pk}-{house.name}"
     cached = cache / f"{stem}-{house.build_id}.tar"
-    if cached.exists():
-        return cached
-    manifest_path = selectors.model_version_file(version, "manifest.json")
-    model_path = selectors.model_version_file(version, "model.onnx")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    key = _signing_key(manifest)
+    with _locked(cache / f".tmp-{stem}.lock"):
+        try:
+            handle = cached.open("rb")
+            os.utime(cached)  # recently served: trimmed last
+            return handle
+        except FileNotFoundError:
+            pass
+        model_path = selectors.model_version_file(version, "model.onnx")
+        _build(cached, version, house, key, {"model/manifest.json": manifest_path,
+                                             "model/model.onnx": model_path})
+        handle = cached.open("rb")
+    for stale in cache.glob(f"{stem}-*.tar"):  # bundles of an earlier wheelhouse build
+        if stale != cached:
+            stale.unlink(missing_ok=True)
+    storage.cache_trim(root=cache, keep={cached},
+                       max_bytes=settings.SAMPAN_BUNDLE_CACHE_MAX_BYTES)
+    return handle
+
+
+def _build(cached: Path, version: ModelVersion, house: Wheelhouse, key: SigningKey,
+           package: dict[str, Path]) -> None:
     top = bundle_name(version, house)
     texts = {"install.sh": install_script(version, house).encode(),
              "README.txt": _readme(version, house).encode(),
              "signing-key.pub": (key.public_key + "\n").encode()}
-    files = {f"model/{path.name}": path for path in (manifest_path, model_path)}
-    files.update({f"wheels/{name}": house.path / name for name in house.wheels})
+    files = {**package, **{f"wheels/{name}": house.path / name for name in house.wheels}}
     sums = [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in texts.items()]
-    sums += [f"{_sha256(path)}  {name}" for name, path in files.items()]
-    partial = cache / f".tmp-{stem}.{secrets.token_hex(4)}"  # cache_trim skips .tmp-
+    partial = cached.parent / f".tmp-{cached.stem}.{secrets.token_hex(4)}"
     try:
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
             for name, data in texts.items():
                 _add(archive, f"{top}/{name}", data, 0o755 if name.endswith(".sh") else 0o644)
-            _add(archive, f"{top}/SHA256SUMS", ("\n".join(sums) + "\n").encode())
             for name, path in files.items():
-                info = archive.gettarinfo(str(path), arcname=f"{top}/{name}")
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mode = 0o644
-                with path.open("rb") as handle:
-                    archive.addfile(info, handle)
+                try:
+                    source = path.open("rb")  # open first: a wheelhouse swapped in meanwhile
+                except FileNotFoundError:  # leaves this handle on the file it opened
+                    raise Conflict(f"{name} went away while the bundle was built (the "
+                                   "wheelhouse was rebuilt): download it again") from None
+                with source:
+                    info = tarfile.TarInfo(f"{top}/{name}")
+                    info.size, info.mode = os.fstat(source.fileno()).st_size, 0o644
+                    info.mtime = int(time.time())
+                    hashing = _Hashing(source)
+                    archive.addfile(info, hashing)  # type: ignore[arg-type]
+                sums.append(f"{hashing.digest.hexdigest()}  {name}")
+            _add(archive, f"{top}/SHA256SUMS", ("\n".join(sums) + "\n").encode())
         os.replace(partial, cached)
     finally:
         partial.unlink(missing_ok=True)
-    for stale in cache.glob(f"{stem}-*.tar"):  # bundles of an earlier wheelhouse build
-        if stale != cached:
-            stale.unlink(missing_ok=True)
-    return cached

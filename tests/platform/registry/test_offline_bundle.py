@@ -6,6 +6,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import platform
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -102,11 +106,14 @@ def test_the_bundle_holds_script_model_key_wheels_and_their_checksums(
     assert "--no-index" in script and "install-model" in script and "(3, 11)" in script
 
     # served from the cache the second time: the same file, not built again
-    cached = offline.offline_bundle(setup["version"], target="linux-x86_64", python="3.11")
+    with offline.offline_bundle(setup["version"], target="linux-x86_64",
+                                python="3.11") as cached:
+        built_at = Path(cached.name).stat().st_ino
     again = api(setup["viewer"]).get(url(setup["project"], setup["version"]))
     assert b"".join(again.streaming_content) == body
-    assert offline.offline_bundle(setup["version"], target="linux-x86_64",
-                                  python="3.11") == cached
+    with offline.offline_bundle(setup["version"], target="linux-x86_64",
+                                python="3.11") as served:
+        assert served.name == cached.name and Path(served.name).stat().st_ino == built_at
 
 
 def test_a_manifest_signed_by_a_retired_key_is_not_bundled(setup: dict[str, Any],
@@ -145,3 +152,129 @@ def test_a_failed_wheelhouse_build_keeps_the_previous_one(setup: dict[str, Any],
     assert "pip" in raised.value.message
     assert sorted(p.name for p in setup["root"].iterdir()) == [before.name]
     assert [h.build_id for h in offline.wheelhouses()] == ["b1"]
+
+
+def unpacked(setup: dict[str, Any], tmp_path: Path, **query: str) -> Path:
+    """The bundle of ``setup``'s version unpacked under ``tmp_path/device``; its top folder."""
+    with offline.offline_bundle(setup["version"], target=query.get("target", "linux-x86_64"),
+                                python=query.get("python", "3.11")) as bundle:
+        with tarfile.open(fileobj=bundle) as archive:
+            archive.extractall(tmp_path / "device", filter="data")
+    (top,) = (tmp_path / "device").iterdir()
+    return top
+
+
+def install(top: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", str(top / "install.sh")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
+                               "PYTHON": sys.executable, "PIP_NO_INDEX": "1",
+                               "SAMPAN_AGENT_PREFIX": str(tmp_path / "prefix"), **env})
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the bundle is for x86_64")
+def test_install_sh_refuses_unlisted_tampered_or_foreign_bundles_before_installing(
+        setup: dict[str, Any], tmp_path: Path) -> None:
+    """Each refusal comes before the virtual environment is made (the prefix stays absent),
+    with CDPATH exported (it once made the bundle's folder two lines)."""
+    fake_wheelhouse(setup["root"])
+    top = unpacked(setup, tmp_path)
+    (top / "wheels" / "sampan-9.9.9-py3-none-any.whl").write_bytes(b"not ours")
+    refused = install(top, tmp_path, CDPATH=str(tmp_path))
+    assert refused.returncode != 0
+    assert "not part of this bundle: wheels/sampan-9.9.9-py3-none-any.whl" in refused.stderr
+    (top / "wheels" / "sampan-9.9.9-py3-none-any.whl").unlink()
+    (top / "model" / "model.onnx").write_bytes(b"tampered")
+    refused = install(top, tmp_path)
+    assert "model/model.onnx: checksum mismatch" in refused.stderr
+    assert not (tmp_path / "prefix").exists()
+
+    fake_wheelhouse(setup["root"], "linux-aarch64", "3.11")
+    arm = unpacked(setup, tmp_path / "arm", target="linux-aarch64")
+    refused = install(arm, tmp_path)
+    assert "this bundle is for linux-aarch64; this machine is Linux x86_64" in refused.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_install_sh_refuses_another_python_and_a_prefix_that_is_no_venv(
+        setup: dict[str, Any], tmp_path: Path) -> None:
+    fake_wheelhouse(setup["root"], python="3.13")
+    top = unpacked(setup, tmp_path, python="3.13")
+    if sys.version_info[:2] != (3, 13):
+        refused = install(top, tmp_path)
+        assert "this bundle is for Python 3.13" in refused.stderr
+    fake_wheelhouse(setup["root"], python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+    mine = unpacked(setup, tmp_path / "mine",
+                    python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+    (tmp_path / "prefix").mkdir()
+    (tmp_path / "prefix" / "notes.txt").write_text("precious")
+    refused = install(mine, tmp_path)
+    assert "is not a virtual environment" in refused.stderr
+    assert (tmp_path / "prefix" / "notes.txt").read_text() == "precious"
+
+
+def test_no_platform_text_reaches_the_shell_script(setup: dict[str, Any], tmp_path: Path,
+                                                   api: Any) -> None:
+    """A name stored before the name rule (or through the admin) with a newline and shell:
+    install.sh holds only its ASCII slug; README.txt shows it with the controls replaced."""
+    from sampan.registry.models import RegisteredModel
+
+    pwned = tmp_path / "pwned"
+    fake_wheelhouse(setup["root"], python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+    evil = f"x\ntouch {pwned}; echo INJECTED >&2 #"
+    RegisteredModel.objects.filter(pk=setup["version"].model_id).update(name=evil)
+    setup["version"].refresh_from_db()
+    top = unpacked(setup, tmp_path, python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+    script = (top / "install.sh").read_text()
+    assert str(pwned) not in script and "INJECTED >&2" not in script
+    install(top, tmp_path)  # fails at pip (the placeholder wheel) after every check ran
+    assert not pwned.exists()
+    readme = (top / "README.txt").read_text()
+    assert "\ntouch" not in readme and "x\ufffdtouch" in readme
+
+
+def test_a_key_retired_after_the_bundle_was_cached_is_refused_too(
+        setup: dict[str, Any], api: Any) -> None:
+    fake_wheelhouse(setup["root"])
+    assert api(setup["viewer"]).get(url(setup["project"], setup["version"])).status_code == 200
+    SigningKey.objects.update(state=SigningKeyState.RETIRED)
+    assert api(setup["viewer"]).get(url(setup["project"], setup["version"])).status_code == 409
+
+
+def test_wheel_names_that_are_paths_make_the_wheelhouse_unusable(setup: dict[str, Any],
+                                                                 api: Any) -> None:
+    folder = fake_wheelhouse(setup["root"])
+    data = json.loads((folder / offline.BUILD_FILE).read_text())
+    data["wheels"].append("../../keys/signing-key.pem")
+    (folder / offline.BUILD_FILE).write_text(json.dumps(data))
+    response = api(setup["viewer"]).get(url(setup["project"], setup["version"]))
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "wheelhouse_missing"
+
+
+def test_the_bundle_cache_keeps_the_newest_within_its_size(
+        setup: dict[str, Any], settings: Any, tmp_path: Path) -> None:
+    """A rebuilt wheelhouse replaces its bundles; past SAMPAN_BUNDLE_CACHE_MAX_BYTES the least
+    recently served bundle goes."""
+    fake_wheelhouse(setup["root"])
+    project = setup["project"]
+    for i in range(2):
+        (tmp_path / str(i)).mkdir()
+    versions = [setup["version"]] + [register(project, "digits", tmp_path / str(i))
+                                     for i in range(2)]
+    for version in versions:
+        offline.offline_bundle(version, target="linux-x86_64", python="3.11").close()
+    cache = Path(settings.DATA_DIR) / "cache" / "bundles"
+    sizes = sorted(p.stat().st_size for p in cache.glob("*.tar"))
+    assert len(sizes) == 3
+    settings.SAMPAN_BUNDLE_CACHE_MAX_BYTES = sizes[0] + sizes[1] + 1
+    offline.offline_bundle(versions[0], target="linux-x86_64", python="3.11").close()  # served
+    offline.offline_bundle(versions[2], target="linux-x86_64", python="3.11").close()
+    house = offline.wheelhouses()[0]
+    rebuilt = json.loads((house.path / offline.BUILD_FILE).read_text())
+    rebuilt["build_id"] = "b2"
+    (house.path / offline.BUILD_FILE).write_text(json.dumps(rebuilt))
+    offline.offline_bundle(versions[2], target="linux-x86_64", python="3.11").close()
+    left = sorted(p.name for p in cache.glob("*.tar"))
+    assert left == sorted([f"{versions[0].pk}-linux-x86_64-py3.11-b1.tar",
+                           f"{versions[2].pk}-linux-x86_64-py3.11-b2.tar"]), left

@@ -83,7 +83,7 @@ describe("OfflineBundle", () => {
     expect(within(dialog).getByTestId("offline-install-python")).toHaveTextContent(
       "PYTHON=python3.12 sh digits-v3-offline-linux-aarch64-py3.12/install.sh",
     );
-    expect(within(dialog).getByTestId("offline-run")).toHaveTextContent("~/.local/share/sampan-agent/bin/sampan-agent run --host 0.0.0.0 --port 8700");
+    expect(within(dialog).getByTestId("offline-run")).toHaveTextContent("~/.local/share/sampan-agent/bin/sampan-agent run --host 0.0.0.0 --port 8700 --api-key-file ~/agent.key");
     // the tar is the browser's download, never fetched by the console
     expect(asked.filter((path) => path.includes("offline-bundle"))).toEqual([]);
   }, 30_000); // antd's modal and select are slow in jsdom

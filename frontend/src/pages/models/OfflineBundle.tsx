@@ -15,7 +15,7 @@ import { formatBytes } from "../../format";
 /** What an administrator runs once on the server to prepare a target (it needs PyPI). */
 export const WHEELHOUSE_COMMAND = "python platform/manage.py sampan_wheelhouse --target linux-x86_64 --python 3.11";
 /** Where install.sh puts the agent (its default SAMPAN_AGENT_PREFIX) and how it is served. */
-export const OFFLINE_RUN_COMMAND = "~/.local/share/sampan-agent/bin/sampan-agent run --host 0.0.0.0 --port 8700";
+export const OFFLINE_RUN_COMMAND = "~/.local/share/sampan-agent/bin/sampan-agent run --host 0.0.0.0 --port 8700 --api-key-file ~/agent.key";
 
 /** The server's `_slug`: runs outside [A-Za-z0-9._-] become "_", then "." and "_" are trimmed. */
 export function offlineSlug(name: string): string {
