@@ -132,9 +132,19 @@ def cmd_install_model(args: argparse.Namespace) -> int:
     except OfflineInstallError as error:
         print(f"install-model: {error}", file=sys.stderr)
         return 1
+    except Exception as error:  # a refusal not foreseen: still one line, exit 1
+        # install_model has undone its changes; the traceback is for --verbose
+        log.debug("install-model: unexpected error", exc_info=True)
+        unexpected = OfflineInstallError(f"{args.path}: refused: unexpected "
+                                         f"{type(error).__name__}: {error} (--verbose for "
+                                         "the traceback)")
+        print(f"install-model: {unexpected}", file=sys.stderr)
+        return 1
     where = "" if args.home == default_home() else f" --home {args.home}"
-    print(f"installed model {installed.name} v{installed.version} ({installed.version_id}); "
-          f"run: sampan-agent run{where}")
+    # name and version come from the manifest, already without control characters; the key
+    # id is the one `manage.py sampan_signing_key list` shows on the platform
+    print(f"installed model {installed.name} v{installed.version} ({installed.version_id}), "
+          f"signed by key {installed.key_id}; run: sampan-agent run{where}")
     return 0
 
 

@@ -1,15 +1,23 @@
 """Air-gapped install of a signed model package (``sampan-agent install-model``), and the
 standalone agent it sets up (docs/edge.md, "Offline (air-gapped) install").
 
-A package is ``manifest.json`` + the files it lists (``model.onnx``): a directory holding them,
-or the platform's "Download package" zip holding them at its root. :func:`install_model` reads
-the manifest (at most :data:`MANIFEST_LIMIT` bytes), checks its Ed25519 signature against the
-keys the home trusts, copies each listed file into ``models/.offline-*`` (streamed, at most the
-size the signed manifest gives it), checks sizes and sha256, loads the model with the session
-of its task, runs one dummy input and the package's reference predictions, and only then
-renames the staging directory to ``models/<version_id>/`` and makes it ``current`` in
-``state.json``. Any refusal leaves the home as it was (no models directory, ``agent.json`` or
-``state.json`` written).
+A package is ``manifest.json`` + the files it lists (``model.onnx``), a directory or a zip;
+reading it, the trust key file and the home's files (bounded, regular files only) is
+:mod:`edge_agent.offline_reader`'s. :func:`install_model` reads the manifest (at most
+:data:`MANIFEST_LIMIT` bytes), checks its Ed25519 signature against the keys the home trusts,
+copies each listed file into ``models/.offline-*`` (streamed, at most the size the signed
+manifest gives it), checks sizes and sha256, loads the model with the session of its task, runs
+one dummy input and the package's reference predictions, and only then renames the staging
+directory to ``models/<version_id>/`` and makes it ``current`` in ``state.json``. Any refusal
+leaves the home as it was (no models directory, ``agent.json`` or ``state.json`` written) and is
+one line naming the file or field (an :class:`OfflineInstallError`, raised by the reader too).
+
+Concurrency: the install holds an exclusive ``flock`` on the home directory itself (no lock
+file, so a refused install leaves no trace); a second ``install-model`` on the same home is
+refused at once. A new standalone ``agent.json`` is created exclusively (a temp file hard-linked
+into place), so a writer that created one meanwhile (an ``enroll``, or an install on a file
+system without ``flock``) is never overwritten, and undoing a failed install removes only the
+``agent.json`` this install created.
 
 Trust: a home with an ``agent.json`` (enrolled with a platform, or an earlier offline install)
 verifies against the keys it already trusts; a ``--trust-key-file`` must name one of them. A key
@@ -22,20 +30,32 @@ without ``agent.json`` needs ``--trust-key-file`` and gets a standalone config
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
-import re
+import os
 import secrets
 import shutil
 import socket
-import zipfile
-import zlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from edge_agent.home import AgentConfig, AgentHome, AgentState
+from edge_agent.offline_reader import (
+    MANIFEST_LIMIT,
+    OfflineInstallError,
+    PackageSource,
+    load_config,
+    load_state,
+    parse_manifest,
+    present,
+    printable,
+    read_trust_key,
+    reason,
+)
 from edge_agent.reference import HealthCheckError, reference_check
 from edge_agent.runtime import (
     MANIFEST_FILE,
@@ -44,43 +64,25 @@ from edge_agent.runtime import (
     ModelLoadError,
     public_key_id,
     verify_files,
-    verify_manifest,
 )
 from edge_agent.sessions import open_session
 
 __all__ = ["MANIFEST_LIMIT", "Installed", "OfflineInstallError", "install_model",
-           "is_standalone", "offline_config", "read_trust_key"]
+           "is_standalone", "offline_config", "printable", "read_trust_key"]
 
-#: largest manifest.json read (bytes); a real one is a few KiB
-MANIFEST_LIMIT = 1 << 20
-#: largest trust key file read (bytes); the key itself is 44 characters
-KEY_FILE_LIMIT = 4096
-#: most members a package zip may have (manifest.json and the files it lists)
-ZIP_MEMBERS_LIMIT = 16
-_CHUNK = 1 << 20
-#: file names in a package: plain names, as edge_agent.runtime.verify_files allows them
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-#: a model version id becomes a directory name under models/
-_VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-_KEY_FORMAT = "expected one line: base64 of the 32-byte raw Ed25519 public key"
-
-
-class OfflineInstallError(Exception):
-    """An offline install refused. ``str(error)`` is one line naming the file or field."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split()))
 
 
 @dataclass(frozen=True)
 class Installed:
-    """What :func:`install_model` installed: the manifest's model ``name`` and ``version``,
-    its ``version_id``, the ``previous`` version now kept for rollback (None: none), the
-    home's ``device_id`` and whether this install wrote a new standalone ``agent.json``."""
+    """What :func:`install_model` installed: the manifest's model ``name`` and ``version``
+    (:func:`printable`), its ``version_id``, the ``key_id`` of the trusted key that signed it,
+    the ``previous`` version now kept for rollback (None: none), the home's ``device_id`` and
+    whether this install wrote a new standalone ``agent.json``."""
 
     name: str
     version: str
     version_id: str
+    key_id: str
     previous: str | None
     device_id: str
     new_config: bool
@@ -99,179 +101,14 @@ def offline_config(public_key: str, device_id: str, name: str) -> AgentConfig:
                        trusted_signing_keys=[public_key])
 
 
-def read_trust_key(path: Path) -> str:
-    """The public key in a trust key file: one line, base64 of 32 raw Ed25519 bytes.
-
-    Raises:
-        OfflineInstallError: unreadable, too long, not text, or not such a key (names the file).
-    """
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(KEY_FILE_LIMIT + 1)
-    except OSError as error:
-        raise OfflineInstallError(
-            f"cannot read the trust key file {path}: {error.strerror or error}") from error
-    if len(raw) > KEY_FILE_LIMIT:
-        raise OfflineInstallError(f"trust key file {path}: over {KEY_FILE_LIMIT} bytes; "
-                                  f"{_KEY_FORMAT}")
-    try:
-        text = raw.decode("ascii").strip()
-    except UnicodeDecodeError as error:
-        raise OfflineInstallError(f"trust key file {path}: not ASCII text; {_KEY_FORMAT}"
-                                  ) from error
-    if "BEGIN" in text:
-        raise OfflineInstallError(f"trust key file {path}: a PEM key; {_KEY_FORMAT}")
-    try:
-        public_key_id(text)
-    except ManifestError as error:
-        raise OfflineInstallError(f"trust key file {path}: {error}; {_KEY_FORMAT}") from error
-    return text
-
-
-class _Source:
-    """A package to read: a directory, or a zip with the files at its root."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._zip: zipfile.ZipFile | None = None
-        self._members: dict[str, zipfile.ZipInfo] = {}
-
-    def __enter__(self) -> _Source:
-        if self.path.is_dir():
-            return self
-        if not self.path.is_file():
-            raise OfflineInstallError(f"{self.path}: no such package (a directory with "
-                                      f"{MANIFEST_FILE} and {MODEL_FILE}, or a zip of them)")
-        try:
-            self._zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
-            raise OfflineInstallError(f"{self.path}: not a package directory or a readable "
-                                      f"zip: {error}") from error
-        try:
-            self._index(self._zip.infolist())
-        except BaseException:
-            self._zip.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._zip is not None:
-            self._zip.close()
-
-    def _index(self, infos: list[zipfile.ZipInfo]) -> None:
-        if len(infos) > ZIP_MEMBERS_LIMIT:
-            raise OfflineInstallError(f"{self.path}: {len(infos)} members; a package zip "
-                                      f"holds {MANIFEST_FILE} and {MODEL_FILE}")
-        for info in infos:
-            name = info.filename
-            if info.is_dir() or "/" in name or "\\" in name or not _PLAIN_NAME.fullmatch(name):
-                raise OfflineInstallError(
-                    f"{self.path}: member {name!r}: not a plain file at the zip's root "
-                    f"(a package zip holds {MANIFEST_FILE} and {MODEL_FILE} at its root)")
-            if name in self._members:
-                raise OfflineInstallError(f"{self.path}: member {name!r} appears twice")
-            if info.flag_bits & 0x1:
-                raise OfflineInstallError(f"{self.path}: member {name!r} is encrypted")
-            self._members[name] = info
-
-    def label(self, name: str) -> str:
-        """How messages name the package file ``name``."""
-        return f"{self.path}: {name}" if self._zip is not None else str(self.path / name)
-
-    def check_members(self, listed: set[str]) -> None:
-        """Refuse zip members that are neither the manifest nor a file it lists."""
-        extra = sorted(set(self._members) - listed - {MANIFEST_FILE})
-        if self._zip is not None and extra:
-            raise OfflineInstallError(f"{self.path}: member {extra[0]!r} is not a file of the "
-                                      "signed manifest")
-
-    @contextmanager
-    def open(self, name: str, limit: int) -> Iterator[IO[bytes]]:
-        """The file ``name`` to read, refused when it says it is over ``limit`` bytes."""
-        if self._zip is None:
-            path = self.path / name
-            if not path.is_file():
-                raise OfflineInstallError(f"{self.label(name)}: missing")
-            try:
-                size = path.stat().st_size
-                handle: IO[bytes] = open(path, "rb")
-            except OSError as error:
-                raise OfflineInstallError(f"{self.label(name)}: cannot read: "
-                                          f"{error.strerror or error}") from error
-        else:
-            info = self._members.get(name)
-            if info is None:
-                raise OfflineInstallError(f"{self.label(name)}: missing from the zip")
-            size = info.file_size
-            try:
-                handle = self._zip.open(info)
-            except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError,
-                    EOFError, zlib.error) as error:
-                raise OfflineInstallError(f"{self.label(name)}: cannot read from the zip: "
-                                          f"{error}") from error
-        with handle:
-            if size > limit:
-                raise OfflineInstallError(f"{self.label(name)}: {size} bytes, over the "
-                                          f"{limit} bytes allowed")
-            yield handle
-
-    def read(self, name: str, limit: int, sink: Callable[[bytes], object]) -> int:
-        """Stream the file ``name`` into ``sink``, at most ``limit`` bytes whatever headers
-        say; returns the byte count. Raises OfflineInstallError (over the limit, unreadable)."""
-        total = 0
-        with self.open(name, limit) as handle:
-            try:
-                while chunk := handle.read(min(_CHUNK, limit + 1 - total)):
-                    total += len(chunk)
-                    if total > limit:
-                        raise OfflineInstallError(f"{self.label(name)}: over the {limit} "
-                                                  "bytes allowed")
-                    sink(chunk)
-            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
-                raise OfflineInstallError(f"{self.label(name)}: cannot read: {error}"
-                                          ) from error
-        return total
-
-
-def _parse_manifest(source: _Source, data: bytes, keys: list[str]) -> dict[str, Any]:
-    """The signed manifest, checked: a JSON object, signed by one of ``keys``, with a model
-    version id usable as a directory name and a byte size for each listed file."""
-    label = source.label(MANIFEST_FILE)
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise OfflineInstallError(f"{label}: not JSON: {error}") from error
-    if not isinstance(manifest, dict):
-        raise OfflineInstallError(f"{label}: not a JSON object")
-    try:
-        verify_manifest(manifest, keys)
-    except ManifestError as error:
-        raise OfflineInstallError(f"{label}: {error}") from error
-    model = manifest.get("model")
-    version_id = model.get("version_id") if isinstance(model, dict) else None
-    if not isinstance(version_id, str) or not _VERSION_ID.fullmatch(version_id):
-        raise OfflineInstallError(f"{label}: model.version_id {version_id!r} is not a version "
-                                  "id")
-    files = manifest.get("files")
-    if not isinstance(files, dict) or MODEL_FILE not in files:
-        raise OfflineInstallError(f"{label}: files lists no {MODEL_FILE}")
-    for name, entry in files.items():
-        size = entry.get("size") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name) or name == MANIFEST_FILE:
-            raise OfflineInstallError(f"{label}: files: unsafe name {name!r}")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise OfflineInstallError(f"{label}: files.{name}.size {size!r} is not a byte count")
-    return manifest
-
-
-def _stage(source: _Source, staging: Path, keys: list[str], threads: int) -> dict[str, Any]:
+def _stage(source: PackageSource, staging: Path, keys: list[str], threads: int) -> dict[str, Any]:
     """Copy the package into ``staging`` and check it as ``Agent.load_package`` would (signature,
     sizes, sha256, load, one dummy input), plus its reference predictions. Returns the
     manifest."""
     chunks: list[bytes] = []
     source.read(MANIFEST_FILE, MANIFEST_LIMIT, chunks.append)
     data = b"".join(chunks)
-    manifest = _parse_manifest(source, data, keys)
+    manifest = parse_manifest(source, data, keys)
     files: dict[str, dict[str, Any]] = manifest["files"]
     source.check_members(set(files))
     (staging / MANIFEST_FILE).write_bytes(data)
@@ -292,19 +129,16 @@ def _stage(source: _Source, staging: Path, keys: list[str], threads: int) -> dic
     return manifest
 
 
-def _trust(home: AgentHome, trust_key_file: Path | None) -> tuple[AgentConfig | None, str | None]:
-    """(the home's config or None, the key file's key or None), checked as the module says."""
-    key = read_trust_key(trust_key_file) if trust_key_file is not None else None
-    if not home.config_path.exists():
+def _trust(home: AgentHome, key: str | None, trust_key_file: Path | None) -> AgentConfig | None:
+    """The home's config (None: there is none, and ``key``, the trust key file's, is to be
+    trusted), checked as the module says."""
+    if not present(home.config_path):
         if key is None:
             raise OfflineInstallError(
                 f"{home.config_path} does not exist: pass --trust-key-file (the platform's "
                 "signing-key.pub) to trust the key this package is signed with")
-        return None, key
-    try:
-        config = home.load_config()
-    except (OSError, ValueError, TypeError) as error:
-        raise OfflineInstallError(f"cannot read {home.config_path}: {error}") from error
+        return None
+    config = load_config(home.config_path)
     if key is not None and key not in config.trusted_keys():
         kind = "a standalone device" if is_standalone(config) else \
             f"enrolled with {config.server_url}"
@@ -314,17 +148,71 @@ def _trust(home: AgentHome, trust_key_file: Path | None) -> tuple[AgentConfig | 
             f"{', '.join(public_key_id(k) for k in config.trusted_keys())}); an existing "
             "agent.json never takes a new key from a bundle: install without --trust-key-file, "
             "or move agent.json away to trust this key from scratch")
-    return config, key
+    return config
 
 
-def _make_home(home: AgentHome) -> list[Path]:
-    """Create the home and its models directory; returns the directories created, outermost
-    first (to remove them again when the install is refused)."""
-    missing = [path for path in (*reversed(home.models_dir.parents), home.models_dir)
-               if not path.exists()]
-    home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    home.models_dir.mkdir(exist_ok=True)
-    return missing
+def _make_dirs(paths: list[tuple[Path, int]]) -> list[Path]:
+    """Create each missing directory of ``paths`` (path, mode), in order; returns those this
+    process created (one that appears meanwhile is someone else's). On an error, removes them
+    again and raises OfflineInstallError."""
+    created: list[Path] = []
+    for path, mode in paths:
+        if path.is_dir():
+            continue
+        try:
+            path.mkdir(mode=mode)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            _remove_dirs(created)
+            raise OfflineInstallError(f"cannot create {path}: {reason(error)}") from error
+        created.append(path)
+    return created
+
+
+def _remove_dirs(created: list[Path]) -> None:
+    """Remove the directories of ``created`` (outermost first) that are empty again."""
+    for path in reversed(created):
+        try:
+            path.rmdir()
+        except OSError:
+            pass
+
+
+def _lock_home(home: AgentHome) -> int | None:
+    """Hold an exclusive, non-blocking ``flock`` on the home directory; returns the descriptor
+    that holds it (closing it releases the lock), or None where the file system has no
+    ``flock`` (agent.json is still created exclusively there).
+
+    The directory itself is locked, not a lock file in it: nothing is added to the home, so a
+    refused install leaves it exactly as it was (and no stale lock file can outlive a crash:
+    the kernel drops the lock with the process)."""
+    busy = f"{home.root}: another install-model is running on this home; run again after it"
+    try:
+        fd = os.open(home.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise OfflineInstallError(f"cannot open {home.root}: {reason(error)}") from error
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            raise OfflineInstallError(busy) from error
+        except OSError:  # no flock here (ENOLCK, EBADF on some network file systems)
+            os.close(fd)
+            return None
+        # the install that held it may have removed the home (a refused install into a home it
+        # created) before releasing it: this lock is then on a directory no longer there
+        try:
+            now = os.stat(home.root)
+        except OSError:
+            now = None
+        held = os.fstat(fd)
+        if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+            raise OfflineInstallError(busy)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def install_model(source: Path, home: AgentHome, trust_key_file: Path | None = None, *,
@@ -336,77 +224,154 @@ def install_model(source: Path, home: AgentHome, trust_key_file: Path | None = N
     threads for the test load. The running agent is not told: start (or restart) it after.
 
     Raises:
-        OfflineInstallError: the package, the trust key or the home is refused; the message
-            names the file or field. The home is then as it was.
+        OfflineInstallError: the package, the trust key or the home is refused, or another
+            install runs on the home; the message names the file or field. The home is then
+            as it was.
     """
-    config, key = _trust(home, trust_key_file)
-    try:
-        old = home.load_state()
-    except (OSError, ValueError, TypeError) as error:
-        raise OfflineInstallError(f"cannot read {home.state_path}: {error}") from error
-    keys = config.trusted_keys() if config is not None else [str(key)]
-    with _Source(source) as package:
+    key = read_trust_key(trust_key_file) if trust_key_file is not None else None
+    with PackageSource(source) as package:
+        # the home's parents, the home (0700); those created here are removed on a refusal
+        created = _make_dirs([*((path, 0o777) for path in reversed(home.root.parents)),
+                              (home.root, 0o700)])
+        # refused here: another install holds the home (and whatever this one created of it)
+        lock = _lock_home(home)
+        staging: Path | None = None
         try:
-            created = _make_home(home)
-        except OSError as error:
-            raise OfflineInstallError(f"cannot create {home.models_dir}: "
-                                      f"{error.strerror or error}") from error
-        staging = home.models_dir / f".offline-{secrets.token_hex(6)}"
-        try:
+            config = _trust(home, key, trust_key_file)
+            old = load_state(home)
+            keys = config.trusted_keys() if config is not None else [str(key)]
+            created += _make_dirs([(home.models_dir, 0o777), (home.downloads_dir, 0o777)])
+            staging = home.models_dir / f".offline-{secrets.token_hex(6)}"
             staging.mkdir()
             manifest = _stage(package, staging, keys, threads)
             return _commit(home, staging, manifest, config, key, old, machine_id)
         except BaseException as error:
-            shutil.rmtree(staging, ignore_errors=True)
-            for path in reversed(created):
-                try:
-                    path.rmdir()
-                except OSError:
-                    pass
+            # undone while the lock is held: no other install sees the home half-removed
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            _remove_dirs(created)
             if isinstance(error, OSError):
                 raise OfflineInstallError(f"cannot install into {home.root}: "
-                                          f"{error.strerror or error}") from error
+                                          f"{reason(error)}") from error
             raise
+        finally:
+            if lock is not None:
+                os.close(lock)
+
+
+def _create_config(home: AgentHome, config: AgentConfig) -> tuple[int, int]:
+    """Write ``config`` as the home's ``agent.json``, which must not exist: a complete temp file
+    (mode 0600, fsynced) hard-linked into place, so a writer that created one meanwhile is
+    never overwritten. Returns (st_dev, st_ino) of the file created.
+
+    Raises:
+        OfflineInstallError: an ``agent.json`` appeared meanwhile.
+        OSError: it cannot be written.
+    """
+    conflict = f"{home.config_path}: another install created agent.json meanwhile; run again"
+    fd, temp = tempfile.mkstemp(prefix=".agent.json.", dir=home.root)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(config), handle, indent=2, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, home.config_path)
+        except FileExistsError as error:
+            raise OfflineInstallError(conflict) from error
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+                raise
+            # no hard links on this file system: created with O_EXCL (not atomic on a crash)
+            return _create_exclusive(home.config_path, Path(temp).read_bytes(), conflict)
+        info = os.stat(temp)
+        return info.st_dev, info.st_ino
+    finally:
+        Path(temp).unlink(missing_ok=True)
+
+
+def _create_exclusive(path: Path, data: bytes, conflict: str) -> tuple[int, int]:
+    """Create ``path`` (O_EXCL, mode 0600) holding ``data``; returns its (st_dev, st_ino)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError as error:
+        raise OfflineInstallError(conflict) from error
+    info = os.fstat(fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return info.st_dev, info.st_ino
+
+
+def _remove_own(path: Path, identity: tuple[int, int]) -> None:
+    """Remove ``path`` if it is still the file (st_dev, st_ino) this install created."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if (info.st_dev, info.st_ino) == identity:
+        path.unlink(missing_ok=True)
 
 
 def _commit(home: AgentHome, staging: Path, manifest: dict[str, Any],
             config: AgentConfig | None, key: str | None, old: AgentState,
             machine_id: Callable[[AgentHome], str]) -> Installed:
-    """Move ``staging`` to ``models/<version_id>``, write a new standalone config (when
-    ``config`` is None) and ``state.json``; on an OSError undo the move and the new config."""
+    """Create a new standalone config (when ``config`` is None; refused when one appeared
+    meanwhile), move ``staging`` to ``models/<version_id>`` and write ``state.json``; on an
+    error undo the move, and remove the config only if this install created it (and so the
+    ``<home>/machine-id`` that ``machine_id`` keeps where the machine has no id, if this
+    install made it: no device id was given out)."""
     model = manifest["model"]
     version_id: str = model["version_id"]
     new_config = config is None
+    kept_id: tuple[int, int] | None = None
     if config is None:
-        config = offline_config(str(key), "offline-" + machine_id(home)[:12],
-                                socket.gethostname())
+        kept = home.root / "machine-id"
+        had_id = present(kept)
+        device_id = "offline-" + machine_id(home)[:12]
+        if not had_id and present(kept):
+            info = os.lstat(kept)
+            kept_id = info.st_dev, info.st_ino
+        config = offline_config(str(key), device_id, socket.gethostname())
     target = home.model_dir(version_id)
     aside = home.models_dir / f".replaced-{secrets.token_hex(6)}" if target.exists() else None
     previous = old.current if old.current != version_id else old.previous
     state = AgentState(current=version_id, previous=previous, deployment=old.deployment)
+    created: tuple[int, int] | None = None
     moved = False
     try:
+        if new_config:
+            created = _create_config(home, config)
         if aside is not None:
             target.replace(aside)
         staging.replace(target)
         moved = True
-        if new_config:
-            home.save_config(config)
         home.save_state(state)
     except BaseException:
         if moved:
             shutil.rmtree(target, ignore_errors=True)
         if aside is not None and aside.exists():
             aside.replace(target)
-        if new_config:
-            home.config_path.unlink(missing_ok=True)
+        if created is not None:
+            _remove_own(home.config_path, created)
+        if kept_id is not None:
+            _remove_own(home.root / "machine-id", kept_id)
         raise
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
     _prune(home, {version_id, previous})
-    return Installed(name=str(model.get("name", "")), version=str(model.get("version", "")),
-                     version_id=version_id, previous=previous, device_id=config.device_id,
-                     new_config=new_config)
+    # verify_manifest checked it: the key_id of the trusted key that made the signature
+    key_id = str(manifest["signature"]["key_id"])
+    return Installed(name=printable(str(model.get("name", ""))),
+                     version=printable(str(model.get("version", ""))),
+                     version_id=version_id, key_id=key_id, previous=previous,
+                     device_id=config.device_id, new_config=new_config)
 
 
 def _prune(home: AgentHome, keep: set[str | None]) -> None:
