@@ -94,6 +94,9 @@ def cmd_enroll(args: argparse.Namespace) -> int:
             pass
         print(f"{what} ({home.config_path}); pass --force to {hint}", file=sys.stderr)
         return 1
+    if not args.token:
+        print("no enrollment token: pass --token or set SAMPAN_ENROLLMENT_TOKEN", file=sys.stderr)
+        return 2
     name = args.name or socket.gethostname()
     try:
         reply = enroll(args.url, args.token, name, _device_info(), machine_id(home),
@@ -258,7 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     enroll_parser.add_argument(
         "--url", required=True, help="control plane URL, e.g. http://host:8000"
     )
-    enroll_parser.add_argument("--token", required=True, help="one-time enrollment token")
+    enroll_parser.add_argument(
+        "--token", default=os.environ.get("SAMPAN_ENROLLMENT_TOKEN"),
+        help="one-time enrollment token (default: $SAMPAN_ENROLLMENT_TOKEN, which keeps it off "
+             "the command line)")
     enroll_parser.add_argument("--name", help="device name (default: host name)")
     enroll_parser.add_argument(
         "--force", action="store_true",

@@ -393,6 +393,7 @@ SAMPAN_HEARTBEAT_FAST_PATH = env.bool("SAMPAN_HEARTBEAT_FAST_PATH", default=True
 # "Use this machine as a device" (sampan.fleet.local): the folder make run's supervisor of local
 # agents watches; unset (production), the console shows a device's commands instead.
 SAMPAN_LOCAL_AGENTS_DIR = env.str("SAMPAN_LOCAL_AGENTS_DIR", default="").strip()
+SAMPAN_LOCAL_AGENTS_MAX = env.int("SAMPAN_LOCAL_AGENTS_MAX", default=8)
 # Uploads: the largest request body an upload may have, in bytes
 SAMPAN_UPLOAD_MAX_BYTES = env.int("SAMPAN_UPLOAD_MAX_BYTES",
                                   default=env.int("SAMPAN_IMPORT_MAX_BYTES", default=2 * 1024**3))

@@ -2391,9 +2391,10 @@ export interface components {
          *     * `requested` - requested
          *     * `failed` - failed
          *     * `enrolled` - enrolled
+         *     * `stopped` - stopped
          * @enum {string}
          */
-        LocalDeviceOutputStateEnum: "unavailable" | "none" | "requested" | "failed" | "enrolled";
+        LocalDeviceOutputStateEnum: "unavailable" | "none" | "requested" | "failed" | "enrolled" | "stopped";
         LoginInputRequest: {
             username: string;
             password: string;

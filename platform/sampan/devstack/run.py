@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     network = network_env(args.host, args.port, dict(os.environ))
     # "use this machine as a device": the web process leaves requests here, the loop below
     # enrolls and starts those agents (sampan.fleet.local)
-    local_root = Path(args.data_dir).resolve() / "local-agents"
-    network.setdefault("SAMPAN_LOCAL_AGENTS_DIR", str(local_root))
-    local_root = Path(network["SAMPAN_LOCAL_AGENTS_DIR"])
+    # (SAMPAN_LOCAL_AGENTS_DIR= turns it off)
+    local_dir = os.environ.get("SAMPAN_LOCAL_AGENTS_DIR",
+                               str(Path(args.data_dir).resolve() / "local-agents")).strip()
+    network["SAMPAN_LOCAL_AGENTS_DIR"] = local_dir
     stack = Stack(data_dir=Path(args.data_dir), web_port=args.port, agent_port=args.agent_port,
                   web_host=args.host, extra_env=network)
     stopping = {"flag": False}
@@ -157,11 +158,14 @@ def main(argv: list[str] | None = None) -> int:
               f"  local edge agent: {stack.agent_url}/healthz\n  data: {stack.data_dir}\n"
               "Press Ctrl-C to stop.", flush=True)
         supervisor = Supervisor(stack)
-        local_agents = LocalAgents(stack, local_root)
-        local_agents.start_existing()
+        local_agents = (LocalAgents(stack, Path(local_dir), supervisor) if local_dir
+                        else None)
+        if local_agents is not None:
+            local_agents.start_existing()
         while not stopping["flag"]:
             supervisor.check()
-            local_agents.check()
+            if local_agents is not None:
+                local_agents.check()
             time.sleep(0.5)
         return 0
     finally:

@@ -43,8 +43,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class ProcessExited(RuntimeError):
+    """A process of the stack exited while something waited for it (the message holds its
+    status and the tail of its log)."""
+
+
 def wait_until(predicate: Any, *, timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
-    """Poll ``predicate()`` until it returns a truthy value; TimeoutError naming ``what``."""
+    """Poll ``predicate()`` until it returns a truthy value; TimeoutError naming ``what``.
+    ProcessExited from the predicate ends the wait at once (nothing will come up)."""
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
     while time.monotonic() < deadline:
@@ -52,6 +58,8 @@ def wait_until(predicate: Any, *, timeout_s: float, what: str, interval_s: float
             value = predicate()
             if value:
                 return value
+        except ProcessExited:
+            raise
         except Exception as exc:  # the service may not be up yet
             last_error = exc
         time.sleep(interval_s)
@@ -169,7 +177,7 @@ class Stack:
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]
         if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with status {process.returncode}; see "
+            raise ProcessExited(f"{name} exited with status {process.returncode}; see "
                                f"{self.data_dir / 'logs' / (name + '.log')}:\n"
                                f"{self.log_tail(name)}")
 
@@ -260,20 +268,29 @@ class Stack:
                              str(self.host_dir("beat") / "celerybeat-schedule")])
 
     def enroll_agent(self, token: str, *, name: str = "local-agent",
-                     home: Path | None = None) -> None:
-        """Enroll an agent as device ``name`` into ``home`` (default :attr:`agent_home`)."""
+                     home: Path | None = None, force: bool = False,
+                     timeout_s: float = 60.0) -> None:
+        """Enroll an agent as device ``name`` into ``home`` (default :attr:`agent_home`);
+        ``force``: this machine's device of that name, if any, is enrolled again (the same
+        device). The token goes through the environment, never a command line (which other
+        users of the host can read). RuntimeError with the agent's output when it fails."""
         home = home or self.agent_home
         if home.exists():
             shutil.rmtree(home)
-        result = subprocess.run([sys.executable, "-m", "edge_agent.cli", "enroll", "--url",
-                                 self.url, "--token", token, "--home", str(home),
-                                 "--name", name], cwd=REPO_DIR, env=self.env("agent"),
-                                capture_output=True, text=True, timeout=60)
+        command = [sys.executable, "-m", "edge_agent.cli", "enroll", "--url", self.url,
+                   "--home", str(home), "--name", name] + (["--force"] if force else [])
+        try:
+            result = subprocess.run(command, cwd=REPO_DIR,
+                                    env={**self.env("agent"), "SAMPAN_ENROLLMENT_TOKEN": token},
+                                    capture_output=True, text=True, timeout=timeout_s,
+                                    start_new_session=True)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"agent enrollment timed out after {timeout_s:.0f} s") from None
         if result.returncode != 0:
             raise RuntimeError(f"agent enrollment failed:\n{result.stdout}\n{result.stderr}")
 
     def start_agent(self, *, process: str = "agent", home: Path | None = None,
-                    port: int | None = None) -> str:
+                    port: int | None = None, timeout_s: float = 60.0) -> str:
         """Run an enrolled agent as process ``process`` (default: the one in
         :attr:`agent_home` on :attr:`agent_port`); returns its URL once it answers."""
         port = port or self.agent_port
@@ -284,9 +301,10 @@ class Stack:
 
         def up() -> bool:
             self._check_alive(process)
-            return requests.get(url + "/healthz", timeout=2).status_code == 200
+            reply = requests.get(url + "/healthz", timeout=2)
+            return reply.status_code == 200 and "model_version_id" in reply.json()
 
-        wait_until(up, timeout_s=60, what=f"the edge agent {process}")
+        wait_until(up, timeout_s=timeout_s, what=f"the edge agent {process}")
         return url
 
     def start(self, *, worker: bool = True) -> Stack:

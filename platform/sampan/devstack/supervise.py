@@ -46,8 +46,17 @@ class Supervisor:
     _failures: dict[str, int] = field(default_factory=dict)
     _restart_at: dict[str, float] = field(default_factory=dict)
 
+    def forget(self, name: str) -> None:
+        """Drop what is known of process ``name`` (failures, a pending restart, giving up):
+        its owner stopped it, or starts a new process under that name."""
+        self.given_up.discard(name)
+        self._failures.pop(name, None)
+        self._restart_at.pop(name, None)
+
     def check(self) -> None:
-        """One pass over the processes: notice deaths, restart those whose backoff is over."""
+        """One pass over the processes: notice deaths, restart those whose backoff is over. A
+        restart that fails is reported and counted as a quick failure; it never ends the
+        pass."""
         now = time.monotonic()
         for name, process in list(self.stack.processes.items()):
             if name in self.given_up:
@@ -55,7 +64,12 @@ class Supervisor:
             if name in self._restart_at:
                 if now >= self._restart_at[name]:
                     del self._restart_at[name]
-                    restarted = self.stack.restart(name)
+                    try:
+                        restarted = self.stack.restart(name)
+                    except Exception as error:  # noqa: BLE001 - one process never stops the rest
+                        self.say(f"{name} could not be restarted: {error}")
+                        self.given_up.add(name)
+                        continue
                     self.say(f"{name} restarted (pid {restarted.pid})")
                 continue
             code = process.poll()

@@ -558,7 +558,7 @@ class LocalDeviceOutput(serializers.Serializer):
     available = serializers.BooleanField(
         help_text="whether this server runs agents for its projects (make run)")
     state = serializers.ChoiceField(choices=["unavailable", "none", "requested", "failed",
-                                             "enrolled"])
+                                             "enrolled", "stopped"])
     device_id = serializers.UUIDField(allow_null=True)
     error = serializers.CharField(allow_null=True)
 

@@ -15,6 +15,8 @@ import json
 import os
 import socket
 import tempfile
+import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -55,8 +57,11 @@ def local_device_name() -> str:
 
 def local_device_status(*, project: Project) -> dict[str, Any]:
     """``{"available", "state", "device_id", "error"}``: ``state`` is ``unavailable`` (no
-    supervisor), ``none``, ``requested`` (waiting for the supervisor), ``failed`` (``error``
-    says why; a new request clears it) or ``enrolled`` (``device_id`` names the device)."""
+    supervisor), ``none``, ``requested`` (waiting for the supervisor, at most
+    :data:`REQUEST_TOKEN_TTL`), ``failed`` (``error`` says why; a new request clears it),
+    ``enrolled`` (``device_id`` names the device; its agent runs) or ``stopped`` (enrolled, but
+    its agent is not running: ``error`` says why; a new request enrolls it again, the same
+    device)."""
     root = local_agents_dir()
     status: dict[str, Any] = {"available": root is not None, "state": "unavailable",
                               "device_id": None, "error": None}
@@ -64,18 +69,41 @@ def local_device_status(*, project: Project) -> dict[str, Any]:
         return status
     try:
         config = json.loads((root / str(project.pk) / "agent.json").read_text(encoding="utf-8"))
-        device_id = str(config["device_id"])
-    except (OSError, ValueError, KeyError, TypeError):
+        device_id = str(uuid.UUID(str(config["device_id"])))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # unusable: re-enroll
         device_id = None
-    if device_id is not None and Device.objects.filter(project=project, pk=device_id).exists():
-        return {**status, "state": "enrolled", "device_id": device_id}
-    if request_path(root, project.pk).exists():
-        return {**status, "state": "requested"}
     try:
-        error = error_path(root, project.pk).read_text(encoding="utf-8").strip()
+        error: str | None = error_path(root, project.pk).read_text(encoding="utf-8").strip()
     except OSError:
         error = None
+    request = request_path(root, project.pk)
+    try:
+        asked_at = request.stat().st_mtime
+    except OSError:
+        asked_at = None
+    if asked_at is not None:
+        if time.time() - asked_at < REQUEST_TOKEN_TTL.total_seconds():
+            return {**status, "state": "requested"}
+        return {**status, "state": "failed", "error": (
+            "no agent supervisor took the request up (is make run running?); ask again")}
+    if device_id is not None and Device.objects.filter(project=project, pk=device_id).exists():
+        if _running(root, project.pk):
+            return {**status, "state": "enrolled", "device_id": device_id}
+        return {**status, "state": "stopped", "device_id": device_id,
+                "error": error or "its agent is not running (make run starts it)"}
     return {**status, "state": "failed" if error else "none", "error": error}
+
+
+def _running(root: Path, project_id: Any) -> bool:
+    """Whether the project's local agent process runs (its pid file names a live process)."""
+    try:
+        pid = int((root / "run" / f"{project_id}.pid").read_text(encoding="ascii").strip())
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def local_device_request(*, project: Project, user: Any) -> dict[str, Any]:
@@ -93,19 +121,27 @@ def local_device_request(*, project: Project, user: Any) -> dict[str, Any]:
     status = local_device_status(project=project)
     if status["state"] in ("requested", "enrolled"):
         return status
+    running = sum(1 for pid in (root / "run").glob("*.pid") if _running(root, pid.stem))
+    if running >= settings.SAMPAN_LOCAL_AGENTS_MAX:
+        raise LocalAgentsUnavailable(
+            f"this machine runs {running} local agents already (SAMPAN_LOCAL_AGENTS_MAX); "
+            "delete a project's device or use another machine")
     issued = enrollment_token_create(project=project, user=user, expires_in=REQUEST_TOKEN_TTL,
                                      note="this machine (one click)")
     target = request_path(root, project.pk)
     target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)  # a request nobody took up (it expired)
     fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"project_id": str(project.pk), "token": issued.secret,
                        "name": local_device_name()}, handle)
-        os.replace(temp, target)
-    except BaseException:
+        try:
+            os.link(temp, target)  # exclusive: another web process's request stands
+        except FileExistsError:
+            issued.token.delete()
+    finally:
         Path(temp).unlink(missing_ok=True)
-        raise
     error_path(root, project.pk).unlink(missing_ok=True)
     return local_device_status(project=project)

@@ -5,6 +5,7 @@ into the project, started again on the next make run, and a failure reported to 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import requests
 from sampan.devstack.client import Client
 from sampan.devstack.localagents import LocalAgents
 from sampan.devstack.stack import Stack, wait_until
+from sampan.devstack.supervise import Supervisor
 from tests.database import stack_database_url
 
 
@@ -32,7 +34,8 @@ def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -
         assert client.get(local)["state"] == "none"
 
         assert client.post(local)["state"] == "requested"
-        agents = LocalAgents(stack, root, say=lines.append)
+        supervisor = Supervisor(stack, say=lines.append)
+        agents = LocalAgents(stack, root, supervisor, say=lines.append)
         agents.check()
 
         status = client.get(local)
@@ -49,8 +52,20 @@ def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -
         wait_until(online, timeout_s=30, what="the local agent's first heartbeat")
         assert requests.get(agents.urls[project["id"]] + "/healthz", timeout=5).ok
 
+        # its agent killed: "stopped", until the supervisor has started it again
+        name = LocalAgents.process_name(project["id"])
+        stack.processes[name].kill()
+        stack.processes[name].wait(timeout=20)
+        assert client.get(local)["state"] == "stopped"
+        supervisor.given_up.add(name)  # as after five quick crashes
+        # a click now enrolls it again (the same device) and supervises the new process
+        assert client.post(local)["state"] == "requested"
+        agents.check()
+        assert client.get(local) == {**status, "state": "enrolled"}, lines
+        assert name not in supervisor.given_up
+
         # the next make run starts it again: the same device, no new enrollment
-        process = stack.processes.pop(LocalAgents.process_name(project["id"]))
+        process = stack.processes.pop(name)
         process.terminate()
         process.wait(timeout=20)
         again = LocalAgents(stack, root, say=lines.append)
@@ -68,3 +83,17 @@ def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -
         failed = client.get(f"/api/v1/projects/{other['id']}/local-device/")
         assert failed["state"] == "failed" and "enrollment failed" in failed["error"], failed
         assert not (requests_dir / f"{other['id']}.json").exists()
+
+        # a home whose agent cannot start (a broken agent.json) is reported at once, and the
+        # other agents start: make run goes on
+        broken = root / other["id"]
+        broken.mkdir()
+        (broken / "agent.json").write_text('{"device_id": "x"}')
+        began = time.monotonic()
+        third = LocalAgents(stack, root, say=lines.append)
+        stack.processes.pop(name).terminate()
+        third.start_existing()
+        assert time.monotonic() - began < 20
+        assert project["id"] in third.urls and other["id"] not in third.urls
+        reported = client.get(f"/api/v1/projects/{other['id']}/local-device/")
+        assert "the agent did not start" in (reported["error"] or ""), reported

@@ -5,12 +5,16 @@ tests/platform/devstack/test_local_agents.py."""
 from __future__ import annotations
 
 import json
+import os
 import stat
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sampan.fleet import local
 from sampan.fleet.models import Device, EnrollmentToken
 from sampan.fleet.models import secret_sha256
 
@@ -79,11 +83,49 @@ def test_states_follow_the_supervisor(project_with_roles: dict[str, Any], api: A
     home = tmp_path / str(project.pk)
     home.mkdir()
     (home / "agent.json").write_text(json.dumps({"device_id": str(device.pk)}))
+    # enrolled, but no agent process: stopped (a click enrolls it again, the same device)
+    assert client.get(url(project)).json() == {
+        "available": True, "state": "stopped", "device_id": str(device.pk),
+        "error": "its agent is not running (make run starts it)"}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / f"{project.pk}.pid").write_text(f"{os.getpid()}\n")  # alive
     assert client.get(url(project)).json()["state"] == "enrolled"
     assert client.get(url(project)).json()["device_id"] == str(device.pk)
     # the device deleted in the console: a click enrolls the agent again
     device.delete()
     assert client.get(url(project)).json()["state"] == "none"
+
+
+def test_a_request_nobody_takes_up_expires(project_with_roles: dict[str, Any], api: Any,
+                                           settings: Any, tmp_path: Path) -> None:
+    settings.SAMPAN_LOCAL_AGENTS_DIR = str(tmp_path)
+    project = project_with_roles["project"]
+    client = api(project_with_roles["editor"])
+    assert client.post(url(project)).json()["state"] == "requested"
+    path = tmp_path / "requests" / f"{project.pk}.json"
+    old = time.time() - local.REQUEST_TOKEN_TTL.total_seconds() - 1
+    os.utime(path, (old, old))
+    status = client.get(url(project)).json()
+    assert status["state"] == "failed" and "is make run running?" in status["error"]
+    assert client.post(url(project)).json()["state"] == "requested"  # asked again
+    assert EnrollmentToken.objects.count() == 2
+
+
+def test_the_number_of_running_local_agents_is_capped(
+        project_with_roles: dict[str, Any], api: Any, settings: Any, tmp_path: Path) -> None:
+    settings.SAMPAN_LOCAL_AGENTS_DIR = str(tmp_path)
+    settings.SAMPAN_LOCAL_AGENTS_MAX = 1
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / f"{uuid.uuid4()}.pid").write_text(f"{os.getpid()}\n")
+    response = api(project_with_roles["editor"]).post(url(project_with_roles["project"]))
+    assert response.status_code == 409 and "SAMPAN_LOCAL_AGENTS_MAX" in \
+        response.json()["error"]["message"]
+    # a pid file of a process that is gone does not count
+    (tmp_path / "run" / f"{uuid.uuid4()}.pid").unlink(missing_ok=True)
+    for pid_file in (tmp_path / "run").iterdir():
+        pid_file.write_text("999999999\n")
+    assert api(project_with_roles["editor"]).post(
+        url(project_with_roles["project"])).status_code == 202
 
 
 def test_viewers_cannot_ask_and_outsiders_see_nothing(

@@ -50,6 +50,20 @@ export function LocalDeviceSection({ projectId }: { projectId: string }) {
         {status.state === "failed" && (
           <Alert data-testid="local-device-failed" type="error" showIcon title={t("devices.local.failed")} description={status.error} />
         )}
+        {status.state === "stopped" && (
+          <Alert
+            data-testid="local-device-stopped"
+            type="warning"
+            showIcon
+            title={t("devices.local.stopped")}
+            description={
+              <Space orientation="vertical" size={0}>
+                {status.error}
+                {status.device_id && <Link to={`/projects/${projectId}/devices/${status.device_id}`}>{t("devices.local.open")}</Link>}
+              </Space>
+            }
+          />
+        )}
         <EditorOnly canEdit={canEdit}>
           <Button
             type="primary"

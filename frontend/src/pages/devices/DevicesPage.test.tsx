@@ -310,6 +310,16 @@ describe("DevicesPage", () => {
       await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/devices/dev9"));
     });
 
+    it("an enrolled device whose agent stopped says so, links to it and offers a new start", async () => {
+      const server = localApi(local("stopped", { device_id: "dev9", error: "its agent is not running (make run starts it)" }));
+      renderRoutes(routes, "/projects/p1/devices", server.fetch);
+      await openAddDevice();
+      const stopped = await screen.findByTestId("local-device-stopped");
+      expect(stopped).toHaveTextContent("its agent is not running");
+      expect(within(stopped).getByRole("link", { name: "Open the device" })).toHaveAttribute("href", "/projects/p1/devices/dev9");
+      expect(screen.getByRole("button", { name: /Use this machine as a device/ })).toBeEnabled();
+    });
+
     it("a failed start shows why, and the button stays to try again", async () => {
       const server = localApi(local("failed", { error: "sampan-agent enroll exited with 1: connection refused" }));
       renderRoutes(routes, "/projects/p1/devices", server.fetch);
