@@ -456,8 +456,15 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
 
 def device_delete(*, device: Device) -> None:
     """Decommission a device: its credential stops working at once; its deployments and
-    telemetry are deleted with it."""
-    device.delete()
+    telemetry are deleted with it.
+
+    The device's row is locked (SELECT ... FOR UPDATE) before Django collects what refers to
+    it: a heartbeat written meanwhile (the fast path's batches, every 0.2 s) waits, and then
+    fails alone on the missing device. Without the lock, on PostgreSQL, telemetry inserted
+    between the collection and the device's DELETE broke the foreign key: a 500."""
+    with transaction.atomic():
+        list(Device.objects.select_for_update().filter(pk=device.pk).values_list("pk"))
+        device.delete()
 
 
 def alert_rule_save(*, project: Project, user: Any, values: dict[str, Any],
