@@ -100,3 +100,20 @@ def pytest_report_header(config: pytest.Config) -> str:
         return (f"database: PostgreSQL, a throw-away cluster on 127.0.0.1:{port} "
                 "(SAMPAN_TEST_DB=sqlite for SQLite)")
     return "database: SQLite (SAMPAN_TEST_DB=sqlite; unset for PostgreSQL)"
+
+
+def run_on_postgresql(test_file: str, test_name: str) -> None:
+    """Run test ``test_name`` of ``test_file`` (its ``__file__``) in a pytest process on
+    PostgreSQL, and fail unless it passed: the race tests that need real concurrent transactions
+    call it when the session's database is SQLite."""
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{Path(test_file).resolve().relative_to(repo)}::{test_name}"],
+        cwd=repo, env={**os.environ, "SAMPAN_TEST_DB": "postgres"}, capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout, result.stdout[-2000:]

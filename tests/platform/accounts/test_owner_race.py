@@ -10,11 +10,7 @@ there the test runs itself again in a pytest process on PostgreSQL.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,14 +20,14 @@ from sampan.accounts import services
 from sampan.accounts.models import Membership, Role
 from sampan.accounts.services import membership_set, project_create
 from sampan.core.errors import Conflict
+from tests.database import run_on_postgresql
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_two_owners_demoting_each_other_at_once_leave_one_owner(monkeypatch) -> None:
     if connection.vendor != "postgresql":
-        _run_on_postgresql("test_two_owners_demoting_each_other_at_once_leave_one_owner")
+        run_on_postgresql(__file__, "test_two_owners_demoting_each_other_at_once_leave_one_owner")
         return
     check = services._ensure_other_owner
 
@@ -76,11 +72,3 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(monkeypatch) -> 
     assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
 
 
-def _run_on_postgresql(test_name: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"{Path(__file__).relative_to(REPO)}::{test_name}"],
-        cwd=REPO, env={**os.environ, "SAMPAN_TEST_DB": "postgres"}, capture_output=True,
-        text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "1 passed" in result.stdout, result.stdout[-2000:]

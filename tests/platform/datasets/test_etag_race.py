@@ -9,11 +9,7 @@ Under ``SAMPAN_TEST_DB=sqlite`` the test runs itself again in a pytest process o
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,14 +20,14 @@ from sampan.datasets import services
 from sampan.datasets.etags import annotations_etag
 from sampan.datasets.models import Annotation, AnnotationKind, Sample
 from sampan.datasets.services import dataset_create, sample_boxes_set
+from tests.database import run_on_postgresql
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_two_saves_from_one_copy_at_once_write_one(monkeypatch: Any, make_user: Any) -> None:
     if connection.vendor != "postgresql":
-        _run_on_postgresql("test_two_saves_from_one_copy_at_once_write_one")
+        run_on_postgresql(__file__, "test_two_saves_from_one_copy_at_once_write_one")
         return
     check = services.check_if_match
     checked = threading.Condition()
@@ -82,11 +78,3 @@ def test_two_saves_from_one_copy_at_once_write_one(monkeypatch: Any, make_user: 
     assert stored == [saved.removeprefix("saved ")]
 
 
-def _run_on_postgresql(test_name: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"{Path(__file__).relative_to(REPO)}::{test_name}"],
-        cwd=REPO, env={**os.environ, "SAMPAN_TEST_DB": "postgres"}, capture_output=True,
-        text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "1 passed" in result.stdout, result.stdout[-2000:]

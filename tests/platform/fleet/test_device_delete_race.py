@@ -11,12 +11,8 @@ again in a pytest process on PostgreSQL.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,19 +22,11 @@ from django.utils import timezone
 
 from sampan.fleet.models import Deployment, Device, Telemetry
 from sampan.fleet.services import device_delete
+from tests.database import run_on_postgresql
 
 
-REPO = Path(__file__).resolve().parents[3]
 
 
-def _run_on_postgresql(test_name: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"{Path(__file__).relative_to(REPO)}::{test_name}"],
-        cwd=REPO, env={**os.environ, "SAMPAN_TEST_DB": "postgres"}, capture_output=True,
-        text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "1 passed" in result.stdout, result.stdout[-2000:]
 
 
 def _waiting_on_a_lock() -> int:
@@ -52,7 +40,8 @@ def _waiting_on_a_lock() -> int:
 def test_a_device_deleted_while_its_heartbeat_is_written_goes_with_it(
         project: Any, model_version: Any) -> None:
     if connection.vendor != "postgresql":
-        _run_on_postgresql("test_a_device_deleted_while_its_heartbeat_is_written_goes_with_it")
+        run_on_postgresql(__file__,
+                          "test_a_device_deleted_while_its_heartbeat_is_written_goes_with_it")
         return
     device = Device.objects.create(project=project, name="door", credential_sha256="e" * 64)
     # a deployment of the device: Django deletes it after the device's telemetry and before

@@ -172,13 +172,14 @@ def install(top: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProces
                                "SAMPAN_AGENT_PREFIX": str(tmp_path / "prefix"), **env})
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="the bundle is for x86_64")
 def test_install_sh_refuses_unlisted_tampered_or_foreign_bundles_before_installing(
         setup: dict[str, Any], tmp_path: Path) -> None:
     """Each refusal comes before the virtual environment is made (the prefix stays absent),
     with CDPATH exported (it once made the bundle's folder two lines)."""
-    fake_wheelhouse(setup["root"])
-    top = unpacked(setup, tmp_path)
+    mine = offline.this_machine()[0]
+    other = next(target for target in offline.TARGETS if target != mine)
+    fake_wheelhouse(setup["root"], mine)
+    top = unpacked(setup, tmp_path, target=mine)
     (top / "wheels" / "sampan-9.9.9-py3-none-any.whl").write_bytes(b"not ours")
     refused = install(top, tmp_path, CDPATH=str(tmp_path))
     assert refused.returncode != 0
@@ -189,10 +190,11 @@ def test_install_sh_refuses_unlisted_tampered_or_foreign_bundles_before_installi
     assert "model/model.onnx: checksum mismatch" in refused.stderr
     assert not (tmp_path / "prefix").exists()
 
-    fake_wheelhouse(setup["root"], "linux-aarch64", "3.11")
-    arm = unpacked(setup, tmp_path / "arm", target="linux-aarch64")
-    refused = install(arm, tmp_path)
-    assert "this bundle is for linux-aarch64; this machine is Linux x86_64" in refused.stderr
+    fake_wheelhouse(setup["root"], other, "3.11")
+    foreign = unpacked(setup, tmp_path / "foreign", target=other)
+    refused = install(foreign, tmp_path)
+    assert f"this bundle is for {other}; this machine is Linux {platform.machine()}" in \
+        refused.stderr
     assert not (tmp_path / "prefix").exists()
 
 
