@@ -222,3 +222,73 @@ def test_an_api_key_guards_predict_and_metrics_but_not_health(keyed, png) -> Non
     assert requests.get(f"{base}/metrics", headers={"X-API-Key": KEY},
                         timeout=5).status_code == 200
     assert requests.get(f"{base}/healthz", timeout=5).json()["status"] == "ok"
+
+
+def test_pipelined_keep_alive_and_http_1_0(served) -> None:
+    """Two requests in one write are answered in order on the same connection; an HTTP/1.0
+    request without keep-alive is answered with ``Connection: close`` and the socket closed."""
+    _, base = served
+    answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    first, second = answer.split(b"HTTP/1.1 ")[1:]
+    assert first.startswith(b"200 OK") and b'"no_model"' in first
+    assert second.startswith(b"404") and b"no such path /nope" in second
+    assert b"Connection: close" in second
+    answer = _raw(base, b"GET /healthz HTTP/1.0\r\n\r\n", wait_s=3.0)
+    assert answer.startswith(b"HTTP/1.1 200") and b"Connection: close" in answer
+
+
+def test_expect_100_continue_is_answered_before_the_body(served, png, package_factory) -> None:
+    """curl sends ``Expect: 100-continue`` for bodies over 1 MiB and waits for the interim
+    answer (a second, when none comes) before it sends the body."""
+    import socket
+    from urllib.parse import urlsplit
+
+    agent, base = served
+    _with_model(agent, package_factory)
+    image = png((0, 250, 0))
+    url = urlsplit(base)
+    with socket.create_connection((url.hostname, url.port), timeout=5) as conn:
+        conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                     + f"Content-Length: {len(image)}\r\nConnection: close\r\n\r\n".encode())
+        assert conn.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        conn.sendall(image)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["predictions"][0]["label"] == "green"
+
+
+@pytest.mark.parametrize("request_bytes, status, words", [
+    (b"GARBAGE\r\n\r\n", b"400", b"malformed HTTP request"),
+    # request smuggling: both lengths (RFC 9112, section 6.3)
+    (b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"400", b"Transfer-Encoding"),
+    (b"GET /v1/predict HTTP/1.1\r\nHost: x\r\n\r\n", b"405", b"answers POST only"),
+    (b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"405",
+     b"answers GET only"),
+])
+def test_malformed_and_misdirected_requests(served, request_bytes, status, words) -> None:
+    _, base = served
+    answer = _raw(base, request_bytes, wait_s=3.0)
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+    assert words in answer
+    if status == b"405":
+        assert b"\r\nAllow: " in answer
+
+
+def test_oversized_headers_are_refused_and_an_upgrade_is_not_taken(
+        served, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header block past MAX_HEADER_BYTES is a 431 (never read on without end); a request
+    asking for ``Upgrade`` is answered as HTTP/1.1 and its connection closed."""
+    import edge_agent.server as server
+
+    _, base = served
+    monkeypatch.setattr(server, "MAX_HEADER_BYTES", 1000)
+    huge = b"".join(f"X-Filler-{i}: {'v' * 200}\r\n".encode() for i in range(2500))  # ~540 KB
+    answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + huge + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                        b"Upgrade: h2c\r\n\r\nPRI * HTTP/2.0\r\n", wait_s=3.0)
+    assert answer.startswith(b"HTTP/1.1 200") and answer.count(b"HTTP/1.1") == 1
