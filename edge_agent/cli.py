@@ -173,8 +173,27 @@ def _platform_loop(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Serve the local HTTP API and converge on the desired state until SIGTERM or SIGINT; a
-    standalone home (offline install: no ``server_url``) only serves, with no network at all."""
+    """Serve the local HTTP API and converge on the desired state until SIGTERM or SIGINT (and
+    SIGBREAK on Windows: Ctrl+Break, how service wrappers such as WinSW stop a console
+    program); a standalone home (offline install: no ``server_url``) only serves, with no
+    network at all."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), on_signal)
+    return serve(args, stop)
+
+
+def serve(args: argparse.Namespace, stop: threading.Event) -> int:
+    """``sampan-agent run``'s work until ``stop`` is set (from a signal handler, or from a
+    service host's stop callback on another thread: a Windows service's ``SvcStop``); returns
+    the exit status (0 after a clean stop, 1 when the home or the address is unusable). ``args``
+    as :func:`build_parser` makes them for ``run``."""
     home = AgentHome(args.home)
     try:
         config = home.load_config()
@@ -208,7 +227,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
         return 1
-    stop = threading.Event()
     loop: threading.Thread | None = None
     close: Callable[[], None] | None = None
     if is_standalone(config):
@@ -220,14 +238,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         loop = threading.Thread(target=converger.run, args=(stop,), name="converge",
                                 daemon=True)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("signal %d: stopping", signum)
-        stop.set()
-        # shutdown() waits for serve_forever() to return, so it must not run on its thread.
-        threading.Thread(target=server.shutdown, daemon=True).start()
+    def stop_serving() -> None:
+        stop.wait()
+        server.shutdown()  # waits for serve_forever() to return: never on its own thread
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    threading.Thread(target=stop_serving, name="stop", daemon=True).start()
     if loop is not None:
         loop.start()
     host, port = server.server_address[:2]

@@ -292,3 +292,48 @@ def test_oversized_headers_are_refused_and_an_upgrade_is_not_taken(
     answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
                         b"Upgrade: h2c\r\n\r\nPRI * HTTP/2.0\r\n", wait_s=3.0)
     assert answer.startswith(b"HTTP/1.1 200") and answer.count(b"HTTP/1.1") == 1
+
+
+def test_serve_answers_until_its_stop_event_is_set(tmp_path: Path, signing_key) -> None:
+    """The entry point for a service host (a Windows service's SvcStop runs on another thread
+    and sets the event; signals set it under ``sampan-agent run``): ``serve`` answers until the
+    event is set, then returns 0 and frees its port."""
+    import socket
+
+    from edge_agent.cli import build_parser, serve
+
+    home = AgentHome(tmp_path / "agent")
+    home.ensure()
+    home.save_config(AgentConfig(server_url="", device_id="d", credential="",
+                                 signing_public_key=signing_key.public_b64, name="d",
+                                 trusted_signing_keys=[signing_key.public_b64]))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = build_parser().parse_args(["run", "--home", str(home.root), "--port", str(port)])
+    stop = threading.Event()
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(serve(args, stop)))
+    thread.start()
+
+    def health() -> bool:
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).ok
+        except requests.ConnectionError:
+            return False
+
+    try:
+        wait_until(health, timeout_s=20, interval_s=0.05, what="the agent to answer")
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive() and result == [0]
+    with socket.socket() as again:  # the listening socket is closed
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))
+        again.listen()
+        with socket.socket() as client:
+            client.settimeout(2)
+            client.connect(("127.0.0.1", port))
+            conn, _ = again.accept()  # ours, not the agent's
+            conn.close()
