@@ -66,6 +66,9 @@ ENTRY_TTL_S = 30.0
 REDIS_DOWN_TTL_S = 5.0
 #: a change is read at most this often (a fleet-wide deployment changes thousands of rows)
 MIN_REFRESH_S = 1.0
+#: a snapshot is read this many rows at a time, pausing between chunks (:class:`_Pace`)
+PACE_CHUNK_ROWS = 500
+PACE_MAX_PAUSE_S = 0.05
 #: devices cached at most (those past it are answered by Django)
 MAX_ENTRIES = 100_000
 #: heartbeats waiting to be written at most; past it the oldest are dropped (logged)
@@ -289,7 +292,8 @@ def snapshot() -> dict[str, Entry]:
         int=0)}).replace(str(uuid.UUID(int=0)), "{}")
     artifact_path = reverse("device:model-version-artifact", kwargs={"version_id": uuid.UUID(
         int=0)}).replace(str(uuid.UUID(int=0)), "{}")
-    for device_id, deployment_id, version_id, sha256, size, state, error in (
+    pace = _Pace()
+    for device_id, deployment_id, version_id, sha256, size, state, error in pace.rows(
             Deployment.objects.exclude(state=DeploymentState.SUPERSEDED)
             .values_list("device_id", "pk", "model_version_id", "model_version__model_sha256",
                          "model_version__model_size", "state", "error")):
@@ -300,7 +304,7 @@ def snapshot() -> dict[str, Entry]:
             "sha256": sha256, "size": size, "version": version_id}
         states[device_id] = (str(deployment_id), state, error)
     entries = {}
-    for digest, device_id, project_id, current, runtime in (
+    for digest, device_id, project_id, current, runtime in pace.rows(
             Device.objects.order_by("pk").values_list(
                 "credential_sha256", "pk", "project_id", "current_model_version_id", "runtime")
             [:MAX_ENTRIES]):
@@ -311,6 +315,27 @@ def snapshot() -> dict[str, Entry]:
                                 runtime if isinstance(runtime, dict) else {},
                                 states.get(device_id))
     return entries
+
+
+class _Pace:
+    """Rows of a query in chunks, the reading thread pausing after each chunk as long as the
+    chunk took (at most :data:`PACE_MAX_PAUSE_S`): the event loop answering heartbeats in the
+    same process then holds the interpreter at least half of the time while a snapshot is read,
+    instead of sharing it in 5 ms turns. Measured on 2 cores, 10,000 devices at 1,000
+    heartbeats/s: a refresh every 30 s put the p99 at 282 ms (17 ms in a window without one)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def rows(self, query: Any) -> Any:
+        for index, row in enumerate(query.iterator(chunk_size=PACE_CHUNK_ROWS), 1):
+            yield row
+            if index % PACE_CHUNK_ROWS == 0:
+                self.pause()
+
+    def pause(self) -> None:
+        time.sleep(min(time.monotonic() - self.started, PACE_MAX_PAUSE_S))
+        self.started = time.monotonic()
 
 
 def _trusted_keys() -> list[dict[str, str]]:

@@ -197,3 +197,27 @@ def test_a_rollback_that_withdraws_a_deployment_tells_the_fast_path(
         assert rollouts_advance() == {"rolled_back": 1}
     assert fastpath.snapshot()[b.credential_sha256].desired is None  # the snapshot is stale
     assert fastpath.fleet_changed in callbacks
+
+
+def test_a_snapshot_read_in_chunks_pauses_between_them_and_misses_no_device(
+        enrolled: Any, model_version: Any, owner_api: Any, project: Any,
+        monkeypatch: Any) -> None:
+    """The snapshot of 10,000 devices, read in one go every 30 s, held the interpreter from the
+    event loop answering heartbeats: p99 282 ms at 1,000/s (17 ms without a refresh). It is
+    read in chunks with a pause after each; every device and deployment is still in it."""
+    monkeypatch.setattr(fastpath, "PACE_CHUNK_ROWS", 2)
+    devices = [enrolled(f"paced-{i}")[0] for i in range(5)]
+    version = model_version()
+    created = owner_api.post(f"/api/v1/projects/{project.pk}/deployments/",
+                             {"device_ids": [str(d.pk) for d in devices[:3]],
+                              "model_version_id": str(version.pk)}, format="json")
+    assert created.status_code == 201, created.content
+    pauses: list[float] = []
+    monkeypatch.setattr(fastpath.time, "sleep", pauses.append)  # time.sleep, for this call
+    entries = fastpath.snapshot()
+    monkeypatch.undo()
+    assert {entries[d.credential_sha256].device_id for d in devices} == {d.pk for d in devices}
+    assert [entries[d.credential_sha256].desired is not None for d in devices] == [
+        True, True, True, False, False]
+    assert len(pauses) == 1 + 2  # 3 deployments, 5 devices: one pause per full chunk of 2
+    assert all(0 <= pause <= fastpath.PACE_MAX_PAUSE_S for pause in pauses)
