@@ -5,7 +5,8 @@
 takes up the requests the web process left: enroll with the request's token into that
 project's folder (``--force``: a device of this machine and name keeps its id), start the agent
 on a free port as a process of the stack (the :class:`~sampan.devstack.supervise.Supervisor`
-restarts it if it dies), remove the request. What the web process reads back
+restarts it if it dies), remove the request; a ``requests/<project id>.retire`` (its device
+was deleted) stops that agent and removes its home. What the web process reads back
 (:func:`sampan.fleet.local.local_device_status`): ``run/<project id>.pid`` while the agent runs,
 ``requests/<project id>.error`` with the reason when enrolling or starting failed. A failure is
 reported and make run goes on: one agent never stops the others or the platform.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +69,8 @@ class LocalAgents:
     def check(self) -> None:
         """Take up every request waiting in ``root/requests`` (see the module's docstring)."""
         requests_dir = self.root / "requests"
+        for path in sorted(requests_dir.glob("*.retire")) if requests_dir.is_dir() else ():
+            self._retire(path)
         for path in sorted(requests_dir.glob("*.json")) if requests_dir.is_dir() else ():
             project_id = path.stem
             if not _PROJECT_ID.match(project_id):
@@ -85,6 +89,30 @@ class LocalAgents:
                 self.say(f"local agent for project {project_id} serving on {url}")
             finally:
                 path.unlink(missing_ok=True)
+
+    def _retire(self, path: Path) -> None:
+        """The device of ``path``'s project was deleted: stop its agent and remove its home,
+        when the home is still that device's (a new enrollment since keeps its agent)."""
+        project_id = path.stem
+        try:
+            if _PROJECT_ID.match(project_id):
+                home = self.root / project_id
+                device_id = path.read_text(encoding="utf-8").strip()
+                try:
+                    enrolled = json.loads((home / "agent.json").read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    enrolled = {}
+                if isinstance(enrolled, dict) and str(enrolled.get("device_id")) == device_id:
+                    self._stop(project_id)
+                    shutil.rmtree(home, ignore_errors=True)
+                    (self.root / "requests" / f"{project_id}.error").unlink(missing_ok=True)
+                    self.say(f"local agent for project {project_id} stopped: its device "
+                             "was deleted")
+        except Exception as error:  # noqa: BLE001 - reported; make run goes on
+            self._failed(project_id, f"could not stop the agent of a deleted device: "
+                                     f"{_reason(error)}")
+        finally:
+            path.unlink(missing_ok=True)
 
     def _failed(self, project_id: str, reason: str) -> None:
         errors = self.root / "requests"

@@ -5,8 +5,10 @@ Only where a supervisor of local agents runs: ``make run`` sets ``SAMPAN_LOCAL_A
 polls it (:mod:`sampan.devstack.localagents`). The web process never starts processes itself:
 it issues an enrollment token and leaves a request file, ``<dir>/requests/<project id>.json``
 (mode 0600: it holds the token); the supervisor enrolls an agent into ``<dir>/<project id>/``,
-starts it and removes the request, or writes ``<project id>.error`` with the reason. In
-production (no such directory) the console shows the commands for a device instead.
+starts it and removes the request, or writes ``<project id>.error`` with the reason. When that
+device is deleted, ``<dir>/requests/<project id>.retire`` asks the supervisor to stop the agent
+and remove its home. In production (no such directory) the console shows the commands for a
+device instead.
 """
 
 from __future__ import annotations
@@ -48,6 +50,30 @@ def request_path(root: Path, project_id: Any) -> Path:
 
 def error_path(root: Path, project_id: Any) -> Path:
     return root / "requests" / f"{project_id}.error"
+
+
+def retire_path(root: Path, project_id: Any) -> Path:
+    return root / "requests" / f"{project_id}.retire"
+
+
+def local_device_retire(*, project_id: Any, device_id: Any) -> None:
+    """After ``device_id`` was deleted: when it is the device of this machine's agent for
+    ``project_id``, leave ``<dir>/requests/<project id>.retire`` (naming the device) for the
+    supervisor, which stops that agent and removes its home; otherwise nothing. Before, the
+    agent kept running with a dead credential (401 on every heartbeat) and make run started it
+    again."""
+    root = local_agents_dir()
+    if root is None:
+        return
+    try:
+        config = json.loads((root / str(project_id) / "agent.json").read_text(encoding="utf-8"))
+        if str(uuid.UUID(str(config["device_id"]))) != str(device_id):
+            return
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    target = retire_path(root, project_id)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(f"{device_id}\n", encoding="utf-8")
 
 
 def local_device_name() -> str:

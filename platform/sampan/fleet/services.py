@@ -456,15 +456,23 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
 
 def device_delete(*, device: Device) -> None:
     """Decommission a device: its credential stops working at once; its deployments and
-    telemetry are deleted with it.
+    telemetry are deleted with it; when it was this machine's agent ("use this machine as a
+    device"), make run stops that agent and removes its home (:func:`sampan.fleet.local.
+    local_device_retire`).
 
     The device's row is locked (SELECT ... FOR UPDATE) before Django collects what refers to
     it: a heartbeat written meanwhile (the fast path's batches, every 0.2 s) waits, and then
     fails alone on the missing device. Without the lock, on PostgreSQL, telemetry inserted
     between the collection and the device's DELETE broke the foreign key: a 500."""
+    from sampan.fleet.local import local_device_retire
+
+    project_id, device_id = device.project_id, device.pk
     with transaction.atomic():
         list(Device.objects.select_for_update().filter(pk=device.pk).values_list("pk"))
         device.delete()
+        # this machine's agent for the project, if it was this device: make run stops it
+        transaction.on_commit(lambda: local_device_retire(project_id=project_id,
+                                                          device_id=device_id))
 
 
 def alert_rule_save(*, project: Project, user: Any, values: dict[str, Any],

@@ -97,3 +97,16 @@ def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -
         assert project["id"] in third.urls and other["id"] not in third.urls
         reported = client.get(f"/api/v1/projects/{other['id']}/local-device/")
         assert "the agent did not start" in (reported["error"] or ""), reported
+
+        # the device deleted in the console: the next check stops its agent and removes its
+        # home (before, it heartbeat with a dead credential and make run started it again)
+        process = stack.processes[name]
+        client.request("DELETE", f"/api/v1/projects/{project['id']}/devices/"
+                                 f"{status['device_id']}/")
+        third.check()
+        assert process.wait(timeout=20) is not None and name not in stack.processes
+        assert not (root / project["id"]).exists()
+        assert f"local agent for project {project['id']} stopped: its device was deleted" \
+            in lines
+        assert client.get(local)["state"] == "none"
+        assert not list((root / "requests").glob("*.retire"))

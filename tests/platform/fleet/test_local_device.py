@@ -96,6 +96,32 @@ def test_states_follow_the_supervisor(project_with_roles: dict[str, Any], api: A
     assert client.get(url(project)).json()["state"] == "none"
 
 
+def test_deleting_this_machines_device_asks_the_supervisor_to_retire_its_agent(
+        project_with_roles: dict[str, Any], api: Any, settings: Any, tmp_path: Path,
+        django_capture_on_commit_callbacks: Any) -> None:
+    """Only the device the local agent's home names: another device of the project leaves
+    no request; the request is written once the deletion has committed."""
+    settings.SAMPAN_LOCAL_AGENTS_DIR = str(tmp_path)
+    project = project_with_roles["project"]
+    here, other = (Device.objects.create(project=project, name=name, credential_sha256=digest)
+                   for name, digest in (("here (this machine)", "0" * 64), ("cam", "1" * 64)))
+    home = tmp_path / str(project.pk)
+    home.mkdir()
+    (home / "agent.json").write_text(json.dumps({"device_id": str(here.pk)}))
+    retire = tmp_path / "requests" / f"{project.pk}.retire"
+    client = api(project_with_roles["owner"])
+    devices = f"/api/v1/projects/{project.pk}/devices/"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.delete(f"{devices}{other.pk}/").status_code == 204
+    assert not retire.exists()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert client.delete(f"{devices}{here.pk}/").status_code == 204
+    assert not retire.exists()  # not before the commit
+    for callback in callbacks:
+        callback()
+    assert retire.read_text().strip() == str(here.pk)
+
+
 def test_a_request_nobody_takes_up_expires(project_with_roles: dict[str, Any], api: Any,
                                            settings: Any, tmp_path: Path) -> None:
     settings.SAMPAN_LOCAL_AGENTS_DIR = str(tmp_path)
