@@ -58,7 +58,9 @@ class LocalAgents:
 
     def start_existing(self) -> None:
         """Start every agent enrolled before (a folder with an ``agent.json``); one that does
-        not start is reported (``requests/<id>.error``) and skipped."""
+        not start is reported (``requests/<id>.error``) and skipped; one whose device was
+        deleted meanwhile is removed instead."""
+        self._retire_all()
         for home in sorted(self.root.iterdir()) if self.root.is_dir() else ():
             if _PROJECT_ID.match(home.name) and (home / "agent.json").is_file():
                 try:
@@ -68,9 +70,8 @@ class LocalAgents:
 
     def check(self) -> None:
         """Take up every request waiting in ``root/requests`` (see the module's docstring)."""
+        self._retire_all()
         requests_dir = self.root / "requests"
-        for path in sorted(requests_dir.glob("*.retire")) if requests_dir.is_dir() else ():
-            self._retire(path)
         for path in sorted(requests_dir.glob("*.json")) if requests_dir.is_dir() else ():
             project_id = path.stem
             if not _PROJECT_ID.match(project_id):
@@ -89,6 +90,11 @@ class LocalAgents:
                 self.say(f"local agent for project {project_id} serving on {url}")
             finally:
                 path.unlink(missing_ok=True)
+
+    def _retire_all(self) -> None:
+        requests_dir = self.root / "requests"
+        for path in sorted(requests_dir.glob("*.retire")) if requests_dir.is_dir() else ():
+            self._retire(path)
 
     def _retire(self, path: Path) -> None:
         """The device of ``path``'s project was deleted: stop its agent and remove its home,

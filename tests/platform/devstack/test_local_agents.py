@@ -110,3 +110,36 @@ def test_one_click_enrolls_and_starts_an_agent_for_the_project(tmp_path: Path) -
             in lines
         assert client.get(local)["state"] == "none"
         assert not list((root / "requests").glob("*.retire"))
+
+
+class _NoStack:
+    """A stack with no processes that fails the test if an agent is started."""
+
+    processes: dict[str, object] = {}
+
+    def start_agent(self, **kwargs: object) -> str:
+        raise AssertionError(f"an agent was started: {kwargs}")
+
+
+def test_at_start_a_home_whose_device_was_deleted_is_removed_not_started(
+        tmp_path: Path) -> None:
+    """The device deleted while make run was stopped: the next start removes that home instead
+    of starting its agent; a retire request for an older device (the home enrolled again
+    since) leaves the home alone."""
+    project_id = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    home = tmp_path / project_id
+    home.mkdir()
+    (home / "agent.json").write_text(json.dumps({"device_id": "new-device"}))
+    (tmp_path / "requests").mkdir()
+    retire = tmp_path / "requests" / f"{project_id}.retire"
+    retire.write_text("old-device\n")
+    lines: list[str] = []
+    agents = LocalAgents(_NoStack(), tmp_path, say=lines.append)  # type: ignore[arg-type]
+    agents.check()
+    assert home.exists() and not retire.exists() and lines == []
+
+    (home / "agent.json").write_text(json.dumps({"device_id": "old-device"}))
+    retire.write_text("old-device\n")
+    agents.start_existing()
+    assert not home.exists() and not retire.exists()
+    assert lines == [f"local agent for project {project_id} stopped: its device was deleted"]
