@@ -7,7 +7,7 @@ import zipfile
 from datetime import UTC, datetime
 from typing import Any
 
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
@@ -250,13 +250,27 @@ class ModelVersionOfflineBundleApi(ProjectApi):
         version's signed package and ``install.sh``, for a device that never reaches this
         server (docs/edge.md). 409 ``wheelhouse_missing`` names the command that prepares the
         wheels on this server."""
+        return self._bundle(request, project_id, version_id, build=True)
+
+    @extend_schema(exclude=True)
+    def head(self, request: Request, project_id: str, version_id: str) -> HttpResponseBase:
+        """GET's checks and headers without building a bundle not built yet (``wget
+        --spider``, ``curl -I``): its Content-Length only once built."""
+        return self._bundle(request, project_id, version_id, build=False)
+
+    def _bundle(self, request: Request, project_id: str, version_id: str, *, build: bool
+                ) -> HttpResponseBase:
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
         query = OfflineBundleQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         target, python = query.validated_data["target"], query.validated_data["python"]
-        bundle = offline.offline_bundle(version, target=target, python=python)
-        response = FileResponse(bundle, content_type="application/x-tar")
+        bundle = offline.offline_bundle(version, target=target, python=python, build=build)
+        response: HttpResponseBase
+        if bundle is None:
+            response = StreamingHttpResponse(iter(()), content_type="application/x-tar")
+        else:
+            response = FileResponse(bundle, content_type="application/x-tar")
         response["Content-Disposition"] = content_disposition(
             f"{version.model.name}-v{version.version}-offline-{target}-py{python}.tar",
             default="model")

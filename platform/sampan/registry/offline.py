@@ -397,7 +397,8 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def offline_bundle(version: ModelVersion, *, target: str, python: str) -> BinaryIO:
+def offline_bundle(version: ModelVersion, *, target: str, python: str, build: bool = True
+                   ) -> BinaryIO | None:
     """The bundle of ``version`` for ``target``/``python``, a tar file opened for reading
     (the caller closes it). Built on first use under ``<cache>/bundles`` (one build at a time
     per bundle; the others wait for it), then served from there; a rebuilt wheelhouse gets new
@@ -406,6 +407,8 @@ def offline_bundle(version: ModelVersion, *, target: str, python: str) -> Binary
     :func:`bundle_name`: ``install.sh``, ``README.txt``, ``signing-key.pub`` (the base64 public
     key that signed the manifest), ``model/manifest.json``, ``model/model.onnx``,
     ``wheels/*.whl`` and last ``SHA256SUMS`` of every other file, hashed as written.
+    ``build=False`` (a HEAD request) returns None instead of building one not built yet, after
+    the same checks.
 
     Raises ValidationFailed (target/python), Conflict (no wheelhouse for them:
     ``wheelhouse_missing``; a manifest signed by a retired key, checked at every download; a
@@ -424,7 +427,8 @@ def offline_bundle(version: ModelVersion, *, target: str, python: str) -> Binary
             os.utime(cached)  # recently served: trimmed last
             return handle
         except FileNotFoundError:
-            pass
+            if not build:
+                return None
         model_path = selectors.model_version_file(version, "model.onnx")
         _build(cached, version, house, key, {"model/manifest.json": manifest_path,
                                              "model/model.onnx": model_path})

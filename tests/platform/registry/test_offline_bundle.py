@@ -280,3 +280,24 @@ def test_the_bundle_cache_keeps_the_newest_within_its_size(
     left = sorted(p.name for p in cache.glob("*.tar"))
     assert left == sorted([f"{versions[0].pk}-linux-x86_64-py3.11-b1.tar",
                            f"{versions[2].pk}-linux-x86_64-py3.11-b2.tar"]), left
+
+
+def test_head_builds_nothing_and_says_the_size_once_built(setup: dict[str, Any], api: Any,
+                                                         monkeypatch: Any) -> None:
+    """``curl -I`` / ``wget --spider`` on a bundle not built yet answered only after building
+    the whole bundle; now HEAD checks what GET checks and builds nothing."""
+    client = api(setup["viewer"])
+    assert client.head(url(setup["project"], setup["version"])).status_code == 409  # no wheels
+    fake_wheelhouse(setup["root"])
+    built: list[Path] = []
+    real_build = offline._build
+    monkeypatch.setattr(offline, "_build", lambda cached, *a: (built.append(cached),
+                                                               real_build(cached, *a)))
+    head = client.head(url(setup["project"], setup["version"]))
+    assert head.status_code == 200 and built == []
+    assert head["Content-Type"] == "application/x-tar" and not head.has_header("Content-Length")
+    body = b"".join(client.get(url(setup["project"], setup["version"])).streaming_content)
+    assert len(built) == 1
+    head = client.head(url(setup["project"], setup["version"]))
+    assert head.status_code == 200 and int(head["Content-Length"]) == len(body)
+    assert len(built) == 1
