@@ -14,8 +14,10 @@ by httptools (llhttp, the HTTP/1.1 parser of Node.js).
   over :data:`MAX_HEADER_BYTES`; 503 when no model is loaded, or with ``Retry-After`` when
   :data:`MAX_CONNECTIONS` connections are open already.
 - ``GET /healthz`` -> ``{"status": "ok" | "no_model", "model_version_id"}`` (always 200).
-- ``GET /metrics`` -> Prometheus text format.
-- Another method on these paths: 405 with ``Allow``; another path: 404.
+- ``GET /metrics`` -> Prometheus text format. ``HEAD`` on both: GET's headers.
+- Another method on these paths: 405 with ``Allow``; another path: 404 (both before a body is
+  read); an HTTP/1.1 request without ``Host``: 400; a request not in within its deadlines
+  (below): 408; an unexpected error while predicting: 500, logged.
 
 With an API key (``sampan-agent run --api-key-file``), ``/v1/predict`` and ``/metrics`` need
 ``Authorization: Bearer <key>`` (or ``X-API-Key: <key>``): 401 with ``WWW-Authenticate: Bearer``
@@ -28,9 +30,12 @@ connection, since the rest of its body is not read. An ``Upgrade`` is not taken:
 answered and the connection closed.
 
 Bounds (one request must not take the device down): at most :data:`MAX_CONNECTIONS` connections
-are served at once (one thread each), a socket that sends nothing for :data:`READ_TIMEOUT_S` is
-closed, a body is never read past :data:`MAX_BODY_BYTES` nor a header block past
-:data:`MAX_HEADER_BYTES` (checked after each read of at most 256 KiB).
+are served at once (one thread each); a request's line and headers must arrive within
+:data:`READ_TIMEOUT_S` of its first byte, the whole request within :data:`REQUEST_TIMEOUT_S`,
+and an idle keep-alive connection is closed after :data:`READ_TIMEOUT_S` (a client dribbling a
+byte now and then cannot hold its slot); a body is never read past :data:`MAX_BODY_BYTES`, nor
+the rest of a request (line, headers, chunk framing, trailers) past :data:`MAX_HEADER_BYTES`
+(checked after each read of at most 256 KiB); ``server_close`` ends the open connections.
 
 Why httptools and not ``http.server`` (docs/decisions/edge-agent.md, "Parser"): the stdlib
 parses headers with ``email.parser`` and writes an answer in several calls; on a 2-core machine
@@ -62,7 +67,7 @@ from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ModelLoadError
 
 __all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_HEADER_BYTES", "READ_TIMEOUT_S",
-           "AgentHTTPServer", "make_server"]
+           "REQUEST_TIMEOUT_S", "AgentHTTPServer", "make_server"]
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +78,13 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 #: Connections served at once (a thread each); one more is answered 503 with Retry-After.
 MAX_CONNECTIONS = 32
-#: Seconds a socket may stay silent while a request is read (a slow or stalled client).
+#: Seconds a read may wait, and the time a request's line and headers have from its first byte,
+#: and an idle keep-alive connection is kept (nginx's client_header_timeout, Node's
+#: headersTimeout).
 READ_TIMEOUT_S = 30.0
+#: Seconds a whole request may take from its first byte (Node's requestTimeout): a 32 MiB body
+#: at 110 KB/s.
+REQUEST_TIMEOUT_S = 300.0
 _RECV_BYTES = 256 * 1024
 #: After a refusal, what the client still sends is read and dropped for at most this long and
 #: this much, so that it can read the answer (:meth:`_Handler._linger`).
@@ -148,8 +158,8 @@ def _parser_message(error: Exception) -> str:
 
 class AgentHTTPServer(socketserver.ThreadingTCPServer):
     """The listening socket and the connection threads (``serve_forever``, ``shutdown`` and
-    ``server_close`` as :class:`socketserver.TCPServer`); IPv6 when ``address``'s host has a
-    colon."""
+    ``server_close`` as :class:`socketserver.TCPServer`; ``server_close`` also ends every open
+    connection); IPv6 when ``address``'s host has a colon."""
 
     daemon_threads = True
     allow_reuse_address = True  # as http.server.HTTPServer: a restart can bind again at once
@@ -158,6 +168,9 @@ class AgentHTTPServer(socketserver.ThreadingTCPServer):
         self.agent = agent
         self.api_key = api_key
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self._closed = False
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -166,10 +179,7 @@ class AgentHTTPServer(socketserver.ThreadingTCPServer):
         """A thread for the connection while fewer than MAX_CONNECTIONS are open; else a 503
         written at once and the socket closed (no thread, no read)."""
         if not self._slots.acquire(blocking=False):
-            try:
-                request.sendall(_BUSY)
-            except OSError:
-                pass
+            _refuse_busy(request)
             self.shutdown_request(request)
             return
         try:
@@ -179,20 +189,68 @@ class AgentHTTPServer(socketserver.ThreadingTCPServer):
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            if self._closed:
+                self._slots.release()
+                self.shutdown_request(request)
+                return
+            self._open.add(request)
         try:
             super().process_request_thread(request, client_address)
         finally:
+            with self._open_lock:
+                self._open.discard(request)
             self._slots.release()
+
+    def server_close(self) -> None:
+        """Stop listening and end every open connection (a keep-alive client is not answered
+        after this returns; a prediction running finishes, its answer is not sent)."""
+        super().server_close()
+        with self._open_lock:
+            self._closed = True
+            connections = list(self._open)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _refuse_busy(connection: socket.socket) -> None:
+    """Answer 503 on the accepting thread without waiting for anything: what the client sent
+    already is read and dropped before and after the answer (at most 1 MiB, never blocking), so
+    that closing does not reset the connection before the client has read the 503."""
+    def drain() -> None:
+        for _ in range(16):
+            try:
+                if not connection.recv(65536, socket.MSG_DONTWAIT):
+                    return
+            except OSError:  # nothing more now (EAGAIN), or reset
+                return
+
+    try:
+        drain()
+        connection.sendall(_BUSY)
+        connection.shutdown(socket.SHUT_WR)
+        drain()
+    except OSError:
+        pass
 
 
 class _Handler(socketserver.BaseRequestHandler):
     """One connection: bytes from the socket into httptools, whose callbacks collect each request
     (and refuse one early by raising :class:`Refusal`); complete requests are answered in
-    order."""
+    order.
+
+    Deadlines (a client sending a byte now and then must not hold its slot): each read waits
+    at most ``timeout`` (:data:`READ_TIMEOUT_S`); a request's line and headers must arrive
+    within ``timeout`` of its first byte and the whole request within
+    :data:`REQUEST_TIMEOUT_S` (else 408 and close); a connection with no request under way
+    for ``timeout`` is closed."""
 
     server: AgentHTTPServer
     request: socket.socket
-    timeout = READ_TIMEOUT_S  # per read: a stalled client cannot pin a thread
+    timeout = READ_TIMEOUT_S
 
     def setup(self) -> None:
         self.request.settimeout(self.timeout)
@@ -200,7 +258,10 @@ class _Handler(socketserver.BaseRequestHandler):
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._parser = httptools.HttpRequestParser(self)
         self._ready: list[_Request] = []
+        self._in_message = False
+        self._idle_since = time.monotonic()
         self._on_message_begin()
+        self._in_message = False
 
     # -- httptools callbacks (called from feed_data, on this thread) --------------------------
 
@@ -209,10 +270,15 @@ class _Handler(socketserver.BaseRequestHandler):
         self._headers: dict[str, str] = {}
         self._body: list[bytes] = []
         self._body_size = 0
+        self._in_message = True
         self._in_headers = True
-        # bytes read while this request's headers were incomplete, from the read after the one
-        # in which it began (that read's share is unknown: the bound is one read larger)
-        self._header_bytes = 0
+        self._started = time.monotonic()
+        self._continue = False
+        self._upgrade_length: int | None = None
+        # bytes read while this request was incomplete, from the read after the one in which it
+        # began (that read's share is unknown: the bound is one read larger); what is not body
+        # (request line, headers, chunk framing and extensions, trailers) is bounded
+        self._fed = 0
         self._began_in_read = True
 
     on_message_begin = _on_message_begin
@@ -220,26 +286,40 @@ class _Handler(socketserver.BaseRequestHandler):
     def on_url(self, url: bytes) -> None:
         self._url.append(url)
 
-    def on_header(self, name: bytes, value: bytes) -> None:
+    def on_header(self, name: bytes, value: bytes) -> None:  # trailers too
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
         self._in_headers = False
         headers = self._headers
         path = self._path()
+        method = self._parser.get_method()
+        version = self._parser.get_http_version()
+        if version == "1.1" and "host" not in headers:
+            raise Refusal(HTTPStatus.BAD_REQUEST, "an HTTP/1.1 request needs a Host header")
         if path in _GUARDED and not self._authorized():
             raise Refusal(HTTPStatus.UNAUTHORIZED,
                           "this agent needs its API key: Authorization: Bearer <key> or "
                           "X-API-Key: <key>", [("WWW-Authenticate", "Bearer")])
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         length = headers.get("content-length")
-        if self._parser.get_method() == b"POST" and length is None and not chunked:
+        if method == b"POST" and length is None and not chunked:
             raise Refusal(HTTPStatus.LENGTH_REQUIRED,
                           "Content-Length (or Transfer-Encoding: chunked) is required")
         if length is not None and int(length) > MAX_BODY_BYTES:  # llhttp checked the digits
             raise Refusal(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
-        if headers.get("expect", "").lower() == "100-continue":
-            self.request.sendall(_CONTINUE)
+        if chunked or (length is not None and int(length) > 0):
+            # a body for nothing that takes one: refused before it is read
+            _route(path, method)
+        if self._parser.should_upgrade():
+            # llhttp stops at the headers of an Upgrade offer: its body is read by handle()
+            # (the offer is not taken: RFC 9110, section 7.8)
+            if chunked:
+                raise Refusal(HTTPStatus.BAD_REQUEST,
+                              "a chunked body with an Upgrade offer is not served")
+            self._upgrade_length = int(length or 0)
+        elif version == "1.1" and headers.get("expect", "").lower() == "100-continue":
+            self._continue = True  # sent by handle(), after the answers to earlier requests
 
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)
@@ -248,6 +328,7 @@ class _Handler(socketserver.BaseRequestHandler):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
+        self._in_message = False
         url = httptools.parse_url(b"".join(self._url))
         self._ready.append(_Request(
             self._parser.get_method(), self._path(), (url.query or b"").decode("latin-1"),
@@ -268,50 +349,104 @@ class _Handler(socketserver.BaseRequestHandler):
         bearer = self._headers.get("authorization") or ""
         if bearer[:7].lower() == "bearer ":
             given = given or bearer[7:].strip()
-        return bool(given) and hmac.compare_digest(given.encode(), key.encode())
+        # header bytes were decoded latin-1: back to the bytes sent, against the key's UTF-8
+        return bool(given) and hmac.compare_digest(given.encode("latin-1"), key.encode())
 
     # -- the connection ------------------------------------------------------------------------
 
+    def _wait_s(self) -> float:
+        """Seconds the next read may wait (<= 0: a deadline has passed)."""
+        now = time.monotonic()
+        if not self._in_message:
+            return min(self.timeout, self._idle_since + self.timeout - now)
+        deadline = self._started + REQUEST_TIMEOUT_S
+        if self._in_headers:
+            deadline = min(deadline, self._started + self.timeout)
+        return min(self.timeout, deadline - now)
+
     def handle(self) -> None:
         while True:
+            wait_s = self._wait_s()
+            if wait_s <= 0:
+                self._timed_out()
+                return
+            self.request.settimeout(wait_s)
             try:
                 data = self.request.recv(_RECV_BYTES)
-            except OSError:  # the read timeout, or a reset
+            except TimeoutError:
+                self._timed_out()
+                return
+            except OSError:  # a reset, or the server closing
                 return
             if not data:
                 return
             refusal: Refusal | None = None
-            upgrade = False
+            rest: bytes | None = None
             try:
                 self._parser.feed_data(data)
-            except httptools.HttpParserUpgrade:
-                upgrade = True
+            except httptools.HttpParserUpgrade as upgrade:
+                rest = data[upgrade.args[0]:]
             except httptools.HttpParserCallbackError as error:
                 if not isinstance(error.__context__, Refusal):
                     raise
                 refusal = error.__context__
             except httptools.HttpParserError as error:
                 refusal = Refusal(HTTPStatus.BAD_REQUEST, _parser_message(error))
-            if self._in_headers and refusal is None:
+            if self._in_message and refusal is None and rest is None:
                 if not self._began_in_read:
-                    self._header_bytes += len(data)
+                    self._fed += len(data)
                 self._began_in_read = False
-                if self._header_bytes > MAX_HEADER_BYTES:
+                if self._fed - self._body_size > MAX_HEADER_BYTES:
                     refusal = Refusal(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                                      f"request line and headers over {MAX_HEADER_BYTES} bytes")
+                                      f"request line, headers, chunk framing and trailers over "
+                                      f"{MAX_HEADER_BYTES} bytes")
             try:
+                if rest is not None:  # an Upgrade offer: its body, then the connection ends
+                    self._upgrade_body(rest)
                 while self._ready:
-                    if not self._answer(self._ready.pop(0)):
+                    if not self._answer(self._ready.pop(0), close=rest is not None):
                         return
+                    self._idle_since = time.monotonic()
                 if refusal is not None:
-                    self._send(_response(refusal.status, _error(str(refusal)), _JSON, True,
-                                         refusal.headers))
-                    self._linger()
+                    self._refuse(refusal)
                     return
+                if self._continue and self._in_message:
+                    self._continue = False
+                    self._send(_CONTINUE)
             except OSError:  # the client left while we answered
                 return
-            if upgrade:
+            if rest is not None:
                 return
+
+    def _upgrade_body(self, rest: bytes) -> None:
+        """Read the Content-Length body of the Upgrade offer llhttp stopped at (the request
+        was completed without it) and give it to that request."""
+        length = self._upgrade_length or 0
+        body = bytearray(rest[:length])
+        while len(body) < length:
+            wait_s = self._wait_s()
+            if wait_s <= 0:
+                raise TimeoutError("the body of an Upgrade offer did not arrive")
+            self.request.settimeout(wait_s)
+            chunk = self.request.recv(min(_RECV_BYTES, length - len(body)))
+            if not chunk:
+                raise ConnectionError("the client closed before its body ended")
+            body += chunk
+        if self._ready:
+            self._ready[-1].body = bytes(body)
+
+    def _timed_out(self) -> None:
+        """A deadline passed: 408 when a request was under way, then close."""
+        if self._in_message:
+            try:
+                self._send(_response(HTTPStatus.REQUEST_TIMEOUT, _error(
+                    "the request did not arrive in time"), _JSON, True))
+            except OSError:
+                pass
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self._send(_response(refusal.status, _error(str(refusal)), _JSON, True, refusal.headers))
+        self._linger()
 
     def _send(self, data: bytes) -> None:
         self.request.sendall(data)
@@ -337,29 +472,29 @@ class _Handler(socketserver.BaseRequestHandler):
         except OSError:
             return
 
-    def _answer(self, request: _Request) -> bool:
+    def _answer(self, request: _Request, close: bool = False) -> bool:
         """Answer one complete request; False when the connection is to be closed."""
-        close = not request.keep_alive
-        method = _ROUTES.get(request.path)
-        if method is None:
-            status, body, content_type = HTTPStatus.NOT_FOUND, _error(
-                f"no such path {request.path}"), _JSON
-        elif request.method != method:
-            self._send(_response(HTTPStatus.METHOD_NOT_ALLOWED, _error(
-                f"{request.path} answers {method.decode()} only"), _JSON, close,
-                [("Allow", method.decode())]))
-            return not close
-        elif request.path == "/v1/predict":
-            status, body, content_type = self._predict(request)
-        elif request.path == "/healthz":
-            status, body, content_type = HTTPStatus.OK, json.dumps(
-                self.server.agent.health()).encode(), _JSON
+        close = close or not request.keep_alive
+        head = request.method == b"HEAD"
+        try:
+            _route(request.path, b"GET" if head else request.method)
+        except Refusal as refusal:
+            status, body, content_type = refusal.status, _error(str(refusal)), _JSON
+            headers: tuple[tuple[str, str], ...] = refusal.headers
         else:
-            status, body, content_type = (HTTPStatus.OK, self.server.agent.telemetry.exposition(),
-                                          CONTENT_TYPE_LATEST)
+            headers = ()
+            if request.path == "/v1/predict":
+                status, body, content_type = self._predict(request)
+            elif request.path == "/healthz":
+                status, body, content_type = HTTPStatus.OK, json.dumps(
+                    self.server.agent.health()).encode(), _JSON
+            else:
+                status, body, content_type = (
+                    HTTPStatus.OK, self.server.agent.telemetry.exposition(), CONTENT_TYPE_LATEST)
         log.debug("%s %s %s %d", self.client_address[0], request.method.decode(), request.path,
                   status)
-        self._send(_response(status, body, content_type, close))
+        answer = _response(status, body, content_type, close, headers)
+        self._send(answer[:len(answer) - len(body)] if head else answer)
         return not close
 
     def _predict(self, request: _Request) -> tuple[HTTPStatus, bytes, str]:
@@ -387,7 +522,22 @@ class _Handler(socketserver.BaseRequestHandler):
         except ModelLoadError as error:
             log.error("prediction failed: %s", error)
             return HTTPStatus.INTERNAL_SERVER_ERROR, _error(str(error)), _JSON
+        except Exception as error:  # noqa: BLE001 - answered 500 and logged, never a silent drop
+            log.exception("prediction failed unexpectedly")
+            return (HTTPStatus.INTERNAL_SERVER_ERROR,
+                    _error(f"prediction failed: {type(error).__name__}: {error}"), _JSON)
         return HTTPStatus.OK, json.dumps(answer).encode(), _JSON
+
+
+def _route(path: str, method: bytes) -> None:
+    """Raise Refusal 404 for an unknown path, 405 (with ``Allow``) for another method."""
+    allowed = _ROUTES.get(path)
+    if allowed is None:
+        raise Refusal(HTTPStatus.NOT_FOUND, f"no such path {path}")
+    if method != allowed:
+        names = f"{allowed.decode()}, HEAD" if allowed == b"GET" else allowed.decode()
+        raise Refusal(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} answers {allowed.decode()} only",
+                      [("Allow", names)])
 
 
 def _error(message: str) -> bytes:

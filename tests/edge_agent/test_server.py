@@ -268,6 +268,10 @@ def test_expect_100_continue_is_answered_before_the_body(served, png, package_fa
     (b"GET /v1/predict HTTP/1.1\r\nHost: x\r\n\r\n", b"405", b"answers POST only"),
     (b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"405",
      b"answers GET only"),
+    (b"GET /healthz HTTP/1.1\r\n\r\n", b"400", b"needs a Host header"),  # RFC 9112, 3.2
+    # a body for a path that takes none: refused before it is read
+    (b"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 30000000\r\n\r\n", b"404",
+     b"no such path /nope"),
 ])
 def test_malformed_and_misdirected_requests(served, request_bytes, status, words) -> None:
     _, base = served
@@ -337,3 +341,11 @@ def test_serve_answers_until_its_stop_event_is_set(tmp_path: Path, signing_key) 
             client.connect(("127.0.0.1", port))
             conn, _ = again.accept()  # ours, not the agent's
             conn.close()
+
+
+def test_head_answers_the_headers_of_get(served) -> None:
+    _, base = served
+    head = requests.head(f"{base}/healthz", timeout=5)
+    get = requests.get(f"{base}/healthz", timeout=5)
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
