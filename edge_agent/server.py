@@ -310,7 +310,7 @@ class _Handler(socketserver.BaseRequestHandler):
             raise Refusal(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
         if chunked or (length is not None and int(length) > 0):
             # a body for nothing that takes one: refused before it is read
-            _route(path, method)
+            _route(path, b"GET" if method == b"HEAD" else method)
         if self._parser.should_upgrade():
             # llhttp stops at the headers of an Upgrade offer: its body is read by handle()
             # (the offer is not taken: RFC 9110, section 7.8)
@@ -396,17 +396,24 @@ class _Handler(socketserver.BaseRequestHandler):
                 if not self._began_in_read:
                     self._fed += len(data)
                 self._began_in_read = False
-                if self._fed - self._body_size > MAX_HEADER_BYTES:
-                    refusal = Refusal(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                                      f"request line, headers, chunk framing and trailers over "
-                                      f"{MAX_HEADER_BYTES} bytes")
+                # chunk framing may be as large as the body (~7 bytes a chunk: chunks of 8+ bytes)
+                if self._fed - 2 * self._body_size > MAX_HEADER_BYTES:
+                    refusal = Refusal(
+                        HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE if self._in_headers
+                        else HTTPStatus.BAD_REQUEST,
+                        f"request line, headers, chunk framing and trailers over "
+                        f"{MAX_HEADER_BYTES} bytes (plus as much framing as body)")
             try:
                 if rest is not None:  # an Upgrade offer: its body, then the connection ends
                     self._upgrade_body(rest)
                 while self._ready:
-                    if not self._answer(self._ready.pop(0), close=rest is not None):
+                    request = self._ready.pop(0)
+                    # an Upgrade offer is the last request llhttp completed: closed after it
+                    if not self._answer(request, close=rest is not None and not self._ready):
                         return
                     self._idle_since = time.monotonic()
+                    if self._in_message:  # a pipelined request's clock starts once it is read
+                        self._started = self._idle_since
                 if refusal is not None:
                     self._refuse(refusal)
                     return
@@ -449,6 +456,7 @@ class _Handler(socketserver.BaseRequestHandler):
         self._linger()
 
     def _send(self, data: bytes) -> None:
+        self.request.settimeout(self.timeout)  # not what the last read's deadline left
         self.request.sendall(data)
 
     def _linger(self) -> None:
@@ -483,14 +491,20 @@ class _Handler(socketserver.BaseRequestHandler):
             headers: tuple[tuple[str, str], ...] = refusal.headers
         else:
             headers = ()
-            if request.path == "/v1/predict":
-                status, body, content_type = self._predict(request)
-            elif request.path == "/healthz":
-                status, body, content_type = HTTPStatus.OK, json.dumps(
-                    self.server.agent.health()).encode(), _JSON
-            else:
-                status, body, content_type = (
-                    HTTPStatus.OK, self.server.agent.telemetry.exposition(), CONTENT_TYPE_LATEST)
+            try:
+                if request.path == "/v1/predict":
+                    status, body, content_type = self._predict(request)
+                elif request.path == "/healthz":
+                    status, body, content_type = HTTPStatus.OK, json.dumps(
+                        self.server.agent.health()).encode(), _JSON
+                else:
+                    status, body, content_type = (HTTPStatus.OK,
+                                                  self.server.agent.telemetry.exposition(),
+                                                  CONTENT_TYPE_LATEST)
+            except Exception as error:  # noqa: BLE001 - a logged 500, never a silent drop
+                log.exception("%s failed", request.path)
+                status, body, content_type = HTTPStatus.INTERNAL_SERVER_ERROR, _error(
+                    f"{request.path} failed: {type(error).__name__}: {error}"), _JSON
         log.debug("%s %s %s %d", self.client_address[0], request.method.decode(), request.path,
                   status)
         answer = _response(status, body, content_type, close, headers)

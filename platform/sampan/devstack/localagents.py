@@ -18,6 +18,8 @@ import json
 import re
 import shutil
 import sys
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +28,21 @@ from sampan.devstack.stack import Stack, free_port
 from sampan.devstack.supervise import Supervisor
 
 _PROJECT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+#: a retire request that names no device is read again for this long before it is dropped
+RETIRE_GRACE_S = 10.0
 #: the seconds an enrollment or an agent's start may take (make run's loop waits for them)
 STEP_TIMEOUT_S = 30.0
 
 
 def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _uuid(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value).strip())
+    except ValueError:
+        return None
 
 
 def _reason(error: BaseException) -> str:
@@ -100,15 +111,20 @@ class LocalAgents:
         """The device of ``path``'s project was deleted: stop its agent and remove its home,
         when the home is still that device's (a new enrollment since keeps its agent)."""
         project_id = path.stem
+        keep = False
         try:
             if _PROJECT_ID.match(project_id):
                 home = self.root / project_id
-                device_id = path.read_text(encoding="utf-8").strip()
+                device_id = _uuid(path.read_text(encoding="utf-8"))
+                if device_id is None and time.time() - path.stat().st_mtime < RETIRE_GRACE_S:
+                    keep = True  # being written? read it again at the next check
+                    return
                 try:
                     enrolled = json.loads((home / "agent.json").read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     enrolled = {}
-                if isinstance(enrolled, dict) and str(enrolled.get("device_id")) == device_id:
+                if device_id is not None and isinstance(enrolled, dict) \
+                        and _uuid(enrolled.get("device_id")) == device_id:
                     self._stop(project_id)
                     shutil.rmtree(home, ignore_errors=True)
                     (self.root / "requests" / f"{project_id}.error").unlink(missing_ok=True)
@@ -118,7 +134,11 @@ class LocalAgents:
             self._failed(project_id, f"could not stop the agent of a deleted device: "
                                      f"{_reason(error)}")
         finally:
-            path.unlink(missing_ok=True)
+            try:
+                if not keep:
+                    path.unlink(missing_ok=True)
+            except OSError as error:  # make run goes on
+                self.say(f"could not remove {path}: {error}")
 
     def _failed(self, project_id: str, reason: str) -> None:
         errors = self.root / "requests"

@@ -14,6 +14,7 @@ device instead.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import tempfile
@@ -29,6 +30,8 @@ from sampan.accounts.models import Project
 from sampan.core.errors import Conflict
 from sampan.fleet.models import Device
 from sampan.fleet.services import enrollment_token_create
+
+log = logging.getLogger(__name__)
 
 #: how long the token of a request stays usable (the supervisor polls every 0.5 s)
 REQUEST_TOKEN_TTL = timedelta(minutes=10)
@@ -73,7 +76,15 @@ def local_device_retire(*, project_id: Any, device_id: Any) -> None:
         return
     target = retire_path(root, project_id)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(f"{device_id}\n", encoding="utf-8")
+    # whole or not at all: the supervisor polls and deletes what it has read
+    fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"{device_id}\n")
+        os.replace(temp, target)
+    except OSError:
+        Path(temp).unlink(missing_ok=True)
+        log.exception("could not ask make run to stop the agent of deleted device %s", device_id)
 
 
 def local_device_name() -> str:

@@ -421,14 +421,18 @@ def offline_bundle(version: ModelVersion, *, target: str, python: str, build: bo
     cache.mkdir(parents=True, exist_ok=True)
     stem = f"{version.pk}-{house.name}"
     cached = cache / f"{stem}-{house.build_id}.tar"
+    if not build:  # never waits for a build under way
+        try:
+            return cached.open("rb")
+        except FileNotFoundError:
+            return None
     with _locked(cache / f".tmp-{stem}.lock"):
         try:
             handle = cached.open("rb")
             os.utime(cached)  # recently served: trimmed last
             return handle
         except FileNotFoundError:
-            if not build:
-                return None
+            pass
         model_path = selectors.model_version_file(version, "model.onnx")
         _build(cached, version, house, key, {"model/manifest.json": manifest_path,
                                              "model/model.onnx": model_path})

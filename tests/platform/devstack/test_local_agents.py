@@ -127,19 +127,20 @@ def test_at_start_a_home_whose_device_was_deleted_is_removed_not_started(
     of starting its agent; a retire request for an older device (the home enrolled again
     since) leaves the home alone."""
     project_id = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    old, new = "1" * 8 + "-0000-4000-8000-" + "0" * 12, "2" * 8 + "-0000-4000-8000-" + "0" * 12
     home = tmp_path / project_id
     home.mkdir()
-    (home / "agent.json").write_text(json.dumps({"device_id": "new-device"}))
+    (home / "agent.json").write_text(json.dumps({"device_id": new}))
     (tmp_path / "requests").mkdir()
     retire = tmp_path / "requests" / f"{project_id}.retire"
-    retire.write_text("old-device\n")
+    retire.write_text(f"{old}\n")
     lines: list[str] = []
     agents = LocalAgents(_NoStack(), tmp_path, say=lines.append)  # type: ignore[arg-type]
     agents.check()
     assert home.exists() and not retire.exists() and lines == []
 
-    (home / "agent.json").write_text(json.dumps({"device_id": "old-device"}))
-    retire.write_text("old-device\n")
+    (home / "agent.json").write_text(json.dumps({"device_id": old}))
+    retire.write_text(f"{old}\n")
     agents.start_existing()
     assert not home.exists() and not retire.exists()
     assert lines == [f"local agent for project {project_id} stopped: its device was deleted"]

@@ -3,6 +3,7 @@ build (those are in tests/e2e/test_offline_bundle.py), and the bundle's layout."
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -11,6 +12,8 @@ import platform
 import subprocess
 import sys
 import tarfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -301,3 +304,24 @@ def test_head_builds_nothing_and_says_the_size_once_built(setup: dict[str, Any],
     head = client.head(url(setup["project"], setup["version"]))
     assert head.status_code == 200 and int(head["Content-Length"]) == len(body)
     assert len(built) == 1
+
+
+def test_head_does_not_wait_for_a_build_under_way(setup: dict[str, Any], api: Any) -> None:
+    """HEAD took the build lock, so it waited for a whole build (minutes for a real
+    wheelhouse) although it builds nothing (found by review)."""
+    fake_wheelhouse(setup["root"])
+    client = api(setup["viewer"])
+    cache = offline.storage.cache_root() / "bundles"
+    cache.mkdir(parents=True, exist_ok=True)
+    house = offline.wheelhouse_get("linux-x86_64", "3.11")
+    lock = cache / f".tmp-{setup['version'].pk}-{house.name}.lock"
+    with lock.open("a") as handle:  # a GET building this bundle (another worker)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        release = threading.Timer(2.0, lambda: fcntl.flock(handle, fcntl.LOCK_UN))
+        release.start()  # so that a HEAD that waits for it fails instead of hanging
+        started = time.monotonic()
+        head = client.head(url(setup["project"], setup["version"]))
+        took = time.monotonic() - started
+        release.join()
+    assert head.status_code == 200
+    assert took < 1.0, f"HEAD answered after {took:.1f} s: it waited for the build's lock"
