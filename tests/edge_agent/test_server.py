@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -79,21 +81,43 @@ def test_bad_requests_name_the_problem(served, png, tmp_path, package_factory) -
     assert requests.post(f"{base}/nope", data=b"x", timeout=5).status_code == 404
 
 
+def read_until_closed(conn: socket.socket, wait_s: float) -> bytes:
+    """What the server sends until it closes the connection (or resets it), or until nothing
+    came for ``wait_s``."""
+    conn.settimeout(wait_s)
+    answer = b""
+    try:
+        while chunk := conn.recv(65536):
+            answer += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    return answer
+
+
 def _raw(base: str, request: bytes, *, wait_s: float = 5.0) -> bytes:
     """Send raw bytes to the server and read until it closes the connection (or ``wait_s``)."""
-    import socket
     from urllib.parse import urlsplit
 
     url = urlsplit(base)
     with socket.create_connection((url.hostname, url.port), timeout=wait_s) as conn:
         conn.sendall(request)
-        answer = b""
-        try:
-            while chunk := conn.recv(65536):
-                answer += chunk
-        except TimeoutError:
-            pass
-    return answer
+        return read_until_closed(conn, wait_s)
+
+
+def standalone_run_args(tmp_path: Path, signing_key) -> tuple[Any, int]:
+    """``sampan-agent run``'s arguments for a standalone home (no platform, no model) on a
+    free port, and that port."""
+    from edge_agent.cli import build_parser
+
+    home = AgentHome(tmp_path / "agent")
+    home.ensure()
+    home.save_config(AgentConfig(server_url="", device_id="d", credential="",
+                                 signing_public_key=signing_key.public_b64, name="d",
+                                 trusted_signing_keys=[signing_key.public_b64]))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return build_parser().parse_args(["run", "--home", str(home.root), "--port", str(port)]), port
 
 
 def _with_model(agent, package_factory) -> None:
@@ -302,19 +326,9 @@ def test_serve_answers_until_its_stop_event_is_set(tmp_path: Path, signing_key) 
     """The entry point for a service host (a Windows service's SvcStop runs on another thread
     and sets the event; signals set it under ``sampan-agent run``): ``serve`` answers until the
     event is set, then returns 0 and frees its port."""
-    import socket
+    from edge_agent.cli import serve
 
-    from edge_agent.cli import build_parser, serve
-
-    home = AgentHome(tmp_path / "agent")
-    home.ensure()
-    home.save_config(AgentConfig(server_url="", device_id="d", credential="",
-                                 signing_public_key=signing_key.public_b64, name="d",
-                                 trusted_signing_keys=[signing_key.public_b64]))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    args = build_parser().parse_args(["run", "--home", str(home.root), "--port", str(port)])
+    args, port = standalone_run_args(tmp_path, signing_key)
     stop = threading.Event()
     result: list[int] = []
     thread = threading.Thread(target=lambda: result.append(serve(args, stop)))

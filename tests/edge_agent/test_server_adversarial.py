@@ -11,9 +11,10 @@ import time
 import pytest
 
 import edge_agent.server as server
-from edge_agent.home import AgentConfig, AgentHome
 from edge_agent.server import make_server
-from tests.edge_agent.test_server import _with_model, new_agent
+from sampan.devstack.stack import wait_until
+from tests.edge_agent.test_server import (_with_model, new_agent, read_until_closed,
+                                         standalone_run_args)
 
 KEY = "k" * 24
 
@@ -33,17 +34,6 @@ class Running:
         self.http.shutdown()
         self.http.server_close()  # connection threads are daemons: not joined
         self.thread.join(timeout=5)
-
-
-def _read(conn: socket.socket, wait_s: float) -> bytes:
-    conn.settimeout(wait_s)
-    answer = b""
-    try:
-        while chunk := conn.recv(65536):
-            answer += chunk
-    except (TimeoutError, ConnectionResetError):
-        pass
-    return answer
 
 
 @pytest.fixture
@@ -72,10 +62,10 @@ def test_a_client_dribbling_its_headers_loses_its_slot(agent, monkeypatch) -> No
                         conn.sendall(b"X")
                     except OSError:
                         pass
-                time.sleep(0.5)
+                time.sleep(0.5)  # the attack's pace (the stimulus, not a wait)
             with socket.create_connection(running.address, timeout=5) as other:
                 other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                answer = _read(other, 2.0)
+                answer = read_until_closed(other, 2.0)
         finally:
             for conn in slow:
                 conn.close()
@@ -99,7 +89,7 @@ def test_chunked_trailers_are_bounded_like_headers(agent, monkeypatch) -> None:
                     conn.sendall(b"a" * (256 * 1024))  # 2 MiB of one trailer value
             except OSError:
                 pass
-            answer = _read(conn, 2.0)
+            answer = read_until_closed(conn, 2.0)
     assert answer.startswith((b"HTTP/1.1 431", b"HTTP/1.1 400")), answer[:60]
 
 
@@ -115,7 +105,7 @@ def test_an_upgrade_offer_on_a_post_does_not_drop_its_body(agent, png) -> None:
             conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, "
                          b"HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAA\r\n"
                          + f"Content-Length: {len(image)}\r\n\r\n".encode() + image)
-            answer = _read(conn, 3.0)
+            answer = read_until_closed(conn, 3.0)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
 
 
@@ -134,7 +124,7 @@ def test_an_unexpected_error_in_predict_is_a_500(agent, png, error) -> None:
         with socket.create_connection(running.address, timeout=5) as conn:
             conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\n"
                          + f"Content-Length: {len(image)}\r\n\r\n".encode() + image)
-            answer = _read(conn, 3.0)
+            answer = read_until_closed(conn, 3.0)
     assert answer.startswith(b"HTTP/1.1 500"), answer[:200]
 
 
@@ -148,9 +138,8 @@ def test_100_continue_for_a_pipelined_request_follows_the_earlier_answers(agent,
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
                          b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
                          + f"Content-Length: {len(image)}\r\nConnection: close\r\n\r\n".encode())
-            time.sleep(0.3)
             conn.settimeout(2)
-            first = conn.recv(65536)
+            first = conn.recv(65536)  # the first bytes answered
     assert first.startswith(b"HTTP/1.1 200"), first[:60]
 
 
@@ -160,7 +149,7 @@ def test_an_http_1_0_expectation_is_ignored(agent) -> None:
         with socket.create_connection(running.address, timeout=5) as conn:
             conn.sendall(b"POST /v1/predict HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\n"
                          b"Content-Length: 3\r\n\r\n")
-            answer = _read(conn, 1.0)
+            answer = read_until_closed(conn, 1.0)
     assert not answer.startswith(b"HTTP/1.1 100"), answer
 
 
@@ -174,7 +163,7 @@ def test_a_utf_8_api_key_is_accepted(tmp_path, signing_key, package_factory) -> 
         with socket.create_connection(running.address, timeout=5) as conn:
             conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-Key: "
                          + key.encode() + b"\r\n\r\n")
-            answer = _read(conn, 2.0)
+            answer = read_until_closed(conn, 2.0)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:60]
 
 
@@ -184,30 +173,24 @@ def test_serve_stops_answering_once_it_returns(tmp_path, signing_key) -> None:
     stop is still answered afterwards (until it idles READ_TIMEOUT_S; for ever while it keeps
     asking). In an in-process service host (the use case of serve) the agent keeps serving
     after SvcStop returned."""
-    from edge_agent.cli import build_parser, serve
+    from edge_agent.cli import serve
 
-    home = AgentHome(tmp_path / "agent")
-    home.ensure()
-    home.save_config(AgentConfig(server_url="", device_id="d", credential="",
-                                 signing_public_key=signing_key.public_b64, name="d",
-                                 trusted_signing_keys=[signing_key.public_b64]))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    args = build_parser().parse_args(["run", "--home", str(home.root), "--port", str(port)])
+    args, port = standalone_run_args(tmp_path, signing_key)
     stop = threading.Event()
     result: list[int] = []
     thread = threading.Thread(target=lambda: result.append(serve(args, stop)), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while True:
+    connected: list[socket.socket] = []
+
+    def connect() -> bool:
         try:
-            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
-            break
+            connected.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         except OSError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    with conn:
+            return False
+        return True
+
+    wait_until(connect, timeout_s=20, interval_s=0.05, what="the agent to listen")
+    with connected[0] as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert conn.recv(1000).startswith(b"HTTP/1.1 200")
         stop.set()
@@ -217,5 +200,5 @@ def test_serve_stops_answering_once_it_returns(tmp_path, signing_key) -> None:
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         except OSError:
             return
-        after = _read(conn, 1.0)
+        after = read_until_closed(conn, 1.0)
     assert not after.startswith(b"HTTP/1.1 200"), after[:60]

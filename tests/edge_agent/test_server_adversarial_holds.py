@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -12,7 +11,9 @@ import requests
 
 import edge_agent.server as server
 from tests.edge_agent.test_server import _with_model, new_agent
-from tests.edge_agent.test_server_adversarial import KEY, Running, _read
+from sampan.devstack.stack import wait_until
+from tests.edge_agent.test_server import read_until_closed as _read
+from tests.edge_agent.test_server_adversarial import KEY, Running
 
 
 @pytest.fixture
@@ -106,10 +107,8 @@ def test_abrupt_closes_free_their_slots_and_a_pipeline_flood_ends(agent, monkeyp
                 flood.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)
         except OSError:
             pass
-        deadline = time.monotonic() + 10
-        while running.http._slots._value < server.MAX_CONNECTIONS:
-            assert time.monotonic() < deadline, running.http._slots._value
-            time.sleep(0.1)
+        wait_until(lambda: running.http._slots._value == server.MAX_CONNECTIONS, timeout_s=10,
+                   interval_s=0.1, what="every connection slot to be free again")
         flood.close()
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import edge_agent.server as S
+from tests.edge_agent.test_server import read_until_closed
 
 
 class _Telemetry:
@@ -24,7 +25,7 @@ class _Stub:
         return {"status": "ok", "model_version_id": "m"}
 
     def predict(self, body, top_k=5, score_threshold=None):
-        time.sleep(self.delay)
+        time.sleep(self.delay)  # a slow prediction (the stimulus)
         return {"n": len(body)}
 
 
@@ -40,17 +41,6 @@ def served():
     http.server_close()
 
 
-def _read(conn: socket.socket, wait_s: float) -> bytes:
-    conn.settimeout(wait_s)
-    out = b""
-    try:
-        while chunk := conn.recv(65536):
-            out += chunk
-    except (TimeoutError, ConnectionResetError):
-        pass
-    return out
-
-
 def test_a_pipelined_request_sent_in_time_is_not_408_behind_slow_predictions(served, monkeypatch):
     """The 4th request's head is sent with the 3 predictions (it began in the same read) and
     completed 0.2 s later; its header clock (_started) runs while the server predicts."""
@@ -60,9 +50,9 @@ def test_a_pipelined_request_sent_in_time_is_not_408_behind_slow_predictions(ser
     with socket.create_connection(http.server_address[:2]) as conn:
         conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx" * 3
                      + b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        time.sleep(0.2)
+        time.sleep(0.2)  # the rest in a later read (the stimulus, not a wait)
         conn.sendall(b"Connection: close\r\n\r\n")
-        answer = _read(conn, 8)
+        answer = read_until_closed(conn, 8)
     assert answer.count(b"HTTP/1.1 200") == 4, answer[-200:]
 
 
@@ -72,7 +62,7 @@ def test_an_upgrade_offer_pipelined_after_a_request_is_answered(served):
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
                      b"GET /healthz HTTP/1.1\r\nHost: x\r\nUpgrade: foo\r\nConnection: upgrade"
                      b"\r\n\r\n")
-        answer = _read(conn, 2)
+        answer = read_until_closed(conn, 2)
     assert answer.count(b"HTTP/1.1 200") == 2, answer
 
 
@@ -80,7 +70,7 @@ def test_head_with_a_body_is_not_refused_as_a_method_its_allow_names(served):
     http, _ = served
     with socket.create_connection(http.server_address[:2]) as conn:
         conn.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
-        answer = _read(conn, 2)
+        answer = read_until_closed(conn, 2)
     assert not answer.startswith(b"HTTP/1.1 405"), answer
 
 
@@ -92,7 +82,7 @@ def test_a_chunked_upload_in_small_chunks_is_served(served, chunk, total):
     with socket.create_connection(http.server_address[:2]) as conn:
         conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                      b"Connection: close\r\n\r\n")
-        time.sleep(0.2)
+        time.sleep(0.2)  # the rest in a later read (the stimulus, not a wait)
         piece = b"%x\r\n" % chunk + b"a" * chunk + b"\r\n"
 
         def write():
@@ -103,7 +93,7 @@ def test_a_chunked_upload_in_small_chunks_is_served(served, chunk, total):
             except OSError:
                 pass
         threading.Thread(target=write, daemon=True).start()
-        answer = _read(conn, 20)
+        answer = read_until_closed(conn, 20)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:120]
 
 
@@ -112,5 +102,5 @@ def test_an_error_outside_predict_is_answered_500(served, monkeypatch):
     monkeypatch.setattr(agent, "health", lambda: 1 / 0, raising=False)
     with socket.create_connection(http.server_address[:2]) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        answer = _read(conn, 2)
+        answer = read_until_closed(conn, 2)
     assert answer.startswith(b"HTTP/1.1 500"), answer
