@@ -147,7 +147,7 @@ def test_a_chunked_body_is_read_and_bounded(served, png, package_factory,
     """HTTP/1.1 clients may stream a body in chunks (no Content-Length): it is answered as the
     same body sent at once; past MAX_BODY_BYTES it is a 413 without reading the rest; a
     malformed chunk is a 400."""
-    import edge_agent.server as server
+    from edge_agent import http11
 
     agent, base = served
     _with_model(agent, package_factory)
@@ -165,7 +165,7 @@ def test_a_chunked_body_is_read_and_bounded(served, png, package_factory,
     streamed = requests.post(f"{base}/v1/predict", data=iter([image[:50], image[50:]]), timeout=5)
     assert streamed.status_code == 200 and streamed.json()["predictions"] == whole["predictions"]
 
-    monkeypatch.setattr(server, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1000)
     big = b"".join(b"190\r\n" + b"x" * 400 + b"\r\n" for _ in range(4))  # 1,600 bytes
     answer = _raw(base, request + big + b"0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
@@ -310,10 +310,10 @@ def test_oversized_headers_are_refused_and_an_upgrade_is_not_taken(
         served, monkeypatch: pytest.MonkeyPatch) -> None:
     """A header block past MAX_HEADER_BYTES is a 431 (never read on without end); a request
     asking for ``Upgrade`` is answered as HTTP/1.1 and its connection closed."""
-    import edge_agent.server as server
+    from edge_agent import http11
 
     _, base = served
-    monkeypatch.setattr(server, "MAX_HEADER_BYTES", 1000)
+    monkeypatch.setattr(http11, "MAX_HEADER_BYTES", 1000)
     huge = b"".join(f"X-Filler-{i}: {'v' * 200}\r\n".encode() for i in range(2500))  # ~540 KB
     answer = _raw(base, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + huge + b"\r\n")
     assert answer.startswith(b"HTTP/1.1 431"), answer[:200]

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import edge_agent.server as server
+from edge_agent import http11
 from edge_agent.server import make_server
 from sampan.devstack.stack import wait_until
 from tests.edge_agent.test_server import (_with_model, new_agent, read_until_closed,
@@ -79,7 +80,7 @@ def test_chunked_trailers_are_bounded_like_headers(agent, monkeypatch) -> None:
     /nope on a keyed server, whose body was read before the route was looked at: now a 404
     before the body), with quadratic copying on the way. Expected: a refusal (431 or 400)
     once the trailers pass MAX_HEADER_BYTES."""
-    monkeypatch.setattr(server, "MAX_HEADER_BYTES", 1000)
+    monkeypatch.setattr(http11, "MAX_HEADER_BYTES", 1000)
     with Running(agent) as running:
         with socket.create_connection(running.address, timeout=5) as conn:
             conn.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\n"
