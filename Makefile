@@ -54,19 +54,30 @@ lint-imports: install
 # The Python suite on PostgreSQL, the production database (tests/database.py starts a throw-away
 # cluster of the `postgresql` package), then the platform's tests once more on SQLite, the
 # `make run` default, with the whole-system tests whose code differs by database (the main job
-# end to end, the batched heartbeat writes); the other whole-system tests run on PostgreSQL only,
+# end to end, the batched heartbeat writes, uploads, `make run`'s own stack); the other whole-system tests run on PostgreSQL only,
 # so that `make test` stays within CI's hour (tests/workers, tests/edge_agent and tests/docs use
 # no database; tests/deploy is the compose topology, PostgreSQL only). The browser tests
 # (tests/e2e/test_console_browser.py) need the built console.
-SQLITE_TESTS := tests/platform tests/e2e/test_main_job.py tests/e2e/test_heartbeat_fastpath.py \
-	tests/e2e/test_uploads.py
+SQLITE_TESTS := tests/platform/devstack/test_run.py tests/platform/devstack/test_stack_database.py \
+	tests/e2e/test_main_job.py \
+	tests/e2e/test_heartbeat_fastpath.py tests/e2e/test_uploads.py
+# The platform's unit tests (in-process, no timing budgets) run in 2 processes (pytest-xdist):
+# the suite is CPU-bound in the test process, and on a slow 2-core host the whole of `make test`
+# came close to CI's hour. Tests that start stacks, agents or training run one at a time.
+PARALLEL_TESTS := tests/platform tests/docs
+PARALLEL_IGNORE := --ignore=tests/platform/devstack
+# every other folder of tests/, one test at a time
+SERIAL_TESTS := tests/platform/devstack $(filter-out $(PARALLEL_TESTS) tests/fixtures \
+	tests/__pycache__,$(patsubst %/,%,$(wildcard tests/*/)))
 
 test-python: test-python-postgres test-python-sqlite
 
 test-python-postgres: install frontend
-	SAMPAN_TEST_DB=postgres $(PY) -m pytest
+	SAMPAN_TEST_DB=postgres $(PY) -m pytest -n 2 $(PARALLEL_TESTS) $(PARALLEL_IGNORE)
+	SAMPAN_TEST_DB=postgres $(PY) -m pytest $(SERIAL_TESTS)
 
 test-python-sqlite: install frontend
+	SAMPAN_TEST_DB=sqlite $(PY) -m pytest -n 2 tests/platform $(PARALLEL_IGNORE)
 	SAMPAN_TEST_DB=sqlite $(PY) -m pytest $(SQLITE_TESTS)
 
 test-frontend: frontend

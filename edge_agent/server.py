@@ -79,6 +79,10 @@ class AgentHTTPServer(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
     allow_reuse_address = True  # as http.server.HTTPServer: a restart can bind again at once
+    # connections the kernel completes before accept() takes them (socketserver's default is 5:
+    # a burst of clients on a busy 2-core device had its SYNs dropped and waited the 1 s SYN
+    # retry; uvicorn and gunicorn listen with 2048)
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], agent: Agent, api_key: str | None = None) -> None:
         self.agent = agent

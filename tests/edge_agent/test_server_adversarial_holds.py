@@ -101,7 +101,8 @@ def test_abrupt_closes_free_their_slots_and_a_pipeline_flood_ends(agent, monkeyp
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
             conn.close()  # RST
         # a client pipelining without reading: the thread ends once its send times out
-        flood = socket.create_connection(running.address, timeout=0.5)
+        flood = socket.create_connection(running.address, timeout=5)
+        flood.settimeout(0.5)
         try:
             for _ in range(200):
                 flood.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)

@@ -35,14 +35,18 @@ def teacher(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "train": train, "val": val, "test": digit_refs("heldout", 12)[6 * 0:]}
 
 
+COMPRESS_BUDGET_S = 80
+
+
 @pytest.fixture(scope="module")
 def compressed(teacher: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
     seen: list[Any] = []
+    # 80 s: int8 and the 64 px student fit (120 s made the fixture 2 min of a slow host's CI)
     events: list[dict[str, Any]] = []
     result = compress_classifier(
         CompressRequest(teacher=teacher["teacher"], train=teacher["train"], val=teacher["val"],
                         test=teacher["test"], out_dir=tmp_path_factory.mktemp("candidates"),
-                        budget_s=120, methods=("int8", "resolution")),
+                        budget_s=COMPRESS_BUDGET_S, methods=("int8", "resolution")),
         on_candidate=seen.append, on_progress=events.append)
     return {"result": result, "seen": seen, "events": events}
 
@@ -67,7 +71,7 @@ def test_candidates_are_made_evaluated_and_reported_as_they_come(compressed: Any
     assert result.get("res64").macs < 0.6 * reference.macs
     phases = {e.get("phase") for e in compressed["events"]}
     assert {"decode", "reference", "int8", "student", "done"} <= phases
-    assert result.elapsed_s <= 120 * 1.1
+    assert result.elapsed_s <= COMPRESS_BUDGET_S * 1.1
 
 
 def test_int8_is_static_qdq_3x_smaller_and_loads_in_the_agent_runtime(compressed: Any,

@@ -1,10 +1,14 @@
 import "@testing-library/jest-dom/vitest";
 import "../i18n";
 
-import { cleanup } from "@testing-library/react";
+import { cleanup, configure } from "@testing-library/react";
 import { afterEach } from "vitest";
 
 afterEach(() => cleanup());
+
+// findBy* and waitFor wait up to 5 s (the library's default is 1 s): a page that asks three
+// queries in a row before it shows a value took longer than 1 s on a busy 2-core machine
+configure({ asyncUtilTimeout: 5_000 });
 
 // antd reads these; jsdom has neither
 if (!window.matchMedia) {

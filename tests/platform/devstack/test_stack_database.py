@@ -21,7 +21,7 @@ def _which(stack: Stack) -> str:
 
 
 def test_each_stack_runs_on_a_database_of_its_own_on_the_suite_s_server(tmp_path: Path) -> None:
-    first, second = stack_database_url(), stack_database_url()
+    first, second = stack_database_url(migrated=False), stack_database_url(migrated=False)
     a = Stack(data_dir=tmp_path / "a", database_url=first)
     b = Stack(data_dir=tmp_path / "b", database_url=second)
     if chosen() == "postgres":
@@ -47,3 +47,20 @@ def test_an_empty_database_url_is_the_sqlite_file_whatever_the_environment_says(
     assert _which(stack) == f"sqlite {stack.data_dir / 'db.sqlite3'}"
     inherited = Stack(data_dir=tmp_path / "inherited")
     assert inherited.env()["SAMPAN_DATABASE_URL"] == "postgres://nobody@127.0.0.1:1/nothing"
+
+
+def test_a_migrated_stack_database_is_a_copy_with_nothing_left_to_apply(tmp_path: Path) -> None:
+    """The default: a copy of the session's migrated template; a second one is a database of its
+    own (a table written in one is not in the other)."""
+    first, second = stack_database_url(), stack_database_url()
+    if chosen() != "postgres":  # SQLite: each stack migrates the file in its data folder
+        assert first == second == ""
+        return
+    a = Stack(data_dir=tmp_path / "a", database_url=first)
+    b = Stack(data_dir=tmp_path / "b", database_url=second)
+    plan = a.manage("showmigrations", "--plan").stdout
+    assert "[X]" in plan and "[ ]" not in plan, plan
+    a.manage("shell", "-c", "from django.db import connection; "
+             "connection.cursor().execute('CREATE TABLE only_here (id int)')")
+    assert "only_here" not in b.manage("shell", "-c", "from django.db import connection; "
+                                       "print(connection.introspection.table_names())").stdout

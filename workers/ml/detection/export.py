@@ -35,28 +35,30 @@ PARITY_MAX_SCORE_DIFF = 1e-3
 def export_detector(graph: nn.Module, onnx_path: Path, input_size: int) -> dict[str, Any]:
     """Write ``graph`` (an ExportedDetector in eval mode) as one ONNX file with a dynamic batch.
 
-    ``torch.onnx.export(dynamo=True)``, falling back to the TorchScript exporter (opset 18)
-    if it fails; the parity gate checks either. Returns ``{"exporter", "opset", "ir_version",
-    "export_s", "fallback_reason"}``."""
+    The TorchScript exporter (``dynamo=False``, opset 18), falling back to
+    ``torch.onnx.export(dynamo=True)`` if it fails; the parity gate checks either. TorchScript
+    is deprecated but took 1.4 s for the FCOS graph where dynamo took 15-34 s on a slow 2-core
+    host, which broke the training budget (docs/decisions/detection.md, "Exporter").
+    Returns ``{"exporter", "opset", "ir_version", "export_s", "fallback_reason"}``."""
     graph = graph.eval()
     example = torch.zeros(2, 3, input_size, input_size)  # 2: a size-1 dim is specialised
     started = time.monotonic()
     fallback_reason = None
-    exporter = "dynamo"
+    exporter = "torchscript"
     with torch.no_grad(), _quiet():
         try:
+            torch.onnx.export(graph, (example,), str(onnx_path), dynamo=False, opset_version=18,
+                              input_names=[INPUT_NAME], output_names=list(OUTPUT_NAMES),
+                              dynamic_axes={INPUT_NAME: {0: "N"}, "boxes": {0: "N"},
+                                            "scores": {0: "N"}})
+        except Exception as error:  # any exporter failure: the fallback is checked by parity
+            fallback_reason = f"{type(error).__name__}: {str(error)[:300]}"
             torch.onnx.export(graph, (example,), str(onnx_path), dynamo=True,
                               external_data=False, input_names=[INPUT_NAME],
                               output_names=list(OUTPUT_NAMES),
                               dynamic_shapes={"images": {0: torch.export.Dim("N")}},
                               verbose=False)
-        except Exception as error:  # any exporter failure: the fallback is checked by parity
-            fallback_reason = f"{type(error).__name__}: {str(error)[:300]}"
-            torch.onnx.export(graph, (example,), str(onnx_path), dynamo=False, opset_version=18,
-                              input_names=[INPUT_NAME], output_names=list(OUTPUT_NAMES),
-                              dynamic_axes={INPUT_NAME: {0: "N"}, "boxes": {0: "N"},
-                                            "scores": {0: "N"}})
-            exporter = "torchscript"
+            exporter = "dynamo"
     proto = onnx.load(str(onnx_path), load_external_data=False)
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
     return {"exporter": exporter, "opset": opset, "ir_version": int(proto.ir_version),
