@@ -30,6 +30,7 @@ export const routes: RouteObject[] = [
     children: [
       { index: true, element: <Navigate to="/projects" replace /> },
       { path: "projects", lazy: page(() => import("./pages/ProjectsPage"), "ProjectsPage") },
+      { path: "tokens", lazy: page(() => import("./pages/TokensPage"), "TokensPage") },
       {
         path: "projects/:projectId",
         children: [
@@ -41,6 +42,7 @@ export const routes: RouteObject[] = [
             lazy: page(() => import("./pages/datasets/DatasetVersionPage"), "DatasetVersionPage"),
           },
           { path: "members", lazy: page(() => import("./pages/MembersPage"), "MembersPage") },
+          { path: "audit", lazy: page(() => import("./pages/AuditPage"), "AuditPage") },
           { path: "training", lazy: page(() => import("./pages/training/TrainingPage"), "TrainingPage") },
           { path: "training/:jobId", lazy: page(() => import("./pages/training/TrainingJobPage"), "TrainingJobPage") },
           { path: "training/:jobId/report", lazy: page(() => import("./pages/reports/ReportPage"), "ReportPage") },

@@ -11,6 +11,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from sampan.core.memory import fix_mmap_threshold
+
+# before anything large is allocated: freed images leave the process (sampan.core.memory)
+fix_mmap_threshold()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sampan.settings")
 django_asgi_app = get_asgi_application()
 

@@ -332,7 +332,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # the resumable upload endpoints are an ASGI app in front of Django (sampan.uploads.tus)
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "sampan.uploads.schema.tus_paths"],
+                             "sampan.uploads.schema.tus_paths",
+                             # every operation's 4xx answers, with the one error body
+                             "sampan.core.schema.error_responses"],
     # several serializers have a "status" field with different choices: name each set
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "sampan.fleet.models.DeviceStatus",
                             "BenchmarkStatusEnum": "sampan.fleet.models.BenchmarkStatus",

@@ -190,3 +190,30 @@ def test_probe_head_still_fits_when_batchnorm_runs_in_train_mode(torch_home_with
     eval_loss, train_loss = mean_loss(False), mean_loss(True)
     assert eval_loss < 0.5
     assert train_loss < 0.5, (eval_loss, train_loss)  # 9-11 without AdaBN (measured)
+
+
+def test_a_dataset_whose_cache_does_not_fit_is_refused_before_it_is_decoded(tmp_path,
+                                                                             monkeypatch):
+    """The images' in-memory cache (N x 3 x H x W uint8) over the limit even at the smallest
+    resolution: a clear error naming the count, the size, what it needs and the setting, raised
+    before the splits are decoded (an out-of-memory kill would look like a lost worker)."""
+    from workers.ml import classification, data, recipe
+    from workers.ml.data import DatasetTooLarge
+
+    decoded = []
+    real_decode = data._decode
+    monkeypatch.setattr(data, "_decode", lambda sample: decoded.append(sample) or
+                        real_decode(sample))
+    request = _request(tmp_path, pretrained=False)
+    count = len(request.train) + len(request.val) + len(request.test)
+    limit = count * 3 * 96 * 96 - 1  # one byte short at 96 px, the smallest
+    monkeypatch.setattr(data, "MAX_CACHE_BYTES", limit)
+    monkeypatch.setattr(recipe, "MAX_CACHE_BYTES", limit)
+    with pytest.raises(DatasetTooLarge) as refused:
+        train_image_classifier(request)
+    mb = f"{(limit + 1) / 1e6:.1f} MB"
+    assert str(refused.value).startswith(f"{count} images at 96 x 96 px need {mb} of memory, "
+                                         f"more than the {mb}")
+    assert "SAMPAN_TRAINING_CACHE_BYTES" in str(refused.value)
+    assert len(decoded) <= classification._PROBE_IMAGES  # the probe only
+    assert not (tmp_path / "model.onnx").exists()

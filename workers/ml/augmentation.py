@@ -58,10 +58,12 @@ def _is_grayscale(image: Image.Image) -> bool:
 
 
 def choose_augmentation(requested: str, images: Sequence[Image.Image],
-                        allow_flips: bool = True) -> AugmentationChoice:
+                        allow_flips: bool = True,
+                        sizes: Sequence[tuple[int, int]] | None = None) -> AugmentationChoice:
     """Resolve ``requested`` (auto/none/light/strong) for a sample of decoded RGB ``images``.
     ``allow_flips=False``: never flip (the user says left and right matter: text, signs, arrows,
-    which the data alone cannot tell from photos of objects).
+    which the data alone cannot tell from photos of objects). ``sizes``: the images' (width,
+    height) in px when ``images`` are reduced copies (their colours are what is read then).
 
     Raises:
         ValueError: for an unknown preset name.
@@ -71,7 +73,8 @@ def choose_augmentation(requested: str, images: Sequence[Image.Image],
     if requested == "none":
         return AugmentationChoice("none", False, "no augmentation requested",
                                   {"code": "none_requested"})
-    sides = sorted(min(image.size) for image in images) or [0]
+    sides = sorted(min(size) for size in (sizes if sizes is not None else
+                                          [image.size for image in images])) or [0]
     shorter = sides[len(sides) // 2]
     gray = sum(_is_grayscale(image) for image in images) * 2 > len(images)
     flip = not gray and shorter >= PHOTO_MIN_SIDE_PX

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image, ImageOps
 
 from edge_agent.imaging import Preprocessing
 
 from .augmentation import AugmentationChoice, build_transform, choose_augmentation
-from .data import (ImageTensors, decode_samples, normalised_batches, shorter_side_px,
-                   to_tensors)
+from .data import ImageTensors, check_cache_fits, decode_samples, normalised_batches, to_tensors
 from .evaluation import classification_report
 from .export import compare_with_onnx, export_onnx, onnx_probabilities
 from .models import build_classifier
@@ -153,6 +153,11 @@ def train_image_classifier(
         torch.set_flush_denormal(False)
 
 
+def _thumbnail(image: Image.Image, side: int = 64) -> Image.Image:
+    """A resized copy of ``image`` within ``side`` x ``side`` px, aspect ratio kept."""
+    return ImageOps.contain(image, (side, side), Image.Resampling.BILINEAR)
+
+
 def _class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
     """Loss weights ``sqrt(n / (C * n_c))``: the square root of scikit-learn's
     ``class_weight="balanced"``, 1.0 for every class of a balanced set; a class absent from train
@@ -185,8 +190,12 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         return False
 
     probe, probe_skipped = decode_samples(request.train[:_PROBE_IMAGES], tick)
-    images = [image for _, image in probe]
-    choice = choose_augmentation(request.augmentation, images, request.allow_flips)
+    # what the plan needs of the probe: sizes, and small copies for the colour test (32 full
+    # decodes of 40 MP photos held meanwhile would be 5 GB); to_tensors decodes them again
+    sizes = [image.size for _, image in probe]
+    images = [_thumbnail(image) for _, image in probe]
+    del probe
+    choice = choose_augmentation(request.augmentation, images, request.allow_flips, sizes=sizes)
     if request.recipe is not None:
         # the recorded thread count too: a different count sums in another order
         recipe = Recipe.from_dict({**request.recipe, "seed": request.seed})
@@ -199,8 +208,8 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
             n_train=len(request.train),
             n_val=len(request.val),
             n_test=len(request.test),
-            source_pixels=int(np.median([i.size[0] * i.size[1] for i in images])) if images else 0,
-            shorter_side=shorter_side_px(images),
+            source_pixels=int(np.median([w * h for w, h in sizes])) if sizes else 0,
+            shorter_side=int(np.median([min(size) for size in sizes])) if sizes else 0,
             step_s_96=step_s_96,
             spent_s=progress.elapsed_s(),
             pretrained=pretrained,
@@ -213,12 +222,13 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         recipe.augmentation_reason = choice.reason
         recipe.augmentation_why = dict(choice.why or {})
     preprocessing = Preprocessing(size=(recipe.resolution, recipe.resolution), mean=_MEAN, std=_STD)
-    decoded = {sample.sample_id: image for sample, image in probe}
-    train = to_tensors(request.train, preprocessing, tick, decoded)
-    train.skipped[:0] = probe_skipped
+    # all three splits' cache at once, before anything more is decoded
+    count, side = len(request.train) + len(request.val) + len(request.test), recipe.resolution
+    check_cache_fits(count * 3 * side * side, f"{count} images at {side} x {side} px")
+    train = to_tensors(request.train, preprocessing, tick)
     val = to_tensors(request.val, preprocessing, tick)
     test = to_tensors(request.test, preprocessing, tick)
-    del decoded, images, probe
+    del images
     for name, split in (("train", train), ("val", val)):
         if len(split) == 0:
             raise ValueError(f"{name}: no image could be decoded")

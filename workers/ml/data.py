@@ -8,7 +8,6 @@ float32 values as ``edge_agent.imaging.preprocess``.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +19,11 @@ from PIL import Image
 
 from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, resized_pixels
 
+from .recipe import MAX_CACHE_BYTES
 from .specs import SampleRef, TrainingCancelled
 
-__all__ = ["ImageTensors", "decode_samples", "normalise", "normalised_batches", "shorter_side_px",
-           "to_tensors"]
+__all__ = ["MAX_CACHE_BYTES", "DatasetTooLarge", "ImageTensors", "check_cache_fits",
+           "decode_samples", "normalise", "normalised_batches", "to_tensors"]
 
 
 @dataclass
@@ -37,6 +37,24 @@ class ImageTensors:
 
     def __len__(self) -> int:
         return len(self.sample_ids)
+
+
+class DatasetTooLarge(ValueError):
+    """The images' in-memory cache would pass :data:`MAX_CACHE_BYTES` (the message names both)."""
+
+
+def _size(n_bytes: float) -> str:
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
+
+
+def check_cache_fits(need_bytes: int, what: str) -> None:
+    """Raise :class:`DatasetTooLarge` when ``need_bytes`` (the cache of ``what``, e.g. "1000
+    images at 224 x 224 px") pass :data:`MAX_CACHE_BYTES`."""
+    if need_bytes > MAX_CACHE_BYTES:
+        raise DatasetTooLarge(
+            f"{what} need {_size(need_bytes)} of memory, more than the {_size(MAX_CACHE_BYTES)} a "
+            f"training run may hold (SAMPAN_TRAINING_CACHE_BYTES): train on a dataset version "
+            f"with fewer images, or raise the limit on a worker with more memory")
 
 
 def _decode(sample: SampleRef) -> Image.Image:
@@ -64,11 +82,6 @@ def decode_samples(
     return decoded, skipped
 
 
-def shorter_side_px(images: Sequence[Image.Image]) -> int:
-    """Median of min(width, height) in px over ``images`` (0 for none)."""
-    return int(statistics.median(min(image.size) for image in images)) if images else 0
-
-
 def to_tensors(
     samples: Sequence[SampleRef],
     preprocessing: Preprocessing,
@@ -79,9 +92,12 @@ def to_tensors(
 
     Samples that fail to decode are left out and listed in ``skipped``; the order of the rest is
     the order of ``samples`` (training's data order depends only on the seed).
+    Raises DatasetTooLarge (before decoding) when their cache would pass MAX_CACHE_BYTES.
     """
     already_decoded = already_decoded or {}
     height, width = preprocessing.size
+    check_cache_fits(len(samples) * 3 * height * width,
+                     f"{len(samples)} images at {width} x {height} px")
     images = np.empty((len(samples), 3, height, width), dtype=np.uint8)
     labels: list[int] = []
     sample_ids: list[str] = []

@@ -11,6 +11,7 @@ at every step. Reasons and measurements: docs/decisions/training-recipe.md.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -50,8 +51,12 @@ MIN_LAST_BATCH = 8
 #: The weight average spans about a tenth of the planned epochs, between 1 and 2 epochs: a 2-epoch
 #: average still held weights from the warm-up at the end of a 9-epoch run.
 EMA_SHARE, MIN_EMA_EPOCHS, MAX_EMA_EPOCHS = 0.1, 1.0, 2.0
-#: Largest in-memory image cache, bytes (N x 3 x H x W uint8).
-MAX_CACHE_BYTES = 2 * 1024**3
+#: Largest in-memory image cache of one training or compression run, bytes (N x 3 x H x W uint8
+#: for classification; the decoded images for detection). The planner picks a resolution whose
+#: cache fits; a dataset that does not fit even at the smallest is refused before anything is
+#: decoded (an out-of-memory kill would look like a lost worker). ``SAMPAN_TRAINING_CACHE_BYTES``
+#: in the worker's environment sets it.
+MAX_CACHE_BYTES = int(os.environ.get("SAMPAN_TRAINING_CACHE_BYTES") or 2 * 1024**3)
 _DECODE_S_PER_IMAGE = 0.001
 _DECODE_S_PER_PIXEL = 1.5e-8
 _FORWARD_SHARE = 0.3  # an eval forward pass costs ~0.3 of a training step (measured 0.25-0.3)

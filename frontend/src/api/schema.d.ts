@@ -269,21 +269,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
-         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
-         *     method's role before the handler runs.
-         */
+        /** @description A project; renaming, archiving and deleting it need the owner role. */
         get: operations["projects_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * @description Delete the project, everything in it and its files. 409 ``delete_blocked`` (with
+         *     ``details.blockers``) while a device runs one of its models or a job of it runs.
+         */
+        delete: operations["projects_delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** @description Rename, describe, archive or unarchive (fields left out stay as they are). */
+        patch: operations["projects_update"];
         trace?: never;
     };
     "/api/v1/projects/{project_id}/agent-wheelhouses/": {
@@ -593,20 +591,21 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * @description A view under ``/api/v1/projects/<project_id>/``.
-         *
-         *     Reading needs the viewer role, writing the editor role (``write_role``), unless a view says
-         *     otherwise; a handler may ask for more (``get_project(request, role=...)``). Non-members get
-         *     404: another project's objects are invisible. :class:`ProjectRolePermission` checks the
-         *     method's role before the handler runs.
+         * @description A dataset; renaming, archiving and deleting it need the editor role
+         *     (``sampan.datasets.lifecycle`` says why).
          */
         get: operations["datasets_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * @description Delete the dataset and its files. 409 ``delete_blocked`` (with ``details.blockers``)
+         *     while an import, pre-labeling or training job runs on it.
+         */
+        delete: operations["datasets_delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** @description Rename, describe, archive or unarchive (fields left out stay as they are). */
+        patch: operations["datasets_update"];
         trace?: never;
     };
     "/api/v1/projects/{project_id}/datasets/{dataset_id}/class-labels/": {
@@ -1576,6 +1575,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Create a user account: staff only (403 for anyone else, before any check of the input). */
+        post: operations["users_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/uploads/": {
         parameters: {
             query?: never;
@@ -1704,7 +1720,7 @@ export interface components {
             created_at: string;
             /** @description username; empty: the system */
             actor: string;
-            /** @description project.create, member.set, member.remove, training.create, compression.create, deployment.create, enrollment_token.create */
+            /** @description project.create, project.update, project.archive, project.unarchive, dataset.update, dataset.archive, dataset.unarchive, dataset.delete, member.set, member.remove, training.create, compression.create, deployment.create, rollout.create, rollout.rollback, device.update, device.re_enroll, enrollment_token.create, alert_rule.delete */
             action: string;
             target_type: string;
             target_id: string;
@@ -1974,6 +1990,10 @@ export interface components {
             description: string;
             /** Format: date-time */
             created_at: string;
+            /** @description Archived: hidden from the default list, refuses new work (409 archived). */
+            archived: boolean;
+            /** Format: date-time */
+            archived_at: string | null;
             sample_count?: number;
             /** @description Samples holding a model's suggestions (pre-labeling). */
             suggested_samples?: number;
@@ -2406,7 +2426,16 @@ export interface components {
             role: components["schemas"]["RoleEnum"];
         };
         MembershipInputRequest: {
-            username: string;
+            /**
+             * @description The user to add or change; or give email.
+             * @default
+             */
+            username?: string;
+            /**
+             * @description Invite the user whose e-mail address this is (case-insensitive) instead of naming the username.
+             * @default
+             */
+            email?: string;
             role: components["schemas"]["RoleEnum"];
         };
         /**
@@ -2559,9 +2588,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["TrainingJobOutput"][];
         };
+        PatchedDatasetUpdateInputRequest: {
+            name?: string;
+            description?: string;
+            /** @description true: archive; false: unarchive. */
+            archived?: boolean;
+        };
         PatchedDeviceUpdateInputRequest: {
             /** @description Replaces the device's tags (at most 20). */
             tags?: string[];
+        };
+        PatchedProjectUpdateInputRequest: {
+            name?: string;
+            description?: string;
+            /** @description true: archive; false: unarchive. */
+            archived?: boolean;
         };
         PredictInputRequest: {
             /**
@@ -2630,8 +2671,12 @@ export interface components {
             description: string;
             /** Format: date-time */
             created_at: string;
+            /** @description Archived: hidden from the default list, refuses new work (409 archived). */
+            archived: boolean;
+            /** Format: date-time */
+            archived_at: string | null;
             /**
-             * @description The caller's role in the project: viewers read, editors also write, owners also manage members.
+             * @description The caller's role in the project: viewers read, editors also write, owners also manage members, rename, archive and delete it.
              *
              *     * `viewer` - Viewer
              *     * `editor` - Editor
@@ -3060,6 +3105,29 @@ export interface components {
             id: number;
             username: string;
             email: string;
+            /** @description Staff may create users (POST /users/). */
+            is_staff: boolean;
+        };
+        UserCreateInputRequest: {
+            /** @description Letters, digits and @.+-_ */
+            username: string;
+            /**
+             * @description Optional; unique among users (members are invited by it).
+             * @default
+             */
+            email?: string;
+            /**
+             * @description Must pass the server's password validators. Empty or absent: a one-time password of 16 characters is generated and answered once.
+             * @default
+             */
+            password?: string;
+        };
+        UserCreateOutput: {
+            id: number;
+            username: string;
+            email: string;
+            /** @description The generated password, shown once (hand it to the person; they sign in with it); null when the request gave the password. */
+            generated_password: string | null;
         };
         WheelhouseOutput: {
             target: components["schemas"]["TargetEnum"];
@@ -3078,7 +3146,7 @@ export interface components {
                 field?: string;
                 details?: {
                     [key: string]: unknown;
-                };
+                } | unknown[];
             };
         };
     };
@@ -3110,6 +3178,33 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     device_benchmark_manifest: {
@@ -3131,6 +3226,33 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3171,6 +3293,42 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     device_benchmark_result: {
@@ -3196,6 +3354,51 @@ export interface operations {
                     "application/json": components["schemas"]["BenchmarkResultOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     device_enroll: {
@@ -3217,6 +3420,51 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EnrollOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A limit was reached: too many at once or too many queued (``Retry-After``, ``details``). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3242,6 +3490,42 @@ export interface operations {
                     "application/json": components["schemas"]["HeartbeatOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     device_model_version_manifest: {
@@ -3263,6 +3547,33 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3302,6 +3613,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3347,6 +3694,42 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A limit was reached: too many at once or too many queued (``Retry-After``, ``details``). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     auth_logout: {
@@ -3364,6 +3747,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3384,6 +3785,24 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     tokens_list: {
@@ -3401,6 +3820,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenListOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3428,6 +3865,42 @@ export interface operations {
                     "application/json": components["schemas"]["TokenOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     tokens_revoke: {
@@ -3448,11 +3921,41 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     projects_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description false (the default): the active ones; true: the archived ones only; all: both. */
+                archived?: "all" | "false" | "true";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3465,6 +3968,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"][];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3492,6 +4022,42 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     projects_retrieve: {
@@ -3511,6 +4077,170 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    projects_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    projects_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedProjectUpdateInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedProjectUpdateInputRequest"];
+                "multipart/form-data": components["schemas"]["PatchedProjectUpdateInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3534,6 +4264,33 @@ export interface operations {
                     "application/json": components["schemas"]["WheelhouseOutput"][];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     alert_rules_list: {
@@ -3553,6 +4310,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AlertRuleOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3578,6 +4362,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AlertRuleOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3606,6 +4444,60 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     alert_rules_delete: {
@@ -3626,6 +4518,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3655,11 +4583,49 @@ export interface operations {
                     "application/json": components["schemas"]["AlertOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     projects_audit: {
         parameters: {
             query?: {
+                /** @description Only events of this action (member.set), or of every action of a kind when it ends with a dot (member.). */
+                action?: string;
                 /** @description A page number within the paginated result set. */
                 page?: number;
                 /** @description Number of results to return per page. */
@@ -3679,6 +4645,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedAuditEventOutputList"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3707,6 +4709,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedCompressionJobOutputList"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3747,6 +4785,60 @@ export interface operations {
                     "application/json": components["schemas"]["CompressionJobOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     compression_jobs_retrieve: {
@@ -3767,6 +4859,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CompressionJobOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3791,6 +4910,51 @@ export interface operations {
                     "application/json": components["schemas"]["CompressionJobOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     dataset_versions_retrieve: {
@@ -3811,6 +4975,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetVersionOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3845,6 +5036,42 @@ export interface operations {
                     "application/zip": string;
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     dataset_versions_items: {
@@ -3870,11 +5097,50 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetVersionItemOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     datasets_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description false (the default): the active ones; true: the archived ones only; all: both. */
+                archived?: "all" | "false" | "true";
+            };
             header?: never;
             path: {
                 project_id: string;
@@ -3889,6 +5155,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetOutput"][];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3918,6 +5220,60 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     datasets_retrieve: {
@@ -3938,6 +5294,172 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    datasets_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    datasets_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedDatasetUpdateInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PatchedDatasetUpdateInputRequest"];
+                "multipart/form-data": components["schemas"]["PatchedDatasetUpdateInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3968,6 +5490,60 @@ export interface operations {
                     "application/json": components["schemas"]["ClassLabelOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     class_labels_hotkeys: {
@@ -3992,6 +5568,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClassLabelOutput"][];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4019,6 +5649,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImportJobOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4049,6 +5733,60 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     prelabel_jobs_list: {
@@ -4069,6 +5807,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PrelabelJobOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4095,6 +5860,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PrelabelJobOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4145,6 +5964,42 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSampleOutputList"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     dataset_versions_list: {
@@ -4165,6 +6020,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetVersionOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4193,6 +6075,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetVersionOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4232,6 +6168,42 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deployments_create: {
@@ -4257,6 +6229,60 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deployments_retrieve: {
@@ -4277,6 +6303,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeploymentOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4315,6 +6368,42 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     devices_retrieve: {
@@ -4337,6 +6426,33 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceOutput"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     devices_delete: {
@@ -4357,6 +6473,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -4386,6 +6538,60 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     devices_benchmarks: {
@@ -4409,6 +6615,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BenchmarkOutput"][];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4436,6 +6678,42 @@ export interface operations {
                     "application/json": components["schemas"]["TelemetryOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     enrollment_tokens_list: {
@@ -4455,6 +6733,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EnrollmentTokenOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4482,6 +6787,60 @@ export interface operations {
                     "application/json": components["schemas"]["IssuedEnrollmentTokenOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     imports_retrieve: {
@@ -4502,6 +6861,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImportJobOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4525,6 +6911,33 @@ export interface operations {
                     "application/json": components["schemas"]["LocalDeviceOutput"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     local_device_request: {
@@ -4546,6 +6959,42 @@ export interface operations {
                     "application/json": components["schemas"]["LocalDeviceOutput"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     members_list: {
@@ -4565,6 +7014,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Membership"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4594,6 +7070,60 @@ export interface operations {
                     "application/json": components["schemas"]["Membership"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     members_delete: {
@@ -4614,6 +7144,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -4639,6 +7205,42 @@ export interface operations {
                     "application/json": components["schemas"]["ModelVersionOutput"][];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     model_versions_retrieve: {
@@ -4659,6 +7261,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ModelVersionOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4690,6 +7319,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -4736,6 +7392,33 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description wheelhouse_missing: no agent wheels for that target on this server (the message names the command); or the manifest's key was retired */
             409: {
                 headers: {
@@ -4772,6 +7455,33 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     model_versions_predict: {
@@ -4798,6 +7508,60 @@ export interface operations {
                     "application/json": components["schemas"]["PredictOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     models_list: {
@@ -4817,6 +7581,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ModelOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4841,6 +7632,33 @@ export interface operations {
                     "application/json": components["schemas"]["PrelabelJobOutput"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     prelabel_jobs_cancel: {
@@ -4863,6 +7681,42 @@ export interface operations {
                     "application/json": components["schemas"]["PrelabelJobOutput"];
                 };
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     rollouts_list: {
@@ -4882,6 +7736,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RolloutOutput"][];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4909,6 +7790,60 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     rollouts_retrieve: {
@@ -4929,6 +7864,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RolloutDetailOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4957,6 +7919,60 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutDetailOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     samples_retrieve: {
@@ -4977,6 +7993,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SampleOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5008,12 +8051,66 @@ export interface operations {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
             412: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -5044,6 +8141,33 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     samples_label: {
@@ -5073,12 +8197,66 @@ export interface operations {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
             412: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -5109,12 +8287,66 @@ export interface operations {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description If-Match named an older etag: someone else changed the sample's annotations meanwhile. {"error": {"code": "precondition_failed", "message", "field": "If-Match", "details": {"etag"}}}; nothing was written. */
             412: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -5142,6 +8374,60 @@ export interface operations {
                     "application/json": components["schemas"]["SampleOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     training_jobs_list: {
@@ -5166,6 +8452,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedTrainingJobOutputList"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5206,6 +8528,60 @@ export interface operations {
                     "application/json": components["schemas"]["TrainingJobOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     training_jobs_retrieve: {
@@ -5226,6 +8602,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrainingJobOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5250,6 +8653,51 @@ export interface operations {
                     "application/json": components["schemas"]["TrainingJobOutput"];
                 };
             };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     training_jobs_report: {
@@ -5270,6 +8718,94 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EvaluationReportOutput"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object (another project's objects are not found either). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    users_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserCreateInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["UserCreateInputRequest"];
+                "multipart/form-data": components["schemas"]["UserCreateInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserCreateOutput"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid credentials (a Bearer token, a session, a device credential), or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body's content type is not one this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5392,6 +8928,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description No valid Bearer token or session. */
             401: {

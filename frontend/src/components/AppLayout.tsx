@@ -1,6 +1,6 @@
 // The console's frame: a sider with the project picker and the project's sections, a header with
 // the language switch and the user menu. Sized for 1280x720 and up; the sider collapses.
-import { AlertOutlined, AppstoreOutlined, DatabaseOutlined, DeploymentUnitOutlined, ExperimentOutlined, LogoutOutlined, RocketOutlined, TeamOutlined, UserOutlined } from "@ant-design/icons";
+import { AlertOutlined, AppstoreOutlined, AuditOutlined, DatabaseOutlined, DeploymentUnitOutlined, ExperimentOutlined, KeyOutlined, LogoutOutlined, RocketOutlined, TeamOutlined, UserOutlined } from "@ant-design/icons";
 import { Button, Dropdown, Layout, Menu, Select, Space, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -12,7 +12,9 @@ import { useReportError } from "./errors";
 import { LanguageSwitch } from "./LanguageSwitch";
 import { ReadOnlyTag } from "./ReadOnly";
 
-const SECTIONS = ["datasets", "training", "models", "devices", "rollouts", "alerts", "members"] as const;
+const SECTIONS = ["datasets", "training", "models", "devices", "rollouts", "alerts", "members", "audit"] as const;
+/** Sections only a project's owners see in the menu (the server refuses the others anyway). */
+const OWNER_SECTIONS: ReadonlySet<string> = new Set(["audit"]);
 const ICONS = {
   datasets: <DatabaseOutlined />,
   training: <ExperimentOutlined />,
@@ -21,6 +23,7 @@ const ICONS = {
   rollouts: <RocketOutlined />,
   alerts: <AlertOutlined />,
   members: <TeamOutlined />,
+  audit: <AuditOutlined />,
 };
 
 export function AppLayout() {
@@ -78,7 +81,7 @@ export function AppLayout() {
           mode="inline"
           selectedKeys={section ? [section] : []}
           disabled={!projectId}
-          items={SECTIONS.map((key) => ({
+          items={SECTIONS.filter((key) => !OWNER_SECTIONS.has(key) || role === "owner").map((key) => ({
             key,
             icon: ICONS[key],
             label: t(`nav.${key}`),
@@ -98,9 +101,11 @@ export function AppLayout() {
                 items: [
                   { key: "who", label: t("auth.signedInAs", { username: me.data?.username ?? "" }), disabled: true },
                   { type: "divider" },
+                  { key: "tokens", icon: <KeyOutlined />, label: t("tokens.title") },
                   { key: "logout", icon: <LogoutOutlined />, label: t("auth.signOut") },
                 ],
                 onClick: ({ key }) => {
+                  if (key === "tokens") void navigate("/tokens");
                   if (key === "logout") {
                     logout.mutate(undefined, {
                       onSuccess: () => void navigate("/login"),

@@ -1,12 +1,34 @@
-import { UserAddOutlined } from "@ant-design/icons";
+import { PlusOutlined, UserAddOutlined } from "@ant-design/icons";
 import { Alert, App, Button, Form, Input, Popconfirm, Select, Space, Table, Typography } from "antd";
+import { useState } from "react";
 import { useTranslation } from "react-i18next";
-import { useParams } from "react-router";
+import { useNavigate, useParams } from "react-router";
 
 import type { Schemas } from "../api/client";
 import { useMe } from "../api/queries/auth";
-import { ROLES, useMembers, useRemoveMember, useSetMember, type Membership, type Role } from "../api/queries/projects";
+import {
+  ROLES,
+  useDeleteProject,
+  useMembers,
+  useProject,
+  useRemoveMember,
+  useSetMember,
+  useUpdateProject,
+  type Membership,
+  type Role,
+} from "../api/queries/projects";
 import { ErrorAlert, useReportError } from "../components/errors";
+import { LifecycleActions } from "../components/LifecycleActions";
+import { CreateUserDialog } from "./CreateUserDialog";
+
+/** How the owner names the person to invite; the field the server names in an error is the same. */
+type InviteBy = "username" | "email";
+interface InviteValues {
+  by: InviteBy;
+  username?: string;
+  email?: string;
+  role: Role;
+}
 
 export function MembersPage() {
   const { t } = useTranslation();
@@ -17,7 +39,9 @@ export function MembersPage() {
   const setMember = useSetMember(projectId);
   const removeMember = useRemoveMember(projectId);
   const reportError = useReportError();
-  const [form] = Form.useForm<Schemas["MembershipInputRequest"]>();
+  const [form] = Form.useForm<InviteValues>();
+  const by = Form.useWatch("by", form) ?? "username";
+  const [creating, setCreating] = useState(false);
 
   const isOwner = members.data?.some((m) => m.username === me.data?.username && m.role === "owner") ?? false;
   const roleOptions = ROLES.map((role) => ({ value: role, label: t(`members.roles.${role}`) }));
@@ -31,17 +55,21 @@ export function MembersPage() {
       },
     );
 
-  const invite = (values: Schemas["MembershipInputRequest"]) =>
-    setMember.mutate(values, {
+  const add = (body: Schemas["MembershipInputRequest"], onDone?: () => void) =>
+    setMember.mutate(body, {
       onSuccess: (m) => {
         void message.success(t("members.invited", { username: m.username, role: t(`members.roles.${m.role}`) }));
-        form.resetFields();
+        onDone?.();
       },
       onError: (error) => reportError(error, form),
     });
 
+  const invite = ({ by: how, username, email, role }: InviteValues) =>
+    add(how === "email" ? { email: email ?? "", role } : { username: username ?? "", role }, () => form.resetFields());
+
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
+      <ProjectLifecycle projectId={projectId} />
       <Typography.Title level={3} style={{ margin: 0 }}>
         {t("members.title")}
       </Typography.Title>
@@ -50,10 +78,26 @@ export function MembersPage() {
       ) : (
         <>
           {isOwner ? (
-            <Form form={form} layout="inline" onFinish={invite} initialValues={{ role: "editor" }} aria-label={t("members.inviteTitle")}>
-              <Form.Item name="username" rules={[{ required: true, message: t("common.required") }]}>
-                <Input placeholder={t("members.username")} aria-label={t("members.username")} style={{ width: 220 }} />
+            <Form form={form} layout="inline" onFinish={invite} initialValues={{ by: "username", role: "editor" }} aria-label={t("members.inviteTitle")}>
+              <Form.Item name="by">
+                <Select<InviteBy>
+                  aria-label={t("members.inviteBy")}
+                  style={{ width: 130 }}
+                  options={[
+                    { value: "username", label: t("members.byUsername") },
+                    { value: "email", label: t("members.byEmail") },
+                  ]}
+                />
               </Form.Item>
+              {by === "email" ? (
+                <Form.Item name="email" rules={[{ required: true, message: t("common.required") }]}>
+                  <Input type="email" placeholder={t("members.email")} aria-label={t("members.email")} style={{ width: 220 }} />
+                </Form.Item>
+              ) : (
+                <Form.Item name="username" rules={[{ required: true, message: t("common.required") }]}>
+                  <Input placeholder={t("members.username")} aria-label={t("members.username")} style={{ width: 220 }} />
+                </Form.Item>
+              )}
               <Form.Item name="role">
                 <Select options={roleOptions} aria-label={t("members.role")} style={{ width: 140 }} />
               </Form.Item>
@@ -63,6 +107,19 @@ export function MembersPage() {
             </Form>
           ) : (
             members.data && <Alert type="info" showIcon title={t("members.ownerOnly")} />
+          )}
+          {me.data?.is_staff && (
+            <div>
+              <Button icon={<PlusOutlined />} onClick={() => setCreating(true)}>
+                {t("users.create")}
+              </Button>
+              <CreateUserDialog
+                open={creating}
+                onClose={() => setCreating(false)}
+                canAdd={isOwner}
+                onAdd={(username, role) => add({ username, role })}
+              />
+            </div>
           )}
           <Table<Membership>
             rowKey="id"
@@ -118,6 +175,36 @@ export function MembersPage() {
           />
         </>
       )}
+    </Space>
+  );
+}
+
+/** The project's name with Rename, Archive / Unarchive and Delete (owners only). */
+function ProjectLifecycle({ projectId }: { projectId: string }) {
+  const { t } = useTranslation();
+  const project = useProject(projectId);
+  const update = useUpdateProject(projectId);
+  const remove = useDeleteProject(projectId);
+  const navigate = useNavigate();
+  if (!project.data) return null;
+  const p = project.data;
+  return (
+    <Space orientation="vertical" style={{ width: "100%" }}>
+      <Space wrap align="baseline">
+        <Typography.Title level={3} style={{ margin: 0 }}>
+          {p.name}
+        </Typography.Title>
+        <LifecycleActions
+          kind="project"
+          name={p.name}
+          archived={p.archived}
+          canManage={p.role === "owner"}
+          update={(body) => update.mutateAsync(body)}
+          remove={() => remove.mutateAsync()}
+          onDeleted={() => void navigate("/projects")}
+        />
+      </Space>
+      {p.archived && <Alert type="warning" showIcon title={t("lifecycle.archivedNotice")} />}
     </Space>
   );
 }

@@ -1,17 +1,20 @@
 import { PlusOutlined } from "@ant-design/icons";
-import { App, Button, Empty, Form, Input, Modal, Space, Table, Typography } from "antd";
+import { App, Button, Empty, Switch, Tag, Form, Input, Modal, Space, Table, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate } from "react-router";
 
 import type { Schemas } from "../api/client";
-import { useCreateProject, useProjects } from "../api/queries/projects";
+import { useArchivedProjects, useCreateProject, useProjects } from "../api/queries/projects";
 import { ErrorAlert, useReportError } from "../components/errors";
 import { formatDate } from "../format";
 
 export function ProjectsPage() {
   const { t } = useTranslation();
-  const projects = useProjects();
+  const [showArchived, setShowArchived] = useState(false);
+  const active = useProjects();
+  const archived = useArchivedProjects(showArchived);
+  const projects = showArchived ? archived : active;
   const [creating, setCreating] = useState(false);
 
   return (
@@ -20,6 +23,10 @@ export function ProjectsPage() {
         <Typography.Title level={3} style={{ margin: 0 }}>
           {t("projects.title")}
         </Typography.Title>
+        <Space>
+          <Switch checked={showArchived} onChange={setShowArchived} aria-label={t("lifecycle.showArchived")} />
+          <Typography.Text>{t("lifecycle.showArchived")}</Typography.Text>
+        </Space>
         <Button type="primary" icon={<PlusOutlined />} onClick={() => setCreating(true)}>
           {t("projects.create")}
         </Button>
@@ -37,7 +44,12 @@ export function ProjectsPage() {
             {
               title: t("common.name"),
               dataIndex: "name",
-              render: (name: string, p) => <Link to={`/projects/${p.id}/datasets`}>{name}</Link>,
+              render: (name: string, p) => (
+                <Space size="small">
+                  <Link to={`/projects/${p.id}/datasets`}>{name}</Link>
+                  {p.archived && <Tag color="orange">{t("lifecycle.archivedTag")}</Tag>}
+                </Space>
+              ),
             },
             { title: t("common.description"), dataIndex: "description" },
             { title: t("common.createdAt"), dataIndex: "created_at", render: formatDate, width: 200 },

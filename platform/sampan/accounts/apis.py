@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import authenticate, login, logout
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sampan.accounts import login_limits, selectors, services
+from sampan.accounts import lifecycle, login_limits, selectors, services
 from sampan.accounts.audit import audit_list
 from sampan.accounts.models import ApiToken, Role
-from sampan.core.apis import ProjectApi
-from sampan.core.errors import AuthenticationFailed
+from sampan.core.apis import ARCHIVED_PARAMETER, ProjectApi, archived_filter
+from sampan.core.errors import AuthenticationFailed, ValidationFailed
 from sampan.core.origin import require_same_origin
 from sampan.core.pagination import Pagination
 from sampan.core.validation import NameField, TextField
@@ -27,6 +29,7 @@ class UserSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     username = serializers.CharField()
     email = serializers.CharField()
+    is_staff = serializers.BooleanField(help_text="Staff may create users (POST /users/).")
 
 
 class LoginInput(serializers.Serializer):
@@ -142,10 +145,13 @@ class ProjectSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     created_at = serializers.DateTimeField()
+    archived = serializers.BooleanField(
+        help_text="Archived: hidden from the default list, refuses new work (409 archived).")
+    archived_at = serializers.DateTimeField(allow_null=True)
     role = serializers.ChoiceField(
         choices=Role.choices,
         help_text="The caller's role in the project: viewers read, editors also write, "
-                  "owners also manage members.")
+                  "owners also manage members, rename, archive and delete it.")
 
 
 class ProjectInput(serializers.Serializer):
@@ -153,11 +159,19 @@ class ProjectInput(serializers.Serializer):
     description = TextField(required=False, allow_blank=True, default="")
 
 
+class ProjectUpdateInput(serializers.Serializer):
+    name = NameField(max_length=200, required=False)
+    description = TextField(required=False, allow_blank=True)
+    archived = serializers.BooleanField(required=False, help_text="true: archive; false: "
+                                        "unarchive.")
+
+
 class ProjectListApi(APIView):
-    @extend_schema(responses=ProjectSerializer(many=True), operation_id="projects_list")
+    @extend_schema(parameters=[ARCHIVED_PARAMETER], responses=ProjectSerializer(many=True),
+                   operation_id="projects_list")
     def get(self, request: Request) -> Response:
-        return Response(ProjectSerializer(selectors.project_list(user=request.user),
-                                          many=True).data)
+        projects = selectors.project_list(user=request.user, archived=archived_filter(request))
+        return Response(ProjectSerializer(projects, many=True).data)
 
     @extend_schema(request=ProjectInput, responses={201: ProjectSerializer},
                    operation_id="projects_create")
@@ -170,10 +184,32 @@ class ProjectListApi(APIView):
 
 
 class ProjectDetailApi(ProjectApi):
+    """A project; renaming, archiving and deleting it need the owner role."""
+
+    write_role = Role.OWNER
+
     @extend_schema(responses=ProjectSerializer, operation_id="projects_retrieve")
     def get(self, request: Request, project_id: str) -> Response:
         project = selectors.project_list(user=request.user).get(pk=self.get_project(request).pk)
         return Response(ProjectSerializer(project).data)
+
+    @extend_schema(request=ProjectUpdateInput, responses=ProjectSerializer,
+                   operation_id="projects_update")
+    def patch(self, request: Request, project_id: str) -> Response:
+        """Rename, describe, archive or unarchive (fields left out stay as they are)."""
+        project = self.get_project(request)
+        data = ProjectUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        lifecycle.project_update(project=project, actor=request.user, **data.validated_data)
+        project = selectors.project_list(user=request.user).get(pk=project.pk)
+        return Response(ProjectSerializer(project).data)
+
+    @extend_schema(request=None, responses={204: None}, operation_id="projects_delete")
+    def delete(self, request: Request, project_id: str) -> Response:
+        """Delete the project, everything in it and its files. 409 ``delete_blocked`` (with
+        ``details.blockers``) while a device runs one of its models or a job of it runs."""
+        lifecycle.project_delete(project=self.get_project(request), actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MembershipSerializer(serializers.Serializer):
@@ -183,8 +219,18 @@ class MembershipSerializer(serializers.Serializer):
 
 
 class MembershipInput(serializers.Serializer):
-    username = serializers.CharField()
+    username = serializers.CharField(required=False, allow_blank=True, default="",
+                                     help_text="The user to add or change; or give email.")
+    email = serializers.CharField(required=False, allow_blank=True, default="",
+                                  help_text="Invite the user whose e-mail address this is "
+                                  "(case-insensitive) instead of naming the username.")
     role = serializers.ChoiceField(choices=Role.choices)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if bool(attrs["username"].strip()) == bool(attrs["email"].strip()):
+            raise ValidationFailed("give either a username or an e-mail address",
+                                   field="username")
+        return attrs
 
 
 class MembershipListApi(ProjectApi):
@@ -221,9 +267,13 @@ class AuditEventOutput(serializers.Serializer):
     id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     actor = serializers.CharField(source="actor_name", help_text="username; empty: the system")
-    action = serializers.CharField(help_text="project.create, member.set, member.remove, "
+    action = serializers.CharField(help_text="project.create, project.update, project.archive, "
+                                   "project.unarchive, dataset.update, dataset.archive, "
+                                   "dataset.unarchive, dataset.delete, member.set, member.remove, "
                                    "training.create, compression.create, deployment.create, "
-                                   "enrollment_token.create")
+                                   "rollout.create, rollout.rollback, device.update, "
+                                   "device.re_enroll, enrollment_token.create, "
+                                   "alert_rule.delete")
     target_type = serializers.CharField()
     target_id = serializers.CharField()
     details = serializers.JSONField()
@@ -235,7 +285,12 @@ class ProjectAuditApi(ProjectApi):
     read_role = Role.OWNER
     pagination_class = Pagination
 
-    @extend_schema(responses=AuditEventOutput(many=True), operation_id="projects_audit")
+    @extend_schema(responses=AuditEventOutput(many=True), operation_id="projects_audit",
+                   parameters=[OpenApiParameter(
+                       "action", str, required=False,
+                       description="Only events of this action (member.set), or of every "
+                       "action of a kind when it ends with a dot (member.).")])
     def get(self, request: Request, project_id: str) -> Response:
-        return self.paginate(request, audit_list(project=self.get_project(request)),
+        return self.paginate(request, audit_list(project=self.get_project(request),
+                                                 action=request.query_params.get("action")),
                              AuditEventOutput)

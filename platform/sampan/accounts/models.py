@@ -26,6 +26,13 @@ class Project(BaseModel):
     description = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                    related_name="+")
+    #: when it was archived (null: active); an archived project is hidden from the default
+    #: list and refuses new work (``sampan.accounts.lifecycle``)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
     def __str__(self) -> str:
         return self.name

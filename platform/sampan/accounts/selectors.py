@@ -14,11 +14,15 @@ def project_ids_for_user(user: Any) -> QuerySet[Any]:
     return Membership.objects.filter(user=user).values_list("project_id", flat=True)
 
 
-def project_list(*, user: Any) -> QuerySet[Project]:
-    """The user's projects, each annotated with ``role``: the user's role in it."""
+def project_list(*, user: Any, archived: bool | None = None) -> QuerySet[Project]:
+    """The user's projects, each annotated with ``role``: the user's role in it. ``archived``:
+    False for the active ones only, True for the archived ones only, None (the default) for
+    all."""
     role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
-    return (Project.objects.filter(memberships__user=user)
-            .annotate(role=Subquery(role)).order_by("created_at"))
+    projects = Project.objects.filter(memberships__user=user)
+    if archived is not None:
+        projects = projects.filter(archived_at__isnull=not archived)
+    return projects.annotate(role=Subquery(role)).order_by("created_at")
 
 
 def membership_get(*, user: Any, project_id: Any) -> Membership | None:

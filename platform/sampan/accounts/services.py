@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import ApiToken, Membership, Project, Role
+from sampan.accounts.users import user_find
 from sampan.core.errors import Conflict, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
 
@@ -34,15 +35,16 @@ def project_create(*, user: Any, name: str, description: str = "") -> Project:
 
 
 @transaction.atomic
-def membership_set(*, project: Project, username: str, role: str,
+def membership_set(*, project: Project, role: str, username: str = "", email: str = "",
                    actor: Any = None) -> Membership:
-    """Add ``username`` to the project with ``role`` or change their role.
+    """Add the user named ``username`` (or whose e-mail address is ``email``) to the project
+    with ``role``, or change their role.
 
-    Raises NotFound if no such user, Conflict if it would leave the project without an owner.
+    Raises ValidationFailed (400, field ``username`` / ``email``) if there is no such user
+    (``users.user_find``), Conflict if it would leave the project without an owner. Callers
+    check that the actor is an owner *before* calling: only owners learn whether a user exists.
     """
-    user = get_user_model().objects.filter(username=username).first()
-    if user is None:
-        raise NotFound(f"no user named {username!r}", field="username")
+    user = user_find(username=username, email=email)
     if role not in Role.values:
         raise ValidationFailed(f"role must be one of {', '.join(Role.values)}", field="role")
     _lock_memberships(project)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sampan.accounts import apis
+from sampan.accounts import apis, user_apis
 
 urlpatterns = [
     path("auth/csrf/", apis.CsrfApi.as_view(), name="auth-csrf"),
@@ -9,6 +9,7 @@ urlpatterns = [
     path("auth/me/", apis.MeApi.as_view(), name="auth-me"),
     path("auth/tokens/", apis.ApiTokenCreateApi.as_view(), name="auth-tokens"),
     path("auth/tokens/<uuid:token_id>/", apis.ApiTokenDetailApi.as_view(), name="auth-token"),
+    path("users/", user_apis.UserCreateApi.as_view(), name="users"),
     path("projects/", apis.ProjectListApi.as_view(), name="projects"),
     path("projects/<uuid:project_id>/", apis.ProjectDetailApi.as_view(), name="project"),
     path("projects/<uuid:project_id>/members/", apis.MembershipListApi.as_view(), name="members"),

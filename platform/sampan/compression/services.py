@@ -37,6 +37,7 @@ from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
 from sampan.registry.services import MIN_ONNXRUNTIME, PACKAGE_SCHEMA, model_version_register
 from sampan.training.services import dataset_version_local_rows
+from sampan.accounts.lifecycle import ensure_active
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
     jobs waiting.
     """
+    ensure_active(project=project, doing="compressing")
     if source.task_type != TaskType.IMAGE_CLASSIFICATION:
         raise ValidationFailed(f"compressing {source.task_type} models is not available yet",
                                field="source_model_version_id")

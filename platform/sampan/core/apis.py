@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sampan.accounts.models import Project, Role
+from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import REPLAYED_HEADER
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -78,3 +79,21 @@ def created_or_replayed(data: Any, created: bool) -> Response:
     if created:
         return Response(data, status=status.HTTP_201_CREATED)
     return Response(data, status=status.HTTP_200_OK, headers={REPLAYED_HEADER: "true"})
+
+
+#: the ``archived`` query parameter of the project and dataset lists, for the schema
+ARCHIVED_PARAMETER = OpenApiParameter(
+    name="archived", location=OpenApiParameter.QUERY, required=False, type=str,
+    enum=["false", "true", "all"],
+    description="false (the default): the active ones; true: the archived ones only; all: both.")
+
+
+def archived_filter(request: Request) -> bool | None:
+    """The list's ``?archived=`` choice: False (active only, the default), True (archived only)
+    or None (all). Raises ValidationFailed (field ``archived``) for another value."""
+    value = request.query_params.get("archived", "false").strip().lower()
+    choices: dict[str, bool | None] = {"false": False, "true": True, "all": None}
+    if value not in choices:
+        raise ValidationFailed(f"archived must be one of false, true, all; got {value!r}",
+                               field="archived")
+    return choices[value]

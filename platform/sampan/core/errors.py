@@ -58,6 +58,23 @@ class Conflict(ApplicationError):
     code = "conflict"
 
 
+class Archived(Conflict):
+    """409: the project or dataset is archived, and the request would start new work in it (an
+    import, a label, a version, a training, compression or pre-labeling job). ``details``:
+    ``archived`` (``project`` or ``dataset``), ``id``. Unarchiving it (``PATCH {"archived":
+    false}``) undoes this."""
+
+    code = "archived"
+
+
+class DeleteBlocked(Conflict):
+    """409: a delete refused while something still uses the object: ``details.blockers`` lists
+    each (``kind``: ``deployment`` or a job kind; ``id``; ``state``; ``label``), and the message
+    says what to stop first."""
+
+    code = "delete_blocked"
+
+
 class PreconditionFailed(ApplicationError):
     """412: a write sent with ``If-Match`` whose entity tag is no longer the current one: someone
     else changed the resource since the client read it (RFC 9110, section 13.1.1). ``details``:

@@ -113,6 +113,10 @@ def jobs_reap_stale(*, timeout_s: float | None = None) -> int:
                 log.warning("reaped %s %s: worker lost", model.__name__, pk)
                 job_publish(model, pk, {"status": JobStatus.FAILED, "error": "worker lost"},
                             force=True)
+                # a job kind that leaves work half-done takes it back (imports: their samples)
+                after_reaped = getattr(model, "after_reaped", None)
+                if after_reaped is not None:
+                    after_reaped(pk)
     return reaped
 
 

@@ -16,11 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sampan.core import storage as shared_storage
-from sampan.core.apis import ProjectApi
-from sampan.core.errors import NotFound
+from sampan.core.apis import ARCHIVED_PARAMETER, ProjectApi, archived_filter
+from sampan.core.errors import NotFound, ValidationFailed
 from sampan.core.pagination import Pagination
 from sampan.core.parsers import JSONParser
-from sampan.datasets import imports, selectors, services
+from sampan.datasets import imports, lifecycle, selectors, services
 from sampan.datasets.exports import dataset_version_export, zip_download
 from sampan.datasets import serializers as s
 from sampan.datasets.etags import quoted
@@ -29,10 +29,12 @@ from sampan.datasets.versions import dataset_version_create
 
 
 class DatasetListApi(ProjectApi):
-    @extend_schema(responses=s.DatasetOutput(many=True), operation_id="datasets_list")
+    @extend_schema(parameters=[ARCHIVED_PARAMETER], responses=s.DatasetOutput(many=True),
+                   operation_id="datasets_list")
     def get(self, request: Request, project_id: str) -> Response:
-        project = self.get_project(request)
-        return Response(s.DatasetOutput(selectors.dataset_list(project=project), many=True).data)
+        datasets = selectors.dataset_list(project=self.get_project(request),
+                                          archived=archived_filter(request))
+        return Response(s.DatasetOutput(datasets, many=True).data)
 
     @extend_schema(request=s.DatasetInput, responses={201: s.DatasetOutput},
                    operation_id="datasets_create")
@@ -46,10 +48,33 @@ class DatasetListApi(ProjectApi):
 
 
 class DatasetDetailApi(ProjectApi):
+    """A dataset; renaming, archiving and deleting it need the editor role
+    (``sampan.datasets.lifecycle`` says why)."""
+
     @extend_schema(responses=s.DatasetOutput, operation_id="datasets_retrieve")
     def get(self, request: Request, project_id: str, dataset_id: str) -> Response:
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
         return Response(s.DatasetOutput(dataset).data)
+
+    @extend_schema(request=s.DatasetUpdateInput, responses=s.DatasetOutput,
+                   operation_id="datasets_update")
+    def patch(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        """Rename, describe, archive or unarchive (fields left out stay as they are)."""
+        project = self.get_project(request)
+        dataset = selectors.dataset_get(project=project, dataset_id=dataset_id)
+        data = s.DatasetUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        lifecycle.dataset_update(dataset=dataset, actor=request.user, **data.validated_data)
+        return Response(s.DatasetOutput(selectors.dataset_get(project=project,
+                                                              dataset_id=dataset_id)).data)
+
+    @extend_schema(request=None, responses={204: None}, operation_id="datasets_delete")
+    def delete(self, request: Request, project_id: str, dataset_id: str) -> Response:
+        """Delete the dataset and its files. 409 ``delete_blocked`` (with ``details.blockers``)
+        while an import, pre-labeling or training job runs on it."""
+        dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        lifecycle.dataset_delete(dataset=dataset, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ClassLabelListApi(ProjectApi):
@@ -59,7 +84,7 @@ class ClassLabelListApi(ProjectApi):
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
         data = s.ClassLabelInput(data=request.data)
         data.is_valid(raise_exception=True)
-        services.class_labels_ensure(dataset=dataset, names=data.validated_data["names"])
+        services.class_labels_add(dataset=dataset, names=data.validated_data["names"])
         return Response(s.ClassLabelOutput(dataset.class_labels.all(), many=True).data)
 
 
@@ -89,6 +114,9 @@ class ImportCreateApi(ProjectApi):
                    responses={202: s.ImportJobOutput}, operation_id="imports_create")
     def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
+        if not hasattr(request.data, "get"):  # a JSON array or scalar (a 500 before: fuzzing)
+            raise ValidationFailed("the body must be a JSON object with upload_id, or a multipart "
+                                   "form with files", field="upload_id")
         if "upload_id" in request.data:
             source = s.ImportFromUploadInput(data=request.data)
             source.is_valid(raise_exception=True)

@@ -26,6 +26,7 @@ from sampan.core.jobs import JobStatus, job_transition
 from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
 from sampan.datasets import detection_imports, storage
+from sampan.datasets.import_undo import import_job_undo
 from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
                                       normalise_label, open_archive, plan_archive, sort_labels)
 from sampan.datasets.formats.common import NO_ANNOTATIONS, ImageAnnotations
@@ -33,6 +34,7 @@ from sampan.datasets.formats.reader import could_hold_annotations
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, ImportJob,
                                     Sample, TaskType)
 from sampan.datasets.services import class_labels_ensure
+from sampan.accounts.lifecycle import ensure_active
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
     The staged files go to the shared storage under ``staging/import-<hex>/`` (the job's
     ``staging_dir``), streamed: the imports worker, on any host, reads them from there.
     """
+    ensure_active(project=dataset.project, dataset=dataset, doing="importing")
     if not files:
         raise ValidationFailed("upload at least one file", field="files")
     _check_loose_label(dataset, label)
@@ -115,6 +118,7 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
     has to be sent again to find out) with ``field: "upload_id"``; StorageUnavailable when the
     bucket refuses (the upload is kept).
     """
+    ensure_active(project=dataset.project, dataset=dataset, doing="importing")
     from sampan.uploads.models import UploadStatus
     from sampan.uploads.selectors import upload_get_for, upload_path
     from sampan.uploads.services import upload_take
@@ -354,13 +358,16 @@ def import_job_run(*, job_id: Any) -> None:
                 progress = {"fraction": index / max(len(files), 1), "done": index,
                             "total": len(files), "message": f"imported {index}/{len(files)}"}
                 if not job_report_progress(ImportJob, job.pk, progress):
-                    return  # cancelled or reaped meanwhile
+                    import_job_undo(job.pk)  # cancelled or reaped meanwhile: nothing half-done
+                    return
     except ArchiveError as exc:
         _import_fail(job, str(exc), report)
         return
     except Exception as exc:
         log.exception("import %s failed", job.pk)
-        _import_fail(job, f"import failed: {exc}", report)
+        undone = import_job_undo(job.pk)
+        _import_fail(job, f"import failed: {exc}; the {undone['removed']} file(s) it had "
+                          "imported were removed", {**report, "undone": undone})
         raise
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 
@@ -28,6 +30,13 @@ class Dataset(BaseModel):
     task_type = models.CharField(max_length=32, choices=TaskType.choices,
                                  default=TaskType.IMAGE_CLASSIFICATION)
     description = models.TextField(blank=True, default="")
+    #: when it was archived (null: active); an archived dataset is hidden from the default
+    #: list and refuses new work (``sampan.datasets.lifecycle``)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "name"],
@@ -166,6 +175,13 @@ class ImportJob(Job):
     """A background import of uploaded files or a zip. ``report``: imported, ignored, rejected."""
 
     task_name, task_queue = "datasets.run_import", "imports"
+
+    @classmethod
+    def after_reaped(cls, pk: Any) -> None:
+        """The reaper failed this job (worker lost): take back the samples it had added."""
+        from sampan.datasets.import_undo import import_job_undo
+
+        import_job_undo(pk)
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="import_jobs")

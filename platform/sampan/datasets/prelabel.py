@@ -33,6 +33,7 @@ from sampan.datasets.uncertainty import (DETECTION_SCORE_FLOOR, classification_u
                                          detection_uncertainty)
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
+from sampan.accounts.lifecycle import ensure_active
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ def prelabel_job_create(*, dataset: Dataset, model_version: ModelVersion,
     :func:`shared_classes`) and on ``score_threshold`` (given for a classifier, or outside
     [0, 1]); Conflict (409) while another run on the dataset has not ended (``details.job_id``).
     """
+    ensure_active(project=dataset.project, dataset=dataset, doing="pre-labeling")
     shared_classes(dataset, model_version)
     if score_threshold is not None:
         if dataset.task_type != TaskType.OBJECT_DETECTION:

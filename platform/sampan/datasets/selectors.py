@@ -19,9 +19,10 @@ from sampan.datasets.models import (Annotation, AnnotationKind, Dataset, Dataset
 SAMPLE_ORDERINGS = ("created_at", "-uncertainty")
 
 
-def dataset_list(*, project: Project) -> QuerySet[Dataset]:
+def dataset_list(*, project: Project, archived: bool | None = None) -> QuerySet[Dataset]:
     """The project's datasets with ``sample_count`` and ``suggested_samples`` (samples holding
-    a model's suggestions).
+    a model's suggestions). ``archived``: False for the active ones only, True for the archived
+    ones only, None (the default) for all.
 
     Both are correlated subqueries, not ``Count`` over a join: with an aggregate the dataset row
     is grouped and SQLite evaluated the suggestion subquery once per joined sample (20 s for
@@ -29,7 +30,10 @@ def dataset_list(*, project: Project) -> QuerySet[Dataset]:
     samples = Sample.objects.filter(dataset=OuterRef("pk")).order_by().values("dataset")
     suggested = samples.filter(Exists(Suggestion.objects.filter(sample=OuterRef("pk"))))
     count = Count("pk")
-    return project.datasets.annotate(
+    datasets = project.datasets.all()
+    if archived is not None:
+        datasets = datasets.filter(archived_at__isnull=not archived)
+    return datasets.annotate(
         sample_count=Coalesce(Subquery(samples.annotate(n=count).values("n"),
                                        output_field=IntegerField()), 0),
         suggested_samples=Coalesce(Subquery(suggested.annotate(n=count).values("n"),
@@ -72,7 +76,7 @@ def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool =
 
 
 def sample_get(*, project: Project, sample_id: Any) -> Sample:
-    return get_or_not_found(_with_labels(Sample.objects.select_related("dataset")),
+    return get_or_not_found(_with_labels(Sample.objects.select_related("dataset__project")),
                             "sample", pk=sample_id, dataset__project=project)
 
 

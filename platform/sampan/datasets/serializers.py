@@ -31,6 +31,9 @@ class DatasetOutput(serializers.Serializer):
     task_type = serializers.ChoiceField(choices=TaskType.choices)
     description = serializers.CharField()
     created_at = serializers.DateTimeField()
+    archived = serializers.BooleanField(
+        help_text="Archived: hidden from the default list, refuses new work (409 archived).")
+    archived_at = serializers.DateTimeField(allow_null=True)
     sample_count = serializers.IntegerField(required=False)
     suggested_samples = serializers.IntegerField(
         required=False, help_text="Samples holding a model's suggestions (pre-labeling).")
@@ -44,6 +47,13 @@ class DatasetInput(serializers.Serializer):
     description = TextField(required=False, allow_blank=True, default="")
     labels = serializers.ListField(child=NameField(max_length=200), required=False,
                                    default=list)
+
+
+class DatasetUpdateInput(serializers.Serializer):
+    name = NameField(max_length=200, required=False)
+    description = TextField(required=False, allow_blank=True)
+    archived = serializers.BooleanField(required=False, help_text="true: archive; false: "
+                                        "unarchive.")
 
 
 class ClassLabelInput(serializers.Serializer):

@@ -15,6 +15,7 @@ from sampan.datasets.etags import (BOXES_CHANGED, LABEL_CHANGED, annotations_eta
                                    check_if_match)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, Sample,
                                     Suggestion, TaskType)
+from sampan.accounts.lifecycle import ensure_active
 
 
 def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMAGE_CLASSIFICATION,
@@ -25,6 +26,7 @@ def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMA
     (field ``name`` / ``description``) or a bad class label (field ``labels``); Conflict when the
     project has a dataset of that name.
     """
+    ensure_active(project=project, doing="creating a dataset")
     name = validated_name(name, field="name")
     description = validated_text(description, field="description")
     try:
@@ -61,6 +63,16 @@ def class_labels_ensure(*, dataset: Dataset, names: list[str]) -> dict[str, Clas
                                                            position=position)
                 position += 1
     return existing
+
+
+def class_labels_add(*, dataset: Dataset, names: list[str]) -> dict[str, ClassLabel]:
+    """``class_labels_ensure`` for a person adding classes (``POST .../class-labels/``).
+
+    Raises Archived (409 ``archived``) when the dataset or its project is archived: new classes
+    are new labeling work (an import queued before the archive still adds the classes it reads,
+    through ``class_labels_ensure``); ValidationFailed (field ``labels``) for a bad name."""
+    ensure_active(project=dataset.project, dataset=dataset, doing="adding class labels")
+    return class_labels_ensure(dataset=dataset, names=names)
 
 
 def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> ClassLabel:
@@ -105,6 +117,7 @@ def sample_label_set(*, sample: Sample, label: str | None = None, label_id: Any 
     Raises PreconditionFailed (412) when ``if_match`` is given and the sample's annotations
     changed since that tag (``sampan.datasets.etags``).
     """
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
     sample_check_unchanged(sample, if_match, LABEL_CHANGED)
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
     if label is None and label_id is None:
@@ -123,6 +136,7 @@ def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | 
 
     Raises ValidationFailed naming the first sample id that is not in the dataset.
     """
+    ensure_active(project=dataset.project, dataset=dataset, doing="labeling")
     samples = {str(s.pk): s for s in Sample.objects.filter(dataset=dataset, pk__in=sample_ids)}
     for sample_id in sample_ids:
         if str(sample_id) not in samples:
@@ -173,6 +187,7 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     (412) when ``if_match`` is given and the sample's annotations changed since that tag: the
     boxes were saved by someone else meanwhile, and these would overwrite them unseen.
     """
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
     if sample.dataset.task_type != TaskType.OBJECT_DETECTION:
         raise ValidationFailed(f"bounding boxes need an {TaskType.OBJECT_DETECTION} dataset; this "
                                f"one is {sample.dataset.task_type}", field="boxes")
@@ -202,5 +217,5 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
             for c, label in checked]
 
 
-__all__ = ["dataset_create", "class_labels_ensure", "sample_label_set", "samples_label_bulk",
-           "sample_boxes_set", "sample_check_unchanged"]
+__all__ = ["dataset_create", "class_labels_add", "class_labels_ensure", "sample_label_set",
+           "samples_label_bulk", "sample_boxes_set", "sample_check_unchanged"]

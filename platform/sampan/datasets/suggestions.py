@@ -14,6 +14,7 @@ from sampan.core.errors import ValidationFailed
 from sampan.datasets.etags import BOXES_CHANGED, LABEL_CHANGED
 from sampan.datasets.models import Annotation, AnnotationKind, Sample, Suggestion, TaskType
 from sampan.datasets.services import sample_check_unchanged
+from sampan.accounts.lifecycle import ensure_active
 
 
 def _chosen(sample: Sample, suggestion_ids: Iterable[Any] | None) -> list[Suggestion]:
@@ -49,6 +50,7 @@ def sample_suggestions_accept(*, sample: Sample, suggestion_ids: Iterable[Any] |
     changed since that tag; ValidationFailed (``suggestion_ids``) when the sample has no
     suggestion to accept, or an id is not one of its suggestions.
     """
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
     detection = sample.dataset.task_type == TaskType.OBJECT_DETECTION
     sample_check_unchanged(sample, if_match, BOXES_CHANGED if detection else LABEL_CHANGED)
     chosen = _chosen(sample, suggestion_ids)

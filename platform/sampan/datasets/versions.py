@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
                                     DatasetVersion, DatasetVersionItem, Sample, Split, TaskType)
+from sampan.accounts.lifecycle import ensure_active
 
 DEFAULT_VAL_FRACTION = 0.15
 DEFAULT_TEST_FRACTION = 0.15  # 70/15/15: the test split is held out from model selection
@@ -117,6 +118,7 @@ def dataset_version_create(*, dataset: Dataset, seed: int = 0,
     ValidationFailed when nothing is labeled (a detection version needs at least one box) or the
     fractions are out of range.
     """
+    ensure_active(project=dataset.project, dataset=dataset, doing="freezing a version")
     if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
         raise ValidationFailed("val_fraction and test_fraction must be in [0, 1) with a sum < 1",
                                field="val_fraction")

@@ -36,6 +36,7 @@ from sampan.registry.models import ModelVersion
 from sampan.registry.services import model_version_register
 from sampan.training.budget import minimum_budget_s, minimum_budget_text
 from sampan.training.models import Augmentation, EvaluationReport, ModelPreference, TrainingJob
+from sampan.accounts.lifecycle import ensure_active
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     validation split. Raises QuotaExceeded (429) when the project already has
     ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` training jobs waiting.
     """
+    ensure_active(project=project, dataset=dataset_version.dataset, doing="training")
     task = dataset_version.task_type
     if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION):
         raise ValidationFailed(f"training {task} is not available yet",

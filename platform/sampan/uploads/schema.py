@@ -9,18 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ERROR = {"$ref": "#/components/schemas/Error"}
-ERROR_SCHEMA = {
-    "type": "object",
-    "description": "Every API error: `{\"error\": {\"code\", \"message\", \"field\"?, "
-                   "\"details\"?}}`.",
-    "properties": {"error": {
-        "type": "object", "required": ["code", "message"],
-        "properties": {"code": {"type": "string"}, "message": {"type": "string"},
-                       "field": {"type": "string"},
-                       "details": {"type": "object", "additionalProperties": {}}}}},
-    "required": ["error"],
-}
+from sampan.core.schema import ERROR, ERROR_SCHEMA
 
 
 def _header(description: str, *, integer: bool = False) -> dict[str, Any]:

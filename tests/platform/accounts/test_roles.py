@@ -475,14 +475,15 @@ def test_an_owner_can_step_down_once_another_owner_exists(world: World, api: Any
     assert roles == {"owner": "editor", "editor": "owner", "viewer": "viewer"}
 
 
-def test_adding_an_unknown_user_is_404_naming_the_field(world: World, api: Any) -> None:
+def test_adding_an_unknown_user_is_400_naming_the_field(world: World, api: Any) -> None:
     response = api(world.users["owner"]).post(world.url("projects/{p}/members/"),
                                               {"username": "nobody", "role": "viewer"},
                                               format="json")
 
-    assert response.status_code == 404
-    assert _json(response)["error"] == {"code": "not_found", "field": "username",
-                                        "message": "no user named 'nobody'"}
+    assert response.status_code == 400
+    error = _json(response)["error"]
+    assert (error["code"], error["field"]) == ("invalid", "username")
+    assert error["message"].startswith("no user named 'nobody': ")
 
 
 def test_project_list_shows_only_the_users_projects(world: World, api: Any) -> None:

@@ -5,48 +5,26 @@ forgets its role check is refused all the same (``sampan.core.apis.ProjectRolePe
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from sampan.accounts.models import Role
 from sampan.core.apis import SAFE_METHODS, ProjectApi
+from tests.platform.core.project_routes import PROJECT_ROUTES, route_url, view_methods
 
 pytestmark = pytest.mark.django_db
-
-METHODS = ("get", "post", "put", "patch", "delete")
-
-
-def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
-        elif isinstance(pattern, URLPattern):
-            yield prefix + str(pattern.pattern), pattern.callback
-
-
-PROJECT_ROUTES = sorted((route, callback) for route, callback in
-                        _routes(get_resolver().url_patterns) if "<uuid:project_id>" in route)
 
 
 def _url(route: str, project_id: Any) -> str:
     """The route with the project's id, a fresh UUID for any other id and "x" for the rest."""
-    def fill(match: re.Match[str]) -> str:
-        converter, name = match.group(1) or "str", match.group(2)
+    def fill(converter: str, name: str, segment: str) -> str:
         if name == "project_id":
             return str(project_id)
         return str(uuid.uuid4()) if converter == "uuid" else "x"
-    return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", fill, route).lstrip("^").rstrip("$")
-
-
-def _methods(callback: Any) -> list[str]:
-    view = callback.view_class
-    return [m for m in METHODS if hasattr(view, m)]
+    return route_url(route, fill)
 
 
 def test_every_project_route_is_a_project_api_view() -> None:
@@ -66,7 +44,7 @@ def test_no_project_route_serves_a_stranger_or_a_role_too_low(
     anonymous, outsider, viewer = APIClient(), APIClient(), APIClient()
     outsider.force_authenticate(project_with_roles["outsider"])
     viewer.force_authenticate(project_with_roles["viewer"])
-    for method in _methods(callback):
+    for method in view_methods(callback):
         answer = getattr(anonymous, method)(url, {}, format="json")
         assert answer.status_code in (401, 403), (method, url, answer.status_code)
         answer = getattr(outsider, method)(url, {}, format="json")

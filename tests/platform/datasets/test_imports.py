@@ -195,6 +195,14 @@ def test_duplicate_content_is_stored_once(ctx: dict[str, Any]) -> None:
     assert job["report"]["counts"]["duplicates"] == 1
 
 
+@pytest.mark.parametrize("body", [[None, None], "upload_id", 7])
+def test_a_json_body_that_is_not_an_object_is_a_400(ctx: dict[str, Any], body: Any) -> None:
+    response = ctx["client"].post(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/imports/",
+                                  body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "upload_id"
+
+
 def test_not_a_zip_is_a_clear_400(ctx: dict[str, Any]) -> None:
     response = upload(ctx, "fake.zip", b"this is not a zip")
     assert response.status_code == 400

@@ -33,8 +33,8 @@ from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, le
 
 from ..specs import AUGMENTATIONS, TrainingCancelled
 
-__all__ = ["BoxSample", "DetectionData", "Geometry", "choose_geometry", "load_samples",
-           "training_transform"]
+__all__ = ["BoxSample", "DetectionData", "Geometry", "cache_bytes", "choose_geometry",
+           "load_samples", "training_transform"]
 
 #: longest side kept in memory for a tiled run (px); larger images are scaled down to it
 MAX_TILED_SIDE = 4096
@@ -117,6 +117,18 @@ def choose_geometry(sizes: Sequence[tuple[int, int]], box_sides: Sequence[float]
                         f"{size} px")
     return Geometry(size, None, f"input {size} px (median image side {median_side:.0f} px, "
                                 f"median object {median_box:.0f} px -> {at_input:.0f} px)")
+
+
+def cache_bytes(sizes: Sequence[tuple[int, int]], geometry: Geometry) -> int:
+    """Bytes :func:`load_samples` keeps for images of these (width, height) px: each letterboxed
+    to the input size, or (tiled) at its own size up to ``MAX_TILED_SIDE``, 3 bytes a pixel."""
+    if geometry.tile is None:
+        return len(sizes) * 3 * geometry.input_size ** 2
+    total = 0
+    for width, height in sizes:
+        scale = min(1.0, MAX_TILED_SIDE / max(width, height, 1))
+        total += 3 * max(1, round(width * scale)) * max(1, round(height * scale))
+    return total
 
 
 def load_samples(samples: Sequence[BoxSample], geometry: Geometry,

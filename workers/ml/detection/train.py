@@ -33,10 +33,11 @@ from edge_agent.imaging import Preprocessing
 from ..classification import available_threads
 from ..schedule import learning_rate_factor
 from ..specs import TrainResult, TrainingCancelled
+from ..data import check_cache_fits
 from ..state import Progress
 from ..weights import load_pretrained_state_dict
-from .data import (BoxSample, DetectionData, Geometry, augmented, choose_geometry, load_samples,
-                   random_window, training_transform)
+from .data import (BoxSample, DetectionData, Geometry, augmented, cache_bytes, choose_geometry,
+                   load_samples, random_window, training_transform)
 from .evaluation import ImageResult, best_f1_threshold, detection_report, mean_ap
 from .export import check_box_parity, export_detector, onnx_session
 from .model import ExportedDetector, build_detector
@@ -46,6 +47,10 @@ __all__ = ["DetectRequest", "DetectResult", "train_detector"]
 #: evaluation keeps every detection above this score (the whole precision-recall curve)
 EVAL_SCORE_THRESHOLD = 0.05
 BATCH_SIZE = 4
+#: seconds kept for the ONNX export and its checks besides the inference they run (the
+#: TorchScript exporter took 1.4-2.1 s for the FCOS graph on a slow 2-core host; 12 s were kept
+#: while dynamo exported first, which took 15-34 s there)
+EXPORT_RESERVE_S = 6.0
 #: validation rounds planned over a run (each costs one pass over the validation images)
 VALIDATIONS = 6
 #: exponential moving average of the weights, validated and exported instead of the last
@@ -256,6 +261,10 @@ def train_detector(request: DetectRequest, *,
     geometry = choose_geometry(sizes, sides, request.input_size)
     size = geometry.input_size
     preprocessing = Preprocessing(size=(size, size), resize="letterbox")
+    # train and val stay decoded while test is evaluated: the three at once, before decoding
+    count = len(request.train) + len(request.val) + len(request.test)
+    check_cache_fits(cache_bytes(sizes + _image_sizes(request.val) + _image_sizes(request.test),
+                                 geometry), f"{count} images ({geometry.reason})")
     train = load_samples(request.train, geometry, preprocessing, num_classes, should_stop)
     val = load_samples(request.val, geometry, preprocessing, num_classes, should_stop)
     if not len(train) or not len(val):
@@ -312,7 +321,7 @@ def train_detector(request: DetectRequest, *,
     infer_s = step_s / BATCH_SIZE / 2.0 * tiles_per_image
     val_s = infer_s * len(val) + 0.2
     # export, parity (2 batches), the exported model on validation and on test
-    tail_s = 12.0 + infer_s * (len(val) + len(request.test) + 2)
+    tail_s = EXPORT_RESERVE_S + infer_s * (len(val) + len(request.test) + 2)
     train_s = deadline - time.monotonic() - tail_s
     planned = max(0, int((train_s - VALIDATIONS * val_s) / step_s))
     total = planned
@@ -362,7 +371,7 @@ def train_detector(request: DetectRequest, *,
         # export's parity and the final evaluations are the same inference), so both grow
         slower = (time.monotonic() - began) / max(val_s, 1e-6)
         if slower > 1.0:
-            tail_s = 12.0 + (tail_s - 12.0) * slower
+            tail_s = EXPORT_RESERVE_S + (tail_s - EXPORT_RESERVE_S) * slower
             val_s *= slower
         history.append(entry)
         progress.emit(entry, force=True)

@@ -63,6 +63,52 @@ export function useDatasets(projectId: string) {
   });
 }
 
+/** The project's archived datasets only (the list's "Show archived" toggle). */
+export function useArchivedDatasets(projectId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: [...datasetKeys.list(projectId), "archived"] as const,
+    enabled,
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/", {
+          params: { path: { project_id: projectId }, query: { archived: "true" } },
+        }),
+      ),
+  });
+}
+
+/** Rename, describe, archive or unarchive a dataset (editors). */
+export function useUpdateDataset(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["PatchedDatasetUpdateInputRequest"]) =>
+      unwrap(
+        await api().PATCH("/api/v1/projects/{project_id}/datasets/{dataset_id}/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+          body,
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: datasetKeys.list(projectId) }),
+  });
+}
+
+/** Delete a dataset (editors); refused with 409 delete_blocked while a job runs on it. */
+export function useDeleteDataset(projectId: string, datasetId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async () =>
+      unwrap(
+        await api().DELETE("/api/v1/projects/{project_id}/datasets/{dataset_id}/", {
+          params: { path: { project_id: projectId, dataset_id: datasetId } },
+        }),
+      ),
+    onSuccess: () => {
+      queryClient.removeQueries({ queryKey: datasetKeys.detail(projectId, datasetId) });
+      return queryClient.invalidateQueries({ queryKey: datasetKeys.list(projectId), exact: false });
+    },
+  });
+}
+
 export function useDataset(projectId: string, datasetId: string) {
   return useQuery({
     queryKey: datasetKeys.detail(projectId, datasetId),

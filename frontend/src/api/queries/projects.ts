@@ -21,6 +21,37 @@ export function useProjects() {
   });
 }
 
+/** The archived projects only (the projects list's "Show archived" toggle). */
+export function useArchivedProjects(enabled: boolean) {
+  return useQuery({
+    queryKey: [...projectKeys.all, "archived"] as const,
+    enabled,
+    queryFn: async () => unwrap(await api().GET("/api/v1/projects/", { params: { query: { archived: "true" } } })),
+  });
+}
+
+/** Rename, describe, archive or unarchive a project (owners). */
+export function useUpdateProject(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: Schemas["PatchedProjectUpdateInputRequest"]) =>
+      unwrap(
+        await api().PATCH("/api/v1/projects/{project_id}/", { params: { path: { project_id: projectId } }, body }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.all }),
+  });
+}
+
+/** Delete a project (owners); refused with 409 delete_blocked while its models or jobs run. */
+export function useDeleteProject(projectId: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async () =>
+      unwrap(await api().DELETE("/api/v1/projects/{project_id}/", { params: { path: { project_id: projectId } } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: projectKeys.all }),
+  });
+}
+
 export function useProject(projectId: string) {
   return useQuery({
     queryKey: projectKeys.detail(projectId),
@@ -79,8 +110,10 @@ export function useRemoveMember(projectId: string) {
 /** The signed-in user's role in the project, from the projects list the layout already loads;
  * undefined while it loads or when the project is not in the list. */
 export function useProjectRole(projectId: string): Role | undefined {
+  // the project itself says the role: the default project list leaves archived projects out
+  const project = useProject(projectId);
   const projects = useProjects();
-  return projects.data?.find((p) => p.id === projectId)?.role;
+  return project.data?.role ?? projects.data?.find((p) => p.id === projectId)?.role;
 }
 
 /** False only for a viewer: write controls are disabled (or hidden) for them. While the role is

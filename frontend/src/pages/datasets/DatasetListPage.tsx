@@ -1,18 +1,21 @@
 import { PlusOutlined } from "@ant-design/icons";
-import { App, Button, Empty, Form, Input, Modal, Select, Space, Table, Typography } from "antd";
+import { App, Button, Empty, Switch, Tag, Form, Input, Modal, Select, Space, Table, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 import { Link, useNavigate, useParams } from "react-router";
 
 import type { Schemas } from "../../api/client";
-import { TASK_TYPES, useCreateDataset, useDatasets, type Dataset, type TaskType } from "../../api/queries/datasets";
+import { TASK_TYPES, useArchivedDatasets, useCreateDataset, useDatasets, type Dataset, type TaskType } from "../../api/queries/datasets";
 import { ErrorAlert, useReportError } from "../../components/errors";
 import { formatDate } from "../../format";
 
 export function DatasetListPage() {
   const { t } = useTranslation();
   const { projectId = "" } = useParams();
-  const datasets = useDatasets(projectId);
+  const [showArchived, setShowArchived] = useState(false);
+  const active = useDatasets(projectId);
+  const archived = useArchivedDatasets(projectId, showArchived);
+  const datasets = showArchived ? archived : active;
   const [creating, setCreating] = useState(false);
 
   return (
@@ -21,6 +24,10 @@ export function DatasetListPage() {
         <Typography.Title level={3} style={{ margin: 0 }}>
           {t("datasets.title")}
         </Typography.Title>
+        <Space>
+          <Switch checked={showArchived} onChange={setShowArchived} aria-label={t("lifecycle.showArchived")} />
+          <Typography.Text>{t("lifecycle.showArchived")}</Typography.Text>
+        </Space>
         <Button type="primary" icon={<PlusOutlined />} onClick={() => setCreating(true)}>
           {t("datasets.create")}
         </Button>
@@ -38,7 +45,12 @@ export function DatasetListPage() {
             {
               title: t("common.name"),
               dataIndex: "name",
-              render: (name: string, d) => <Link to={`/projects/${projectId}/datasets/${d.id}`}>{name}</Link>,
+              render: (name: string, d) => (
+                <Space size="small">
+                  <Link to={`/projects/${projectId}/datasets/${d.id}`}>{name}</Link>
+                  {d.archived && <Tag color="orange">{t("lifecycle.archivedTag")}</Tag>}
+                </Space>
+              ),
             },
             { title: t("datasets.taskType"), dataIndex: "task_type", render: (type: TaskType) => t(`datasets.taskTypes.${type}`) },
             { title: t("datasets.samples"), dataIndex: "sample_count", align: "right", width: 120 },

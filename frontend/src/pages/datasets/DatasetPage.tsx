@@ -1,12 +1,13 @@
 import { PlusOutlined } from "@ant-design/icons";
-import { App, Breadcrumb, Button, Input, Skeleton, Space, Tabs, Tag, Typography } from "antd";
+import { Alert, App, Breadcrumb, Button, Input, Skeleton, Space, Tabs, Tag, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
-import { Link, useParams, useSearchParams } from "react-router";
+import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 
-import { useAddClassLabels, useDataset } from "../../api/queries/datasets";
+import { useAddClassLabels, useDataset, useDeleteDataset, useUpdateDataset } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { ErrorAlert, useReportError } from "../../components/errors";
+import { LifecycleActions } from "../../components/LifecycleActions";
 import { EditorOnly } from "../../components/ReadOnly";
 import { PrelabelPanel } from "./PrelabelPanel";
 import { SampleGallery } from "./SampleGallery";
@@ -21,6 +22,10 @@ export function DatasetPage() {
   const { projectId = "", datasetId = "" } = useParams();
   const [params, setParams] = useSearchParams();
   const dataset = useDataset(projectId, datasetId);
+  const update = useUpdateDataset(projectId, datasetId);
+  const remove = useDeleteDataset(projectId, datasetId);
+  const canEdit = useCanEdit(projectId);
+  const navigate = useNavigate();
   const tab: Tab = (TABS as readonly string[]).includes(params.get("tab") ?? "") ? (params.get("tab") as Tab) : "samples";
 
   if (dataset.isError) return <ErrorAlert error={dataset.error} onRetry={() => void dataset.refetch()} />;
@@ -38,7 +43,18 @@ export function DatasetPage() {
         </Typography.Title>
         <Tag>{t(`datasets.taskTypes.${d.task_type}`)}</Tag>
         <Typography.Text type="secondary">{t("gallery.total", { count: d.sample_count ?? 0 })}</Typography.Text>
+        {d.archived && <Tag color="orange">{t("lifecycle.archivedTag")}</Tag>}
+        <LifecycleActions
+          kind="dataset"
+          name={d.name}
+          archived={d.archived}
+          canManage={canEdit}
+          update={(body) => update.mutateAsync(body)}
+          remove={() => remove.mutateAsync()}
+          onDeleted={() => void navigate(`/projects/${projectId}/datasets`)}
+        />
       </Space>
+      {d.archived && <Alert type="warning" showIcon title={t("lifecycle.archivedNotice")} />}
       <PrelabelPanel projectId={projectId} dataset={d}>
         <ClassLabels projectId={projectId} datasetId={datasetId} names={d.class_labels.map((c) => c.name)} />
       </PrelabelPanel>
