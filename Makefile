@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run test test-python test-python-postgres test-python-sqlite test-frontend frontend lint lint-imports demo bench schema clean
+.PHONY: messages install run test test-python test-python-postgres test-python-sqlite test-frontend frontend lint lint-imports demo bench schema clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,18 @@ demo: install
 # detection, swap, heartbeats): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
+
+# The API's messages in Simplified Chinese: each app's locale/zh_Hans/LC_MESSAGES/django.po is
+# brought up to date with the code (new messages come in untranslated: translate them, then run
+# this again to compile the .mo files, which are committed; tests/platform/core/test_translations.py
+# fails while a message lacks its translation or a .mo is older than its .po). Needs GNU gettext.
+MESSAGE_APPS := accounts compression core datasets fleet registry training uploads
+messages: install
+	for app in $(MESSAGE_APPS); do mkdir -p platform/sampan/$$app/locale && \
+	  (cd platform/sampan/$$app && $(CURDIR)/$(PY) $(CURDIR)/platform/manage.py makemessages \
+	    -l zh_Hans --no-location --no-obsolete --ignore=migrations --ignore=management) || exit 1; \
+	done
+	cd platform && ../$(PY) manage.py compilemessages -l zh_Hans
 
 schema: install $(FRONTEND_DEPS)
 	cd platform && ../$(PY) manage.py spectacular --file ../docs/openapi.yaml --validate

@@ -155,6 +155,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # the language of error messages: the request's Accept-Language (the console sends its own
+    # language), else LANGUAGE_CODE; Django's docs place it after sessions, before CommonMiddleware
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -220,6 +223,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LANGUAGE_CODE = "en-us"
+# The languages of the API's messages (the console's two): Accept-Language zh-CN, zh-SG or zh
+# picks zh-hans (Django's LANG_INFO fallbacks). Catalogues: each app's locale/zh_Hans/
+# (`make messages`), Django's and DRF's own for their messages.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

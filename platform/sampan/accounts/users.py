@@ -16,6 +16,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.core.errors import Conflict, ValidationFailed
@@ -55,25 +56,30 @@ def user_create_checked(*, actor: Any, username: str, email: str = "",
     username = (username or "").strip()
     email = (email or "").strip()
     if not username:
-        raise ValidationFailed("username: this field may not be blank", field="username")
+        raise ValidationFailed(_("username: this field may not be blank"), field="username")
     if len(username) > 150:
-        raise ValidationFailed("username: at most 150 characters", field="username")
+        raise ValidationFailed(_("username: at most 150 characters"), field="username")
     try:
         UnicodeUsernameValidator()(username)
     except ValidationError as error:
-        raise ValidationFailed(f"username: {_messages(error)}", field="username") from error
+        raise ValidationFailed(_("username: %(reason)s") % {"reason": _messages(error)},
+                               field="username") from error
     email_max = User._meta.get_field("email").max_length
     if email and len(email) > email_max:  # the validator allows 320: PostgreSQL then failed
-        raise ValidationFailed(f"email: at most {email_max} characters", field="email")
+        raise ValidationFailed(_("email: at most %(limit)d characters") % {"limit": email_max},
+                              field="email")
     if email:
         try:
             validate_email(email)
         except ValidationError as error:
-            raise ValidationFailed(f"email: {_messages(error)}", field="email") from error
+            raise ValidationFailed(_("email: %(reason)s") % {"reason": _messages(error)},
+                                   field="email") from error
     if User.objects.filter(username__iexact=username).exists():
-        raise Conflict(f"a user named {username!r} exists already", field="username")
+        raise Conflict(_("a user named %(username)r exists already") % {"username": username},
+                       field="username")
     if email and User.objects.filter(email__iexact=email).exists():
-        raise Conflict(f"a user with the e-mail address {email!r} exists already", field="email")
+        raise Conflict(_("a user with the e-mail address %(email)r exists already")
+                       % {"email": email}, field="email")
     generated = None
     if password is None or password == "":
         generated = password = secrets.token_urlsafe(12)
@@ -81,7 +87,8 @@ def user_create_checked(*, actor: Any, username: str, email: str = "",
     try:
         validate_password(password, user=user)
     except ValidationError as error:
-        raise ValidationFailed(f"password: {_messages(error)}", field="password") from error
+        raise ValidationFailed(_("password: %(reason)s") % {"reason": _messages(error)},
+                               field="password") from error
     user.set_password(password)
     user.save()
     audit_record(actor=actor, action="user.create", target=user,
@@ -103,19 +110,20 @@ def user_find(*, username: str = "", email: str = "") -> Any:
         user = User.objects.filter(username=username, is_active=True).first()
         if user is None:
             raise ValidationFailed(
-                f"no user named {username!r}: check the spelling, invite by e-mail address, "
-                "or ask a staff member to create the account", field="username")
+                _("no user named %(username)r: check the spelling, invite by e-mail address, "
+                  "or ask a staff member to create the account") % {"username": username},
+                field="username")
         return user
     if not email:
-        raise ValidationFailed("give a username or an e-mail address", field="username")
+        raise ValidationFailed(_("give a username or an e-mail address"), field="username")
     users = list(User.objects.filter(email__iexact=email.strip(), is_active=True)[:2])
     if not users:
         raise ValidationFailed(
-            f"no user has the e-mail address {email!r}: ask a staff member to create the "
-            "account", field="email")
+            _("no user has the e-mail address %(email)r: ask a staff member to create the "
+              "account") % {"email": email}, field="email")
     if len(users) > 1:
-        raise ValidationFailed(f"several users have the e-mail address {email!r}: invite by "
-                               "username", field="email")
+        raise ValidationFailed(_("several users have the e-mail address %(email)r: invite by "
+                                 "username") % {"email": email}, field="email")
     return users[0]
 
 
