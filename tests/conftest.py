@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ os.environ.setdefault("SAMPAN_CHANNEL_LAYER", "memory")
 
 
 @pytest.fixture(autouse=True)
-def _media_root(settings: Any, tmp_path: Path) -> Path:
+def _media_root(settings: Any, tmp_path: Path) -> Iterator[Path]:
     """Each test writes samples, packages and keys under its own tmp folder."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.DATA_DIR = tmp_path / "data"
@@ -31,7 +32,12 @@ def _media_root(settings: Any, tmp_path: Path) -> Path:
     from django.core.cache import cache
 
     cache.clear()
-    return tmp_path
+    yield tmp_path
+    # a request with Accept-Language leaves its language active in this thread (Django's
+    # LocaleMiddleware activates and never deactivates); the next test starts in English
+    from django.utils import translation
+
+    translation.deactivate()
 
 
 @pytest.fixture

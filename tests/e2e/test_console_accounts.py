@@ -120,6 +120,17 @@ def members(page: Page, project: dict[str, Any], screenshots: Any) -> None:
     expect(page.get_by_text("no user named 'nobody'")).to_be_visible()
     screenshots.take(page, "members-accounts")
 
+    # in 简体中文 the server's own message comes back in Chinese (the console's Accept-Language)
+    page.evaluate("localStorage.setItem('sampan.language', 'zh-CN')")
+    page.reload()
+    page.get_by_label("用户名", exact=True).fill("nobody")
+    page.get_by_role("button", name="邀请", exact=True).click()
+    expect(page.get_by_text("没有名为 'nobody' 的用户")).to_be_visible()
+    screenshots.take(page, "members-error-zh-CN")
+    page.evaluate("localStorage.setItem('sampan.language', 'en')")
+    page.reload()
+    expect(page.get_by_role("heading", name="Members")).to_be_visible()
+
 
 def audit_log(page: Page, project: dict[str, Any], screenshots: Any) -> None:
     page.get_by_role("menuitem", name="Audit log").click()

@@ -3,6 +3,7 @@
 import createClient, { type Middleware } from "openapi-fetch";
 
 import { csrfHeaders } from "./csrf";
+import { languageHeaders } from "./language";
 import { networkError } from "./errors";
 import type { components, paths } from "./schema";
 
@@ -11,7 +12,7 @@ export type ApiClient = ReturnType<typeof createApiClient>;
 
 const csrfMiddleware: Middleware = {
   onRequest({ request }) {
-    for (const [name, value] of Object.entries(csrfHeaders(request.method))) {
+    for (const [name, value] of Object.entries({ ...csrfHeaders(request.method), ...languageHeaders() })) {
       request.headers.set(name, value);
     }
     return request;

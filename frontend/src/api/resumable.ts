@@ -5,6 +5,7 @@ import { Upload, type DetailedError } from "tus-js-client";
 
 import { api } from "./client";
 import { csrfHeaders } from "./csrf";
+import { languageHeaders } from "./language";
 import { apiErrorFrom, networkError, unwrap } from "./errors";
 import type { ImportJob } from "./upload";
 
@@ -47,7 +48,7 @@ export function uploadResumable(file: File, handlers: ResumableHandlers = {}): P
       chunkSize: CHUNK_BYTES,
       retryDelays: RETRY_DELAYS_MS,
       metadata: { filename: file.name, filetype: file.type },
-      headers: { ...csrfHeaders("POST"), Accept: "application/json" },
+      headers: { ...csrfHeaders("POST"), ...languageHeaders(), Accept: "application/json" },
       // a page reloaded mid-upload finds the upload again by the file's fingerprint
       storeFingerprintForResuming: true,
       removeFingerprintOnSuccess: true,

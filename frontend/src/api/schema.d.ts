@@ -3082,6 +3082,7 @@ export interface components {
             /** @description Image classification: val_accuracy, macro_f1 (validation split), best_epoch, best_phase; newer jobs add evaluated_on (test or val) and, with a test split, test_accuracy and test_macro_f1. Object detection: val_map50, val_map, val_f1, score_threshold, best_step, evaluated_on and, with a test split, test_map50 and test_map. */
             metrics: unknown;
             pretrained: boolean | null;
+            /** @description Which weights training started from, or why none (in the request's language). */
             weights_note: string;
             error: string;
             /** Format: uuid */

@@ -2,6 +2,7 @@
 // XMLHttpRequest; its URL, form fields and response type still come from the OpenAPI schema.
 import { csrfHeaders } from "./csrf";
 import { apiErrorFrom, networkError } from "./errors";
+import { languageHeaders } from "./language";
 import type { paths } from "./schema";
 
 type ImportsPost = paths["/api/v1/projects/{project_id}/datasets/{dataset_id}/imports/"]["post"];
@@ -41,7 +42,9 @@ export function uploadImport(options: {
     xhr.open("POST", importUrl(options.projectId, options.datasetId));
     xhr.withCredentials = true;
     xhr.setRequestHeader("Accept", "application/json");
-    for (const [name, value] of Object.entries(csrfHeaders("POST"))) xhr.setRequestHeader(name, value);
+    for (const [name, value] of Object.entries({ ...csrfHeaders("POST"), ...languageHeaders() })) {
+      xhr.setRequestHeader(name, value);
+    }
     xhr.upload.onprogress = (event) => {
       if (event.lengthComputable) options.onProgress?.({ loaded: event.loaded, total: event.total });
     };

@@ -4,6 +4,8 @@
 import i18n from "i18next";
 import { initReactI18next } from "react-i18next";
 
+import { setRequestLanguage } from "../api/language";
+
 import en from "./locales/en.json";
 import zhCN from "./locales/zh-CN.json";
 
@@ -44,5 +46,7 @@ void i18n.use(initReactI18next).init({
   returnNull: false,
 });
 document.documentElement.lang = i18n.language;
+setRequestLanguage(i18n.language);
+i18n.on("languageChanged", setRequestLanguage);
 
 export default i18n;

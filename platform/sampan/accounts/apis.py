@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import authenticate, login, logout
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -61,7 +62,7 @@ class LoginApi(APIView):
     @extend_schema(request=LoginInput, responses=UserSerializer, operation_id="auth_login")
     def post(self, request: Request) -> Response:
         # login CSRF: no session to carry a CSRF token yet, so the Origin decides
-        require_same_origin(request._request, "signing in")
+        require_same_origin(request._request, _("signing in"))
         data = LoginInput(data=request.data)
         data.is_valid(raise_exception=True)
         username, address = data.validated_data["username"], login_limits.client_address(request)
@@ -69,7 +70,7 @@ class LoginApi(APIView):
         user = authenticate(request, **data.validated_data)
         if user is None:
             login_limits.failed(username, address)
-            raise AuthenticationFailed("wrong username or password")
+            raise AuthenticationFailed(_("wrong username or password"))
         login_limits.succeeded(username, address)
         login(request._request, user)
         get_token(request._request)
@@ -228,7 +229,7 @@ class MembershipInput(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if bool(attrs["username"].strip()) == bool(attrs["email"].strip()):
-            raise ValidationFailed("give either a username or an e-mail address",
+            raise ValidationFailed(_("give either a username or an e-mail address"),
                                    field="username")
         return attrs
 

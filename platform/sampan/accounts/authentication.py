@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 
 from sampan.accounts.models import ApiToken
@@ -21,12 +22,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = (ApiToken.objects.select_related("user")
                  .filter(token_sha256=ApiToken.digest(secret), revoked_at__isnull=True).first())
         if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("invalid or revoked API token")
+            raise exceptions.AuthenticationFailed(_("invalid or revoked API token"))
         now = timezone.now()
         if token.expires_at is not None and token.expires_at <= now:
             raise exceptions.AuthenticationFailed(
-                f"this API token expired at {token.expires_at.isoformat(timespec='seconds')}: "
-                "create a new one")
+                _("this API token expired at %(expired_at)s: create a new one")
+                % {"expired_at": token.expires_at.isoformat(timespec="seconds")})
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 

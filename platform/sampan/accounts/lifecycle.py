@@ -28,36 +28,49 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core import storage
 from sampan.core.errors import Archived, DeleteBlocked
 from sampan.core.jobs import JobStatus
+from sampan.core.language import phrase
 from sampan.core.validation import validated_name, validated_text
 
 log = logging.getLogger(__name__)
 
 #: job states that block a delete: the job may still write to what would be deleted
 ACTIVE_JOB_STATES = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING)
+#: what the apps say they were ``doing`` when ensure_active refused it, for the catalogue
+#: (``sampan.core.language.phrase``: one passed already translated is said as it is)
+DOINGS = (gettext_noop("adding class labels"), gettext_noop("compressing"),
+          gettext_noop("creating a dataset"), gettext_noop("freezing a version"),
+          gettext_noop("importing"), gettext_noop("labeling"), gettext_noop("pre-labeling"),
+          gettext_noop("training"))
 
 
 def ensure_active(*, project: Project, dataset: Any = None, doing: str) -> None:
     """Raise Archived (409 ``archived``) when ``project`` or ``dataset`` (a Dataset of it, or
-    None) is archived; ``doing`` (e.g. ``"importing"``) is said in the message."""
+    None) is archived; ``doing`` (e.g. ``"importing"``, one of DOINGS) is said in the
+    message."""
     if project.archived_at is not None:
-        raise Archived(f"project {project.name!r} is archived: {doing} is refused; unarchive "
-                       "it first (PATCH archived=false)", field="archived",
+        raise Archived(_("project %(name)r is archived: %(doing)s is refused; unarchive it "
+                         "first (PATCH archived=false)")
+                       % {"name": project.name, "doing": phrase(doing)}, field="archived",
                        details={"archived": "project", "id": str(project.pk)})
     if dataset is not None and dataset.archived_at is not None:
-        raise Archived(f"dataset {dataset.name!r} is archived: {doing} is refused; unarchive "
-                       "it first (PATCH archived=false)", field="archived",
+        raise Archived(_("dataset %(name)r is archived: %(doing)s is refused; unarchive it "
+                         "first (PATCH archived=false)")
+                       % {"name": dataset.name, "doing": phrase(doing)}, field="archived",
                        details={"archived": "dataset", "id": str(dataset.pk)})
 
 
 def delete_blockers(*, project: Project, dataset: Any = None) -> list[dict[str, str]]:
     """What stops a delete of ``project`` (or only of ``dataset``, a Dataset of it): a list of
-    ``{"kind", "id", "state", "label"}``, empty when nothing does.
+    ``{"kind", "id", "state", "label"}``, empty when nothing does (``label`` in the active
+    language).
 
     For a project: its deployments that are not superseded (a device is running, or about to
     run, one of its models) and its jobs in :data:`ACTIVE_JOB_STATES`. For a dataset: the
@@ -78,38 +91,51 @@ def delete_blockers(*, project: Project, dataset: Any = None) -> list[dict[str, 
                            .order_by("created_at")):
             blockers.append({"kind": "deployment", "id": str(deployment.pk),
                              "state": deployment.state,
-                             "label": f"device {deployment.device.name!r} runs "
-                                      f"{deployment.model_version.label}"})
-    jobs: list[tuple[str, Any, dict[str, Any]]] = [
-        ("import", ImportJob, {"dataset": dataset} if dataset else {}),
-        ("prelabel", PrelabelJob, {"dataset": dataset} if dataset else {}),
+                             "label": _("device %(device)r runs %(model)s") % {
+                                 "device": deployment.device.name,
+                                 "model": deployment.model_version.label}})
+    # (kind, model, filter, label: the state is a code, e.g. running)
+    jobs: list[tuple[str, Any, dict[str, Any], str]] = [
+        ("import", ImportJob, {"dataset": dataset} if dataset else {},
+         gettext_noop("import job %(id)s is %(state)s")),
+        ("prelabel", PrelabelJob, {"dataset": dataset} if dataset else {},
+         gettext_noop("prelabel job %(id)s is %(state)s")),
         ("training", TrainingJob,
-         {"dataset_version__dataset": dataset} if dataset else {}),
+         {"dataset_version__dataset": dataset} if dataset else {},
+         gettext_noop("training job %(id)s is %(state)s")),
     ]
     if dataset is None:
-        jobs.append(("compression", CompressionJob, {}))
-    for kind, model, where in jobs:
+        jobs.append(("compression", CompressionJob, {},
+                     gettext_noop("compression job %(id)s is %(state)s")))
+    for kind, model, where, label in jobs:
         for job in (model.objects.filter(**scope, **where, status__in=ACTIVE_JOB_STATES)
                     .order_by("created_at")):
             blockers.append({"kind": f"{kind}_job", "id": str(job.pk), "state": job.status,
-                             "label": f"{kind} job {job.pk} is {job.status}"})
+                             "label": _(label) % {"id": job.pk, "state": job.status}})
     return blockers
 
 
 def raise_if_blocked(blockers: list[dict[str, str]], *, what: str) -> None:
-    """Raise DeleteBlocked naming every blocker and what to stop, when there are any."""
+    """Raise DeleteBlocked naming every blocker and what to stop, when there are any.
+    ``what`` (e.g. ``_("project %(name)r") % ...``) is said in the message: pass it translated.
+    """
     if not blockers:
         return
-    advice = []
-    if any(b["kind"] == "deployment" for b in blockers):
-        advice.append("remove those devices or deploy another project's model to them "
-                      "(Devices)")
-    if any(b["kind"].endswith("_job") for b in blockers):
-        advice.append("cancel those jobs or wait until they finish")
-    listed = "; ".join(b["label"] for b in blockers[:10])
-    more = f" and {len(blockers) - 10} more" if len(blockers) > 10 else ""
-    raise DeleteBlocked(f"{what} cannot be deleted yet: {listed}{more}. First "
-                        f"{' and '.join(advice)}.", details={"blockers": blockers})
+    devices = any(b["kind"] == "deployment" for b in blockers)
+    jobs = any(b["kind"].endswith("_job") for b in blockers)
+    if devices and jobs:
+        advice = _("remove those devices or deploy another project's model to them (Devices) "
+                   "and cancel those jobs or wait until they finish")
+    elif devices:
+        advice = _("remove those devices or deploy another project's model to them (Devices)")
+    else:
+        advice = _("cancel those jobs or wait until they finish")
+    values = {"what": what, "blockers": "; ".join(b["label"] for b in blockers[:10]),
+              "count": len(blockers) - 10, "advice": advice}
+    message = (_("%(what)s cannot be deleted yet: %(blockers)s and %(count)d more. First "
+                 "%(advice)s.") if len(blockers) > 10 else
+               _("%(what)s cannot be deleted yet: %(blockers)s. First %(advice)s."))
+    raise DeleteBlocked(message % values, details={"blockers": blockers})
 
 
 def files_delete_after_commit(*, sample_files: set[str], prefixes: set[str]) -> None:
@@ -218,7 +244,8 @@ def project_delete(*, project: Project, actor: Any) -> None:
 
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
-        raise_if_blocked(delete_blockers(project=locked), what=f"project {locked.name!r}")
+        raise_if_blocked(delete_blockers(project=locked),
+                         what=_("project %(name)r") % {"name": locked.name})
         sample_files = set(Sample.objects.filter(dataset__project=locked)
                            .values_list("file", flat=True))
         prefixes = set(ModelVersion.objects.filter(project=locked)

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import ApplicationError
 
@@ -47,7 +48,8 @@ def check(username: str, address: str) -> None:
         if entry and entry["count"] >= limit:
             retry = max(1, int(entry["until"] - now))
             raise TooManyAttempts(
-                f"too many failed sign-ins: try again in {retry} s", field="username",
+                _("too many failed sign-ins: try again in %(retry)d s") % {"retry": retry},
+                field="username",
                 details={"retry_after_s": retry})
 
 
@@ -55,7 +57,7 @@ def failed(username: str, address: str) -> None:
     """Count one failed sign-in for the username and the address."""
     window = float(settings.SAMPAN_LOGIN_WINDOW_S)
     now = time.time()
-    for key, _ in _keys(username, address):
+    for key, _limit in _keys(username, address):
         entry = cache.get(key)
         if not entry or entry["until"] <= now:
             entry = {"count": 0, "until": now + window}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils.translation import gettext as _
 
 from sampan.accounts.models import ROLE_RANK, Membership, Project, Role
 from sampan.core.errors import Forbidden, NotFound
@@ -40,9 +41,10 @@ def project_get_for(*, user: Any, project_id: Any, role: str = Role.VIEWER) -> P
     """
     membership = membership_get(user=user, project_id=project_id)
     if membership is None:
-        raise NotFound("project not found")
+        raise NotFound(_("project not found"))
     if ROLE_RANK[Role(membership.role)] < ROLE_RANK[Role(role)]:
-        raise Forbidden(f"this needs the {role} role in the project; you are {membership.role}")
+        raise Forbidden(_("this needs the %(role)s role in the project; you are %(current)s")
+                        % {"role": role, "current": membership.role})
     return membership.project
 
 

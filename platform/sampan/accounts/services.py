@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import ApiToken, Membership, Project, Role
@@ -46,7 +47,8 @@ def membership_set(*, project: Project, role: str, username: str = "", email: st
     """
     user = user_find(username=username, email=email)
     if role not in Role.values:
-        raise ValidationFailed(f"role must be one of {', '.join(Role.values)}", field="role")
+        raise ValidationFailed(_("role must be one of %(roles)s")
+                               % {"roles": ", ".join(Role.values)}, field="role")
     _lock_memberships(project)
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership and membership.role == Role.OWNER and role != Role.OWNER:
@@ -68,7 +70,7 @@ def membership_delete(*, project: Project, membership_id: Any, actor: Any = None
     _lock_memberships(project)
     membership = Membership.objects.filter(project=project, pk=membership_id).first()
     if membership is None:
-        raise NotFound("membership not found")
+        raise NotFound(_("membership not found"))
     if membership.role == Role.OWNER:
         _ensure_other_owner(project, membership.user)
     audit_record(actor=actor, action="member.remove", project=project, target=membership,
@@ -85,7 +87,7 @@ def _lock_memberships(project: Project) -> None:
 
 def _ensure_other_owner(project: Project, user: Any) -> None:
     if not project.memberships.filter(role=Role.OWNER).exclude(user=user).exists():
-        raise Conflict("a project needs at least one owner", field="role")
+        raise Conflict(_("a project needs at least one owner"), field="role")
 
 
 @dataclass(frozen=True)
@@ -113,15 +115,17 @@ def api_token_create(*, user: Any, name: str, expires_in_days: int | None = DEFA
     expires_at = None
     if expires_in_days is not None:
         if not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
-            raise ValidationFailed(f"expires_in_days must be from 1 to {MAX_TOKEN_DAYS}; got "
-                                   f"{expires_in_days}", field="expires_in_days")
+            raise ValidationFailed(_("expires_in_days must be from 1 to %(limit)d; got %(days)d")
+                                   % {"limit": MAX_TOKEN_DAYS, "days": expires_in_days},
+                                   field="expires_in_days")
         expires_at = timezone.now() + timedelta(days=expires_in_days)
     if minted_by is not None and minted_by.expires_at is not None and (
             expires_at is None or expires_at > minted_by.expires_at):
         raise ValidationFailed(
-            "a token cannot create a token that outlives it: this one expires at "
-            f"{minted_by.expires_at.isoformat(timespec='seconds')}; ask for fewer days, or "
-            "sign in to the console", field="expires_in_days")
+            _("a token cannot create a token that outlives it: this one expires at "
+              "%(expires_at)s; ask for fewer days, or sign in to the console")
+            % {"expires_at": minted_by.expires_at.isoformat(timespec="seconds")},
+            field="expires_in_days")
     secret = "spn_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=secret[:12],
                                     token_sha256=ApiToken.digest(secret), expires_at=expires_at)
@@ -142,7 +146,7 @@ def api_token_revoke(*, user: Any, token_id: Any) -> ApiToken:
     that is not the user's or is revoked already."""
     token = ApiToken.objects.filter(user=user, pk=token_id, revoked_at__isnull=True).first()
     if token is None:
-        raise NotFound("no such API token of yours")
+        raise NotFound(_("no such API token of yours"))
     ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
     audit_record(actor=user, action="token.revoke", target=token,
                  details={"name": token.name, "prefix": token.prefix})
@@ -153,5 +157,5 @@ def api_token_revoke(*, user: Any, token_id: Any) -> ApiToken:
 def user_create(*, username: str, password: str, email: str = "") -> Any:
     User = get_user_model()
     if User.objects.filter(username=username).exists():
-        raise Conflict(f"user {username!r} exists", field="username")
+        raise Conflict(_("user %(username)r exists") % {"username": username}, field="username")
     return User.objects.create_user(username=username, password=password, email=email)

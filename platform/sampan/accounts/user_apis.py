@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -40,7 +41,7 @@ class UserCreateApi(APIView):
                    operation_id="users_create")
     def post(self, request: Request) -> Response:
         if not request.user.is_staff:
-            raise Forbidden("creating users needs a staff account")
+            raise Forbidden(_("creating users needs a staff account"))
         data = UserCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         created = user_create_checked(actor=request.user, **data.validated_data)

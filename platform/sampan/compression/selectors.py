@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from sampan.accounts.models import Project
 from sampan.compression.models import CompressionJob
@@ -23,7 +24,7 @@ def compression_job_list(*, project: Project, source_id: Any = None
 def compression_job_get(*, project: Project, job_id: Any) -> CompressionJob:
     job = compression_job_list(project=project).filter(pk=job_id).first()
     if job is None:
-        raise NotFound("compression job not found")
+        raise NotFound(_("compression job not found"))
     return job
 
 

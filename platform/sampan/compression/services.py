@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
@@ -69,33 +70,39 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
     jobs waiting.
     """
-    ensure_active(project=project, doing="compressing")
+    ensure_active(project=project, doing=_("compressing"))
     if source.task_type != TaskType.IMAGE_CLASSIFICATION:
-        raise ValidationFailed(f"compressing {source.task_type} models is not available yet",
-                               field="source_model_version_id")
+        raise ValidationFailed(_("compressing %(task)s models is not available yet")
+                               % {"task": source.task_type}, field="source_model_version_id")
     if source.parent_id is not None:
         parent = source.parent
         raise ValidationFailed(
-            f"{source.label} is itself compressed (from v{parent.version if parent else '?'}): "
-            "compress its float parent instead", field="source_model_version_id")
+            _("%(model)s is itself compressed (from v%(parent)s): compress its float parent "
+              "instead") % {"model": source.label, "parent": parent.version if parent else "?"},
+            field="source_model_version_id")
     if source.dataset_version_id is None:
-        raise ValidationFailed("this model version has no dataset version: compression needs "
-                               "its images to calibrate, distil and measure accuracy",
+        raise ValidationFailed(_("this model version has no dataset version: compression "
+                                 "needs its images to calibrate, distil and measure accuracy"),
                                field="source_model_version_id")
     if not 0 <= accuracy_budget_pt <= MAX_ACCURACY_BUDGET_PT:
-        raise ValidationFailed(f"accuracy_budget_pt must be from 0 to {MAX_ACCURACY_BUDGET_PT:g} "
-                               f"points; got {accuracy_budget_pt:g}", field="accuracy_budget_pt")
+        raise ValidationFailed(_("accuracy_budget_pt must be from 0 to %(limit)g points; got "
+                                 "%(value)g") % {"limit": MAX_ACCURACY_BUDGET_PT,
+                                                  "value": accuracy_budget_pt},
+                               field="accuracy_budget_pt")
     if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
-        raise ValidationFailed(f"budget_s must be from {MIN_BUDGET_S:.0f} s to "
-                               f"{MAX_BUDGET_S:.0f} s; got {budget_s:g}", field="budget_s")
+        raise ValidationFailed(_("budget_s must be from %(low).0f s to %(high).0f s; got "
+                                 "%(value)g") % {"low": MIN_BUDGET_S, "high": MAX_BUDGET_S,
+                                                  "value": budget_s}, field="budget_s")
     chosen = list(dict.fromkeys(METHODS if methods is None else methods))  # no duplicates
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
-        raise ValidationFailed(f"methods must be a non-empty subset of {', '.join(METHODS)}"
-                               + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else ""),
-                               field="methods")
+        values = {"methods": ", ".join(METHODS), "unknown": ", ".join(map(str, unknown))}
+        raise ValidationFailed((_("methods must be a non-empty subset of %(methods)s; unknown: "
+                                  "%(unknown)s") if unknown
+                                else _("methods must be a non-empty subset of %(methods)s"))
+                               % values, field="methods")
     if device is not None and device.project_id != project.pk:
-        raise ValidationFailed("the device is not in this project", field="device_id")
+        raise ValidationFailed(_("the device is not in this project"), field="device_id")
     with transaction.atomic():
         job_queue_quota_check(CompressionJob, project, kind="compression job")
         job = CompressionJob.objects.create(
@@ -121,7 +128,8 @@ def compression_job_cancel(*, job: CompressionJob) -> CompressionJob:
                           error="cancelled by user", cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:
-            raise ValidationFailed(f"the job already ended ({job.status})", field="status")
+            raise ValidationFailed(_("the job already ended (%(status)s)")
+                                   % {"status": job.status}, field="status")
     for benchmark in DeviceBenchmark.objects.filter(compression_job_id=job.pk,
                                                     status__in=BENCHMARK_OPEN):
         device_benchmark_cancel(benchmark=benchmark)
@@ -189,7 +197,7 @@ def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
         providers=list(runtime.get("providers") or ["CPUExecutionProvider"]),
         device_id=str(job.device_id) if job.device_id else None, device_name=job.device_name,
         train=rows[Split.TRAIN], val=rows[Split.VAL], test=rows[Split.TEST],
-        benchmark_inputs=[(names[sid], path) for path, _, sid in held_out[:BENCHMARK_INPUTS]
+        benchmark_inputs=[(names[sid], path) for path, _index, sid in held_out[:BENCHMARK_INPUTS]
                           if sid in names])
     job_publish(CompressionJob, job.pk, {"status": JobStatus.RUNNING}, force=True)
     return inputs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -94,6 +95,6 @@ def archived_filter(request: Request) -> bool | None:
     value = request.query_params.get("archived", "false").strip().lower()
     choices: dict[str, bool | None] = {"false": False, "true": True, "all": None}
     if value not in choices:
-        raise ValidationFailed(f"archived must be one of false, true, all; got {value!r}",
-                               field="archived")
+        raise ValidationFailed(_("archived must be one of false, true, all; got %(value)r")
+                               % {"value": value}, field="archived")
     return choices[value]

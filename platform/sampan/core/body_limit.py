@@ -10,7 +10,9 @@ with a 413 JSON error BEFORE the body is read.
 
 The limit depends on the request (``limit_for``): see ``sampan.uploads.limits`` for the platform's
 table (resumable upload chunks, multipart imports, everything else). Errors use the platform's
-format: ``{"error": {"code": "too_large", "message", "details": {"limit_bytes"}}}``.
+format: ``{"error": {"code": "too_large", "message", "details": {"limit_bytes"}}}``, with the
+message in the request's language (``sampan.core.language``: this runs before Django's
+LocaleMiddleware).
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from django.utils import translation
+from django.utils.translation import gettext as _
+
+from sampan.core.language import scope_language
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,10 +49,12 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def too_large_body(limit: int, what: str = "request body") -> bytes:
+def too_large_body(limit: int, what: str | None = None) -> bytes:
+    """The 413 body; ``what`` (translated) is too large, by default the request body."""
     return json.dumps({"error": {
         "code": "too_large",
-        "message": f"{what} is too large: the limit is {limit} bytes",
+        "message": _("%(what)s is too large: the limit is %(limit)d bytes")
+        % {"what": what or _("request body"), "limit": limit},
         "details": {"limit_bytes": limit}}}).encode()
 
 
@@ -81,13 +90,17 @@ class BodyLimitMiddleware:
         declared = header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():
+                with translation.override(scope_language(scope)):
+                    message = (_("Content-Length %(value)r is not a number of bytes")
+                               % {"value": declared[:40]})
                 await send_json(send, 400, json.dumps({"error": {
-                    "code": "invalid", "field": "Content-Length",
-                    "message": f"Content-Length {declared[:40]!r} is not a number of bytes"}}
+                    "code": "invalid", "field": "Content-Length", "message": message}}
                 ).encode(), close=True)
                 return
             if int(declared) > limit:
-                await send_json(send, 413, too_large_body(limit), close=True)
+                with translation.override(scope_language(scope)):
+                    body = too_large_body(limit)
+                await send_json(send, 413, body, close=True)
                 return
         received = 0
         started = False
@@ -111,4 +124,6 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, tracked_send)
         except BodyTooLarge as exc:
             if not started:
-                await send_json(send, 413, too_large_body(exc.limit), close=True)
+                with translation.override(scope_language(scope)):
+                    body = too_large_body(exc.limit)
+                await send_json(send, 413, body, close=True)

@@ -12,6 +12,10 @@ returns it in the ``X-Request-ID`` header, and turns any non-JSON error answer u
 into JSON: Django's DEBUG pages, which do not go through the handlers, and a middleware's own
 HTML. A 500 answers ``{"error": {"code": "server_error", "message", "details": {"request_id"}}}``
 and the traceback is logged (logger ``sampan.errors``) with the same id.
+
+Messages are in the request's language (``sampan.core.language``): these answers may be made
+outside LocaleMiddleware (the middleware comes first in MIDDLEWARE; a handler may answer an
+error raised before LocaleMiddleware ran), so each one activates it itself.
 """
 
 from __future__ import annotations
@@ -27,9 +31,13 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import is_valid_path
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.views import defaults
 
 from sampan.core.errors import error_payload, request_error
+from sampan.core.language import request_language
 
 log = logging.getLogger("sampan.errors")
 
@@ -40,6 +48,19 @@ _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 STATUS_CODES = {400: "bad_request", 401: "not_authenticated", 403: "forbidden", 404: "not_found",
                 405: "method_not_allowed", 413: "too_large", 416: "range_not_satisfiable",
                 500: "server_error"}
+# the reason phrases of http.HTTPStatus that an error answer may carry, for the catalogue (the
+# phrase is translated when the catalogue has it; RFC 9110's names since Python 3.13 included)
+HTTP_PHRASES = (
+    gettext_noop("Bad Request"), gettext_noop("Unauthorized"), gettext_noop("Payment Required"),
+    gettext_noop("Forbidden"), gettext_noop("Not Found"), gettext_noop("Method Not Allowed"),
+    gettext_noop("Not Acceptable"), gettext_noop("Request Timeout"), gettext_noop("Conflict"),
+    gettext_noop("Gone"), gettext_noop("Length Required"), gettext_noop("Precondition Failed"),
+    gettext_noop("Request Entity Too Large"), gettext_noop("Content Too Large"),
+    gettext_noop("Unsupported Media Type"), gettext_noop("Requested Range Not Satisfiable"),
+    gettext_noop("Range Not Satisfiable"), gettext_noop("Unprocessable Entity"),
+    gettext_noop("Unprocessable Content"), gettext_noop("Locked"),
+    gettext_noop("Precondition Required"), gettext_noop("Too Many Requests"),
+    gettext_noop("Request Header Fields Too Large"))
 
 
 def is_api(request: HttpRequest) -> bool:
@@ -60,11 +81,18 @@ def _json(status: int, body: dict[str, Any]) -> JsonResponse:
     return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
 
 
+def _in_language(request: HttpRequest) -> translation.override:
+    """The request's language, active while an answer is made (see the module docstring)."""
+    return translation.override(request_language(request))
+
+
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler400: a SuspiciousOperation or BadRequest raised outside a DRF view."""
     if not is_api(request):
         return defaults.bad_request(request, exception)
-    status, body = request_error(exception) or (400, error_payload("bad_request", "bad request"))
+    with _in_language(request):
+        status, body = (request_error(exception)
+                        or (400, error_payload("bad_request", _("bad request"))))
     return _json(status, body)
 
 
@@ -72,14 +100,18 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
     """handler403."""
     if not is_api(request):
         return defaults.permission_denied(request, exception)
-    return _json(403, error_payload("forbidden", str(exception) or "permission denied"))
+    with _in_language(request):
+        message = str(exception) or _("permission denied")
+    return _json(403, error_payload("forbidden", message))
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler404: API paths answer in the API's JSON error format, others in HTML."""
     if not is_api(request):
         return defaults.page_not_found(request, exception)
-    return _json(404, error_payload("not_found", f"no such API path: {request.path}"))
+    with _in_language(request):
+        message = _("no such API path: %(path)s") % {"path": request.path}
+    return _json(404, error_payload("not_found", message))
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
@@ -89,12 +121,14 @@ def server_error(request: HttpRequest) -> HttpResponse:
               exc_info=sys.exc_info()[0] is not None)
     if not is_api(request):
         return defaults.server_error(request)
-    return _json(500, _server_error_body(rid))
+    with _in_language(request):
+        return _json(500, _server_error_body(rid))
 
 
 def _server_error_body(rid: str) -> dict[str, Any]:
-    return error_payload("server_error", f"unexpected server error; the server log has the "
-                         f"details under request id {rid}", None, {"request_id": rid})
+    return error_payload("server_error", _("unexpected server error; the server log has the "
+                                           "details under request id %(request_id)s")
+                         % {"request_id": rid}, None, {"request_id": rid})
 
 
 def _is_json(response: HttpResponse) -> bool:
@@ -109,13 +143,17 @@ def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if status >= 500:
         log.error("request %s: %s %s answered %s (details logged above by django.request)",
                   rid, request.method, request.path, status)
-        body = _server_error_body(rid)
+        with _in_language(request):
+            body = _server_error_body(rid)
     else:
         try:
             phrase = HTTPStatus(status).phrase
         except ValueError:
-            phrase = "error"
-        body = error_payload(STATUS_CODES.get(status, "error"), f"{phrase} ({request.path})")
+            phrase = gettext_noop("error")
+        with _in_language(request):
+            body = error_payload(STATUS_CODES.get(status, "error"),
+                                 _("%(phrase)s (%(path)s)") % {"phrase": _(phrase),
+                                                              "path": request.path})
     converted = _json(status, body)
     for name, value in response.items():
         if name.lower() not in ("content-type", "content-length"):
@@ -166,9 +204,11 @@ class ApiErrorMiddleware:
                 or not is_valid_path(path + "/")):
             return None
         slashed = request.get_full_path(force_append_slash=True)
-        response = JsonResponse(error_payload(
-            "trailing_slash", f"{request.method} {path} needs its trailing slash: send it to "
-            f"{path}/ (every API path ends with /)", None, {"location": slashed}), status=308)
+        with _in_language(request):
+            message = _("%(method)s %(path)s needs its trailing slash: send it to %(path)s/ "
+                        "(every API path ends with /)") % {"method": request.method, "path": path}
+        response = _json(308, error_payload("trailing_slash", message, None,
+                                            {"location": slashed}))
         response["Location"] = slashed
         return response
 

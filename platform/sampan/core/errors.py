@@ -19,6 +19,7 @@ from django.core.exceptions import (BadRequest, DisallowedHost, RequestDataTooBi
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.http.multipartparser import MultiPartParserError
+from django.utils.translation import gettext as _
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -128,7 +129,7 @@ def _first_message(detail: Any) -> tuple[str | None, str]:
     """The first (field, message) pair in a DRF ValidationError detail."""
     if isinstance(detail, dict):
         for key, value in detail.items():
-            _, message = _first_message(value)
+            _field, message = _first_message(value)
             return (None if key == "non_field_errors" else str(key)), message
     if isinstance(detail, list) and detail:
         return _first_message(detail[0])
@@ -148,29 +149,31 @@ def request_error(exc: Exception) -> tuple[int, dict[str, Any]] | None:
     if isinstance(exc, TooManyFilesSent):
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
         return 400, error_payload(
-            "too_many_files", f"too many files in one request: at most {limit} "
-            "(DATA_UPLOAD_MAX_NUMBER_FILES); send them in batches, or as one zip", "files",
+            "too_many_files", _("too many files in one request: at most %(limit)d "
+                                "(DATA_UPLOAD_MAX_NUMBER_FILES); send them in batches, or as "
+                                "one zip") % {"limit": limit}, "files",
             {"setting": "DATA_UPLOAD_MAX_NUMBER_FILES", "limit": limit})
     if isinstance(exc, TooManyFieldsSent):
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
         return 400, error_payload(
-            "too_many_fields", f"too many fields in one request: at most {limit} "
-            "(DATA_UPLOAD_MAX_NUMBER_FIELDS)", None,
+            "too_many_fields", _("too many fields in one request: at most %(limit)d "
+                                 "(DATA_UPLOAD_MAX_NUMBER_FIELDS)") % {"limit": limit}, None,
             {"setting": "DATA_UPLOAD_MAX_NUMBER_FIELDS", "limit": limit})
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return 413, error_payload(
-            "too_large", f"the request body apart from files is larger than {limit} bytes "
-            "(DATA_UPLOAD_MAX_MEMORY_SIZE)", None,
+            "too_large", _("the request body apart from files is larger than %(limit)d bytes "
+                           "(DATA_UPLOAD_MAX_MEMORY_SIZE)") % {"limit": limit}, None,
             {"setting": "DATA_UPLOAD_MAX_MEMORY_SIZE", "limit_bytes": limit})
     if isinstance(exc, DisallowedHost):
         return 400, error_payload(
-            "disallowed_host", f"{exc} The platform reads its allowed host names from "
-            "SAMPAN_ALLOWED_HOSTS.", "Host")
+            "disallowed_host", _("%(error)s The platform reads its allowed host names from "
+                                 "SAMPAN_ALLOWED_HOSTS.") % {"error": exc}, "Host")
     if isinstance(exc, MultiPartParserError):
-        return 400, error_payload("bad_request", f"the multipart body cannot be parsed: {exc}")
+        return 400, error_payload("bad_request", _("the multipart body cannot be parsed: "
+                                                   "%(error)s") % {"error": exc})
     if isinstance(exc, (SuspiciousOperation, BadRequest)):
-        return 400, error_payload("bad_request", str(exc) or "bad request")
+        return 400, error_payload("bad_request", str(exc) or _("bad request"))
     return None
 
 
@@ -205,7 +208,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return None
     if isinstance(exc, drf_exceptions.ValidationError):
         field, message = _first_message(exc.detail)
-        text = f"{field}: {message}" if field else message
+        text = (_("%(field)s: %(reason)s") % {"field": field, "reason": message} if field
+                else message)
         response.data = error_payload("invalid", text, field, exc.detail)
     elif isinstance(exc, drf_exceptions.APIException):
         response.data = error_payload(exc.default_code, str(exc.detail))

@@ -26,12 +26,18 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, models
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.core.errors import ApplicationError, QuotaExceeded, ValidationFailed
+from sampan.core.language import phrase
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_LENGTH = 128
+#: the ``kind`` callers of idempotent_create name their jobs by, for the catalogue
+#: (``sampan.core.language.phrase``)
+KINDS = (gettext_noop("job"), gettext_noop("training job"), gettext_noop("compression job"))
 
 JobT = TypeVar("JobT", bound=models.Model)
 
@@ -61,8 +67,9 @@ def idempotency_key(request: Any) -> IdempotencyKey | None:
         return None
     key = raw.strip()
     if not key or len(key) > MAX_LENGTH or any(not 0x21 <= ord(c) <= 0x7E for c in key):
-        raise ValidationFailed(f"{HEADER} must be 1 to {MAX_LENGTH} visible ASCII characters "
-                               "(a UUID is a good choice)", field=HEADER)
+        raise ValidationFailed(_("%(header)s must be 1 to %(limit)d visible ASCII characters "
+                                 "(a UUID is a good choice)")
+                               % {"header": HEADER, "limit": MAX_LENGTH}, field=HEADER)
     body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
     return IdempotencyKey(key, hashlib.sha256(body.encode()).hexdigest())
 
@@ -70,8 +77,10 @@ def idempotency_key(request: Any) -> IdempotencyKey | None:
 def _replay(job: JobT, key: IdempotencyKey, kind: str) -> JobT:
     if getattr(job, "idempotency_fingerprint", "") != key.fingerprint:
         raise IdempotencyKeyReused(
-            f"{HEADER} {key.key!r} already started {kind} {job.pk} with a different request; "
-            "send a new key for a new job", field=HEADER, details={"job_id": str(job.pk)})
+            _("%(header)s %(key)r already started %(kind)s %(job)s with a different request; "
+              "send a new key for a new job")
+            % {"header": HEADER, "key": key.key, "kind": phrase(kind), "job": job.pk},
+            field=HEADER, details={"job_id": str(job.pk)})
     return job
 
 

@@ -1,4 +1,5 @@
-"""The one rule for names people give things, and for free text (stdlib only).
+"""The one rule for names people give things, and for free text (the standard library, and
+Django's gettext for the messages: only the platform imports this module).
 
 Names: projects, datasets, class labels (typed or from zip folder names), models, devices, API
 tokens. Free text: descriptions and notes. ``sampan.core.validation`` wraps these functions in
@@ -24,12 +25,16 @@ other ``Cc`` characters and ``Cs`` are refused there (PostgreSQL refuses NUL in 
 
 Data stored before this rule still renders: ``display_name`` replaces what the rule refuses with
 U+FFFD where a name must be safe (file names, headers).
+
+InvalidName's message is translated when it is raised, into the active language (the request's).
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+
+from django.utils.translation import gettext as _
 
 JOINERS = frozenset({"\u200c", "\u200d"})  # ZWNJ, ZWJ: needed by scripts and emoji sequences
 _NAME_REFUSED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -52,17 +57,20 @@ def _refused_in_text(ch: str) -> bool:
 def describe_character(ch: str) -> str:
     """``"U+000A (a control character)"`` or ``"U+202E RIGHT-TO-LEFT OVERRIDE (a format
     character)"``: how error messages name a refused character."""
-    kind = {"Cc": "a control character", "Cf": "a format character",
-            "Cs": "a lone surrogate", "Zl": "a line separator",
-            "Zp": "a paragraph separator"}.get(unicodedata.category(ch), "a refused character")
+    kinds = {"Cc": _("a control character"), "Cf": _("a format character"),
+             "Cs": _("a lone surrogate"), "Zl": _("a line separator"),
+             "Zp": _("a paragraph separator")}
+    kind = kinds.get(unicodedata.category(ch)) or _("a refused character")
     name = unicodedata.name(ch, "")
-    return f"U+{ord(ch):04X}{' ' + name if name else ''} ({kind})"
+    return _("%(character)s (%(kind)s)") % {
+        "character": f"U+{ord(ch):04X}{' ' + name if name else ''}", "kind": kind}
 
 
 def _first_refused(value: str, refused: Callable[[str], bool]) -> str | None:
     for position, ch in enumerate(value):
         if refused(ch):
-            return f"contains {describe_character(ch)} at position {position}"
+            return _("contains %(character)s at position %(position)d") % {
+                "character": describe_character(ch), "position": position}
     return None
 
 
@@ -75,12 +83,13 @@ def clean_name(value: str, *, max_length: int | None = None) -> str:
     """
     name = unicodedata.normalize("NFC", value).strip()
     if not name:
-        raise InvalidName("must not be empty")
+        raise InvalidName(_("must not be empty"))
     problem = _first_refused(name, _refused_in_name)
     if problem:
         raise InvalidName(problem)
     if max_length is not None and len(name) > max_length:
-        raise InvalidName(f"is {len(name)} characters long (at most {max_length})")
+        raise InvalidName(_("is %(length)d characters long (at most %(limit)d)")
+                          % {"length": len(name), "limit": max_length})
     return name
 
 

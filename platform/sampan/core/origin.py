@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils.http import is_same_domain
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import Forbidden
 
@@ -39,8 +40,10 @@ def origin_allowed(request: Any) -> bool:
 
 
 def require_same_origin(request: Any, action: str) -> None:
-    """Raise Forbidden (403) naming the ``Origin`` when :func:`origin_allowed` refuses it."""
+    """Raise Forbidden (403) naming the ``Origin`` when :func:`origin_allowed` refuses it.
+    ``action`` (e.g. ``_("signing in")``) is said in the message: pass it translated."""
     if not origin_allowed(request):
-        raise Forbidden(f"{action} from another site is refused: Origin "
-                        f"{request.META.get('HTTP_ORIGIN')!r} is neither this server nor in "
-                        "SAMPAN_CSRF_TRUSTED_ORIGINS", field="Origin")
+        raise Forbidden(_("%(action)s from another site is refused: Origin %(origin)r is neither "
+                          "this server nor in SAMPAN_CSRF_TRUSTED_ORIGINS")
+                        % {"action": action, "origin": request.META.get("HTTP_ORIGIN")},
+                        field="Origin")

@@ -14,8 +14,10 @@ from django.apps import apps
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import QuotaExceeded
+from sampan.core.language import phrase
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.models import Job
 
@@ -82,10 +84,15 @@ def job_queue_quota_check(model: type[Job], project: Any, *, kind: str) -> None:
     waiting = model.objects.filter(project=project,
                                    status__in=(JobStatus.PENDING, JobStatus.QUEUED)).count()
     if waiting >= limit:
-        raise QuotaExceeded(
-            f"this project already has {waiting} {kind}{'' if waiting == 1 else 's'} waiting in "
-            f"the queue, the most it may have (SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = {limit}): "
-            "wait until one starts, or cancel one", details={"limit": limit})
+        values = {"count": waiting, "kind": phrase(kind), "limit": limit}
+        # the plural is English's "s" (a kind from idempotency.KINDS); Chinese has one form
+        message = (_("this project already has %(count)d %(kind)s waiting in the queue, the most "
+                     "it may have (SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = %(limit)d): wait until "
+                     "one starts, or cancel one") if waiting == 1 else
+                   _("this project already has %(count)d %(kind)ss waiting in the queue, the "
+                     "most it may have (SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT = %(limit)d): wait "
+                     "until one starts, or cancel one"))
+        raise QuotaExceeded(message % values, details={"limit": limit})
 
 
 def job_models() -> list[type[Job]]:

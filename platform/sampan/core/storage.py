@@ -27,6 +27,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, storages
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import ApplicationError
 
@@ -76,22 +77,25 @@ def _explain(error: Exception) -> StorageUnavailable | None:
         code = str(error.response.get("Error", {}).get("Code", ""))
         if code in {"NoSuchBucket"}:
             return StorageUnavailable(
-                f"object storage: the bucket {bucket!r} does not exist at {endpoint}: check "
-                "SAMPAN_S3_BUCKET (docs/deploy.md, \"Object storage\")", field="SAMPAN_S3_BUCKET")
+                _("object storage: the bucket %(bucket)r does not exist at %(endpoint)s: check "
+                  "SAMPAN_S3_BUCKET (docs/deploy.md, \"Object storage\")")
+                % {"bucket": bucket, "endpoint": endpoint}, field="SAMPAN_S3_BUCKET")
         if code in {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
                     "InvalidToken", "ExpiredToken", "403", "AuthorizationHeaderMalformed"}:
             return StorageUnavailable(
-                f"object storage refused the credentials for bucket {bucket!r} ({code}): check "
-                "SAMPAN_S3_ACCESS_KEY_ID and SAMPAN_S3_SECRET_ACCESS_KEY (and SAMPAN_S3_REGION)",
+                _("object storage refused the credentials for bucket %(bucket)r (%(code)s): "
+                  "check SAMPAN_S3_ACCESS_KEY_ID and SAMPAN_S3_SECRET_ACCESS_KEY (and "
+                  "SAMPAN_S3_REGION)") % {"bucket": bucket, "code": code},
                 field="SAMPAN_S3_ACCESS_KEY_ID")
         return None
     if isinstance(error, (bx.EndpointConnectionError, bx.ConnectTimeoutError)):
         return StorageUnavailable(
-            f"object storage at {endpoint} cannot be reached: check SAMPAN_S3_ENDPOINT_URL "
-            f"({error})", field="SAMPAN_S3_ENDPOINT_URL")
+            _("object storage at %(endpoint)s cannot be reached: check SAMPAN_S3_ENDPOINT_URL "
+              "(%(error)s)") % {"endpoint": endpoint, "error": error},
+            field="SAMPAN_S3_ENDPOINT_URL")
     if isinstance(error, bx.NoCredentialsError):
-        return StorageUnavailable("object storage: no credentials: set SAMPAN_S3_ACCESS_KEY_ID "
-                                  "and SAMPAN_S3_SECRET_ACCESS_KEY",
+        return StorageUnavailable(_("object storage: no credentials: set "
+                                    "SAMPAN_S3_ACCESS_KEY_ID and SAMPAN_S3_SECRET_ACCESS_KEY"),
                                   field="SAMPAN_S3_ACCESS_KEY_ID")
     return None
 
@@ -339,7 +343,7 @@ def cache_trim(*, keep: set[Path] | frozenset[Path] = frozenset(),
         if path not in keep:
             entries.append((stat.st_mtime, stat.st_size, path))
     deleted = freed = 0
-    for _, size, path in sorted(entries):
+    for _mtime, size, path in sorted(entries):
         if total <= limit:
             break
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from sampan.core.errors import ValidationFailed
@@ -53,7 +54,8 @@ def validated_name(value: str, *, field: str, max_length: int = NAME_MAX_CHARS) 
     try:
         return clean_name(value, max_length=max_length)
     except InvalidName as exc:
-        raise ValidationFailed(f"{field}: {exc}", field=field) from None
+        raise ValidationFailed(_("%(field)s: %(reason)s") % {"field": field, "reason": exc},
+                               field=field) from None
 
 
 def validated_text(value: str, *, field: str) -> str:
@@ -61,4 +63,5 @@ def validated_text(value: str, *, field: str) -> str:
     try:
         return check_text(value)
     except InvalidName as exc:
-        raise ValidationFailed(f"{field}: {exc}", field=field) from None
+        raise ValidationFailed(_("%(field)s: %(reason)s") % {"field": field, "reason": exc},
+                               field=field) from None

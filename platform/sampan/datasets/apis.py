@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.http import FileResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -115,8 +116,8 @@ class ImportCreateApi(ProjectApi):
     def post(self, request: Request, project_id: str, dataset_id: str) -> Response:
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
         if not hasattr(request.data, "get"):  # a JSON array or scalar (a 500 before: fuzzing)
-            raise ValidationFailed("the body must be a JSON object with upload_id, or a multipart "
-                                   "form with files", field="upload_id")
+            raise ValidationFailed(_("the body must be a JSON object with upload_id, or a "
+                                     "multipart form with files"), field="upload_id")
         if "upload_id" in request.data:
             source = s.ImportFromUploadInput(data=request.data)
             source.is_valid(raise_exception=True)
@@ -207,7 +208,7 @@ class SampleImageApi(ProjectApi):
         try:
             handle = shared_storage.open_local(sample.file)
         except FileNotFoundError:
-            raise NotFound("the image file of this sample is missing") from None
+            raise NotFound(_("the image file of this sample is missing")) from None
         response = FileResponse(handle, content_type="image/png")
         response["Cache-Control"] = "private, max-age=31536000, immutable"
         response["ETag"] = f'"{sample.content_sha256}"'

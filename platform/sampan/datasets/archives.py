@@ -1,4 +1,5 @@
-"""Safe reading of an uploaded zip in ImageNet-folder layout (stdlib only; no Django).
+"""Safe reading of an uploaded zip in ImageNet-folder layout (stdlib only, and Django's gettext
+for the messages an upload is refused with).
 
 Layout: ``<class>/<file>`` (one folder per class label), optionally inside one extra top folder
 (``dataset/<class>/<file>``) that is stripped when it is the only top entry and holds at least one
@@ -58,6 +59,8 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from django.utils.translation import gettext as _
 
 from sampan.core.names import InvalidName, clean_name
 from sampan.datasets.zip_names import entry_names
@@ -166,9 +169,10 @@ def normalise_label(name: str) -> str:
         return clean_name(name, max_length=MAX_LABEL_CHARS)
     except InvalidName as exc:
         if not name.strip():
-            raise InvalidName(f"empty class name {name!r}") from None
+            raise InvalidName(_("empty class name %(name)r") % {"name": name}) from None
         shown = name if len(name) <= 40 else name[:20] + "..."
-        raise InvalidName(f"class name {shown!r} {exc}") from None
+        raise InvalidName(_("class name %(name)r %(reason)s") % {"name": shown, "reason": exc}
+                          ) from None
 
 
 def _natural_key(label: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -189,23 +193,24 @@ def sort_labels(names: Iterable[str]) -> list[str]:
 
 
 def _unsafe_reason(info: zipfile.ZipInfo, name: str) -> str | None:
-    """Why the entry with decoded, ``/``-separated ``name`` is unsafe, or None."""
+    """Why the entry with decoded, ``/``-separated ``name`` is unsafe, or None (translated: the
+    upload's 400 says it)."""
     mode = info.external_attr >> 16
     if "\x00" in name:
-        return "NUL character in name"
+        return _("NUL character in name")
     if name.startswith("/") or _DRIVE.match(name):
-        return "absolute path"
+        return _("absolute path")
     parts = (name[:-1] if name.endswith("/") else name).split("/")
     if any(part == ".." for part in parts):
-        return "parent directory reference"
+        return _("parent directory reference")
     if any(part in ("", ".") for part in parts):
-        return "empty path component"
+        return _("empty path component")
     if stat.S_ISLNK(mode):
-        return "symbolic link"
+        return _("symbolic link")
     if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
-        return "special file"
+        return _("special file")
     if info.flag_bits & 0x1:
-        return "encrypted entry"
+        return _("encrypted entry")
     return None
 
 
@@ -255,15 +260,17 @@ def plan_archive(
     """
     infos = archive.infolist()
     if len(infos) > limits.max_members:
-        raise ArchiveError(f"too many entries: {len(infos)} (limit {limits.max_members})")
+        raise ArchiveError(_("too many entries: %(entries)s (limit %(limit)s)")
+                           % {"entries": len(infos), "limit": limits.max_members})
     names = entry_names(infos)
     seen: set[str] = set()
     for info, name in zip(infos, names, strict=True):
         reason = _unsafe_reason(info, name)
         if reason:
-            raise ArchiveError(f"unsafe entry {name!r}: {reason}; archive rejected")
+            raise ArchiveError(_("unsafe entry %(name)r: %(reason)s; archive rejected")
+                               % {"name": name, "reason": reason})
         if name in seen:
-            raise ArchiveError(f"duplicate entry {name!r}; archive rejected")
+            raise ArchiveError(_("duplicate entry %(name)r; archive rejected") % {"name": name})
         seen.add(name)
     ignored: list[tuple[str, str]] = []
     kept: list[tuple[int, str, tuple[str, ...]]] = []
@@ -278,8 +285,9 @@ def plan_archive(
             kept.append((index, name, parts))
     if not folder_classes:
         return [ArchiveMember(name=unicodedata.normalize("NFC", name), label=None,
-                              path_in_zip=name, index=index) for index, name, _ in kept], ignored
-    paths = [parts for _, _, parts in kept]
+                              path_in_zip=name, index=index)
+                for index, name, _parts in kept], ignored
+    paths = [parts for _index, _name, parts in kept]
     split_layout = _is_split_layout(paths)
     tops = {parts[0] for parts in paths}
     strip = (
@@ -303,7 +311,8 @@ def plan_archive(
             try:
                 label = normalise_label(inner[0])
             except ValueError as exc:
-                raise ArchiveError(f"entry {name!r}: {exc}") from None
+                raise ArchiveError(_("entry %(name)r: %(reason)s")
+                                   % {"name": name, "reason": exc}) from None
         members.append(ArchiveMember(name=unicodedata.normalize("NFC", "/".join(rel)),
                                      label=label, path_in_zip=name, index=index, split=split))
     return members, ignored
@@ -318,9 +327,9 @@ def directory_summary(zip_path: str | Path) -> tuple[int, int]:
             # stdlib's reader of the end record: the one zipfile.ZipFile itself starts with
             record = zipfile._EndRecData(handle)
     except (OSError, zipfile.BadZipFile) as exc:
-        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+        raise ArchiveError(_("not a readable zip archive: %(error)s") % {"error": exc}) from None
     if not record:
-        raise ArchiveError("not a readable zip archive: File is not a zip file")
+        raise ArchiveError(_("not a readable zip archive: File is not a zip file"))
     return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])
 
 
@@ -333,14 +342,16 @@ def open_archive(zip_path: str | Path, limits: ArchiveLimits = ArchiveLimits()
     is not a readable zip (including an entry flagged UTF-8 whose name is not UTF-8)."""
     entries, directory_bytes = directory_summary(zip_path)
     if entries > limits.max_members:
-        raise ArchiveError(f"too many entries: {entries} (limit {limits.max_members})")
+        raise ArchiveError(_("too many entries: %(entries)s (limit %(limit)s)")
+                           % {"entries": entries, "limit": limits.max_members})
     if directory_bytes > limits.max_directory_bytes:
-        raise ArchiveError(f"its central directory is {directory_bytes} bytes (limit "
-                           f"{limits.max_directory_bytes}): names too long or too many")
+        raise ArchiveError(_("its central directory is %(bytes)s bytes (limit %(limit)s): names "
+                             "too long or too many")
+                           % {"bytes": directory_bytes, "limit": limits.max_directory_bytes})
     try:
         return zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
-        raise ArchiveError(f"not a readable zip archive: {exc}") from None
+        raise ArchiveError(_("not a readable zip archive: %(error)s") % {"error": exc}) from None
 
 
 class _MemberTooLarge(ArchiveError):

@@ -20,12 +20,16 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from sampan.core.errors import PreconditionFailed
 
-BOXES_CHANGED = ("these boxes were changed by someone else since you opened them; reload to "
-                 "see them")
-LABEL_CHANGED = ("this sample's label was changed by someone else since you opened it; reload "
-                 "to see it")
+#: the messages of a stale write (English; ``check_if_match`` translates them when it raises)
+BOXES_CHANGED = gettext_noop("these boxes were changed by someone else since you opened them; "
+                             "reload to see them")
+LABEL_CHANGED = gettext_noop("this sample's label was changed by someone else since you opened "
+                             "it; reload to see it")
 
 
 def annotations_etag(sample_id: Any, annotations: Iterable[Any], no_objects: bool = False) -> str:
@@ -68,9 +72,10 @@ def if_match_holds(header: str, current: str) -> bool:
 
 def check_if_match(header: str | None, current: str, message: str) -> None:
     """Raises PreconditionFailed (412, ``field: "If-Match"``, ``details: {"etag": current}``)
-    when ``header`` is given and does not match ``current``. No header: the write goes on
-    (scripts and older clients keep working)."""
+    when ``header`` is given and does not match ``current``, with ``message`` (``BOXES_CHANGED``,
+    ``LABEL_CHANGED``) in the request's language. No header: the write goes on (scripts and
+    older clients keep working)."""
     if header is None or header.strip() == "":
         return
     if not if_match_holds(header, current):
-        raise PreconditionFailed(message, field="If-Match", details={"etag": current})
+        raise PreconditionFailed(_(message), field="If-Match", details={"etag": current})

@@ -16,6 +16,7 @@ from typing import IO, Any
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
 
 from sampan.core import storage as shared_storage
 from sampan.core.disposition import content_disposition
@@ -56,15 +57,17 @@ def dataset_version_export(*, version: DatasetVersion, export_format: str | None
     chosen = export_format or (allowed[0] if allowed else "")
     if chosen not in allowed:
         raise ValidationFailed(
-            f"format {chosen!r} does not fit this {version.task_type} version: use "
-            f"{' or '.join(allowed)}", field="format")
+            _("format %(format)r does not fit this %(task_type)s version: use %(allowed)s")
+            % {"format": chosen, "task_type": version.task_type,
+               "allowed": _(" or ").join(allowed)}, field="format")
     labels = list(version.labels)
     if chosen == "imagenet":
         for label in labels:
             problem = folder_name_problem(label)
             if problem:
-                raise ValidationFailed(f"class {label!r} {problem}: it cannot be a folder of "
-                                       "the imagenet layout", field="format")
+                raise ValidationFailed(_("class %(name)r %(problem)s: it cannot be a folder of "
+                                         "the imagenet layout")
+                                       % {"name": label, "problem": _(problem)}, field="format")
     rows = (DatasetVersionItem.objects.filter(version=version)
             .order_by("split", "sample__content_sha256")
             .values_list("sample__file", "sample__original_name", "sample__content_sha256",

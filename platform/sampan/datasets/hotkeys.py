@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import ClassLabel, Dataset
@@ -33,11 +34,13 @@ def normalised_hotkey(raw: str, *, field: str) -> str:
     if key == "":
         return ""
     if len(key) != 1 or not HOTKEY_PATTERN.fullmatch(key):
-        raise ValidationFailed(f"{field}: a key is one character, 0-9 or a-z (or empty for the "
-                               f"automatic key); got {raw!r}", field=field)
+        raise ValidationFailed(_("%(field)s: a key is one character, 0-9 or a-z (or empty for "
+                                 "the automatic key); got %(key)r")
+                               % {"field": field, "key": raw}, field=field)
     if key in RESERVED_HOTKEYS:
-        raise ValidationFailed(f"{field}: {key!r} is a labeling shortcut (N / P: next and "
-                               f"previous sample); choose another key", field=field)
+        raise ValidationFailed(_("%(field)s: %(key)r is a labeling shortcut (N / P: next and "
+                                 "previous sample); choose another key")
+                               % {"field": field, "key": key}, field=field)
     return key
 
 
@@ -58,12 +61,12 @@ def class_label_hotkeys_set(*, dataset: Dataset, hotkeys: list[dict[str, Any]]) 
     for index, entry in enumerate(hotkeys):
         class_id = str(entry["class_label_id"])
         if class_id not in classes:
-            raise ValidationFailed(f"hotkeys[{index}].class_label_id: no class label with id "
-                                   f"{class_id} in this dataset",
+            raise ValidationFailed(_("hotkeys[%(index)s].class_label_id: no class label with id "
+                                     "%(id)s in this dataset") % {"index": index, "id": class_id},
                                    field=f"hotkeys[{index}].class_label_id")
         if class_id in wanted:
-            raise ValidationFailed(f"hotkeys[{index}].class_label_id: class "
-                                   f"{classes[class_id].name!r} is named twice",
+            raise ValidationFailed(_("hotkeys[%(index)s].class_label_id: class %(name)r is named "
+                                     "twice") % {"index": index, "name": classes[class_id].name},
                                    field=f"hotkeys[{index}].class_label_id")
         wanted[class_id] = normalised_hotkey(entry["hotkey"], field=f"hotkeys[{index}].hotkey")
     # a key is taken by a class this request leaves alone, or by an earlier entry of it
@@ -73,8 +76,9 @@ def class_label_hotkeys_set(*, dataset: Dataset, hotkeys: list[dict[str, Any]]) 
             continue
         if key in taken:
             raise ValidationFailed(
-                f"hotkeys[{index}].hotkey: key {key!r} is already the key of class "
-                f"{taken[key].name!r}", field=f"hotkeys[{index}].hotkey")
+                _("hotkeys[%(index)s].hotkey: key %(key)r is already the key of class %(name)r")
+                % {"index": index, "key": key, "name": taken[key].name},
+                field=f"hotkeys[{index}].hotkey")
         taken[key] = classes[class_id]
     # free the keys first: a swap would otherwise meet the unique constraint half-way
     ClassLabel.objects.filter(pk__in=list(wanted)).update(hotkey="")

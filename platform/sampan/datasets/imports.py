@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from edge_agent.imaging import ImageDecodeError, decode_image
 from sampan.core import storage as shared_storage
@@ -55,8 +56,8 @@ def _save_upload(upload: UploadedFile, target: Path) -> None:
 
 def _check_loose_label(dataset: Dataset, label: str) -> None:
     if label.strip() and dataset.task_type == TaskType.OBJECT_DETECTION:
-        raise ValidationFailed("an object detection dataset labels boxes, not whole images: "
-                               "leave the class empty (loose images import unlabeled)",
+        raise ValidationFailed(_("an object detection dataset labels boxes, not whole images: "
+                                 "leave the class empty (loose images import unlabeled)"),
                                field="label")
 
 
@@ -72,9 +73,9 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
     The staged files go to the shared storage under ``staging/import-<hex>/`` (the job's
     ``staging_dir``), streamed: the imports worker, on any host, reads them from there.
     """
-    ensure_active(project=dataset.project, dataset=dataset, doing="importing")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("importing"))
     if not files:
-        raise ValidationFailed("upload at least one file", field="files")
+        raise ValidationFailed(_("upload at least one file"), field="files")
     _check_loose_label(dataset, label)
     scratch = _staging_dir()
     prefix = storage.new_staging_prefix()
@@ -118,14 +119,15 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
     has to be sent again to find out) with ``field: "upload_id"``; StorageUnavailable when the
     bucket refuses (the upload is kept).
     """
-    ensure_active(project=dataset.project, dataset=dataset, doing="importing")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("importing"))
     from sampan.uploads.models import UploadStatus
     from sampan.uploads.selectors import upload_get_for, upload_path
     from sampan.uploads.services import upload_take
 
     _check_loose_label(dataset, label)
     upload = upload_get_for(user=user, upload_id=upload_id)
-    shown = (upload.filename if upload and upload.filename else f"upload {upload_id}")
+    shown = (upload.filename if upload and upload.filename
+             else _("upload %(id)s") % {"id": upload_id})
     is_zip = False
     if upload is not None and upload.status == UploadStatus.COMPLETE:
         source = upload_path(upload.pk)
@@ -177,11 +179,12 @@ def _check_archive(path: Path, shown_name: str,
     detection = task_type == TaskType.OBJECT_DETECTION
     try:
         with open_archive(path, _limits()) as archive:
-            members, _ = plan_archive(archive, _limits(), folder_classes=not detection)
+            members, _ignored = plan_archive(archive, _limits(), folder_classes=not detection)
         if detection and not could_hold_annotations([m.name for m in members]):
-            raise ArchiveError(NO_ANNOTATIONS)
+            raise ArchiveError(_(NO_ANNOTATIONS))  # marked in formats.common
     except ArchiveError as exc:
-        raise ValidationFailed(f"{shown_name}: {exc}", field="files") from None
+        raise ValidationFailed(_("%(file)s: %(reason)s") % {"file": shown_name, "reason": exc},
+                               field="files") from None
 
 
 def _limits() -> ArchiveLimits:

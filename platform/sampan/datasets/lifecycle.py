@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.lifecycle import (apply_update, delete_blockers, delete_protected_first,
@@ -44,7 +45,8 @@ def dataset_update(*, dataset: Dataset, actor: Any, name: str | None = None,
             apply_update(locked, "dataset", actor=actor, project=project, name=name,
                          description=description, archived=archived)
     except IntegrityError:
-        raise Conflict(f"a dataset named {name!r} exists in this project", field="name") from None
+        raise Conflict(_("a dataset named %(name)r exists in this project") % {"name": name},
+                       field="name") from None
     return locked
 
 
@@ -59,7 +61,7 @@ def dataset_delete(*, dataset: Dataset, actor: Any) -> None:
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         raise_if_blocked(delete_blockers(project=project, dataset=locked),
-                         what=f"dataset {locked.name!r}")
+                         what=_("dataset %(name)r") % {"name": locked.name})
         sample_files = set(Sample.objects.filter(dataset=locked).values_list("file", flat=True))
         trainings = TrainingJob.objects.filter(dataset_version__dataset=locked)
         prefixes = {f"jobs/training/{pk}" for pk in trainings.values_list("pk", flat=True)}

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
+from django.utils.translation import gettext as _
 
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ManifestError, ModelLoadError
@@ -62,17 +63,20 @@ def shared_classes(dataset: Dataset, version: ModelVersion) -> list[str]:
     """
     if version.task_type != dataset.task_type:
         raise ValidationFailed(
-            f"{version.label} is an {version.task_type} model and this dataset is "
-            f"{dataset.task_type}: choose a model of the dataset's task", field="model_version_id")
+            _("%(model)s is an %(model_task_type)s model and this dataset is "
+              "%(dataset_task_type)s: choose a model of the dataset's task")
+            % {"model": version.label, "model_task_type": version.task_type,
+               "dataset_task_type": dataset.task_type}, field="model_version_id")
     classes = set(ClassLabel.objects.filter(dataset=dataset).values_list("name", flat=True))
     shared = [name for name in (_name(raw) for raw in version.labels) if name in classes]
     if shared:
         return shared
     theirs = ", ".join(repr(str(raw)) for raw in version.labels[:SHOWN_LABELS])
-    ours = ", ".join(repr(n) for n in sorted(classes)[:SHOWN_LABELS]) or "no classes yet"
+    ours = ", ".join(repr(n) for n in sorted(classes)[:SHOWN_LABELS]) or _("no classes yet")
     raise ValidationFailed(
-        f"{version.label} knows {theirs} and this dataset has {ours}: no class in common (a "
-        "suggestion is a class of the dataset, matched by name); add the classes first",
+        _("%(model)s knows %(theirs)s and this dataset has %(ours)s: no class in common (a "
+          "suggestion is a class of the dataset, matched by name); add the classes first")
+        % {"model": version.label, "theirs": theirs, "ours": ours},
         field="model_version_id")
 
 
@@ -91,21 +95,23 @@ def prelabel_job_create(*, dataset: Dataset, model_version: ModelVersion,
     :func:`shared_classes`) and on ``score_threshold`` (given for a classifier, or outside
     [0, 1]); Conflict (409) while another run on the dataset has not ended (``details.job_id``).
     """
-    ensure_active(project=dataset.project, dataset=dataset, doing="pre-labeling")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("pre-labeling"))
     shared_classes(dataset, model_version)
     if score_threshold is not None:
         if dataset.task_type != TaskType.OBJECT_DETECTION:
-            raise ValidationFailed("score_threshold is for object detection models: a classifier "
-                                   "suggests its most probable class", field="score_threshold")
+            raise ValidationFailed(_("score_threshold is for object detection models: a "
+                                     "classifier suggests its most probable class"),
+                                   field="score_threshold")
         if not 0.0 <= score_threshold <= 1.0:
-            raise ValidationFailed("score_threshold must be in [0, 1]", field="score_threshold")
+            raise ValidationFailed(_("score_threshold must be in [0, 1]"),
+                                   field="score_threshold")
     with transaction.atomic():
         # one run per dataset at a time: two would write suggestions over each other
         Dataset.objects.select_for_update().filter(pk=dataset.pk).values_list("pk").first()
         running = PrelabelJob.objects.filter(dataset=dataset, status__in=ACTIVE).first()
         if running is not None:
-            raise Conflict("a pre-labeling run of this dataset has not ended yet: wait for it or "
-                           "cancel it", details={"job_id": str(running.pk)})
+            raise Conflict(_("a pre-labeling run of this dataset has not ended yet: wait for it "
+                             "or cancel it"), details={"job_id": str(running.pk)})
         job = PrelabelJob.objects.create(project=dataset.project, dataset=dataset,
                                          model_version=model_version,
                                          score_threshold=score_threshold)
@@ -122,7 +128,8 @@ def prelabel_job_cancel(*, job: PrelabelJob) -> PrelabelJob:
                           cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:
-            raise ValidationFailed(f"the job already ended ({job.status})", field="status")
+            raise ValidationFailed(_("the job already ended (%(status)s)") % {"status": job.status},
+                                   field="status")
     job_publish(PrelabelJob, job.pk, {"status": JobStatus.CANCELLED}, force=True)
     job.refresh_from_db()
     return job

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import (Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet,
                               Subquery, Sum)
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext as _
 
 from sampan.core.selectors import get_or_not_found
 from sampan.accounts.models import Project
@@ -42,7 +43,7 @@ def dataset_list(*, project: Project, archived: bool | None = None) -> QuerySet[
 
 
 def dataset_get(*, project: Project, dataset_id: Any) -> Dataset:
-    return get_or_not_found(dataset_list(project=project), "dataset", pk=dataset_id)
+    return get_or_not_found(dataset_list(project=project), _("dataset"), pk=dataset_id)
 
 
 def _with_labels(queryset: QuerySet[Sample]) -> QuerySet[Sample]:
@@ -77,7 +78,7 @@ def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool =
 
 def sample_get(*, project: Project, sample_id: Any) -> Sample:
     return get_or_not_found(_with_labels(Sample.objects.select_related("dataset__project")),
-                            "sample", pk=sample_id, dataset__project=project)
+                            _("sample"), pk=sample_id, dataset__project=project)
 
 
 def sample_class_label(sample: Sample) -> str | None:
@@ -88,7 +89,7 @@ def sample_class_label(sample: Sample) -> str | None:
 
 
 def import_job_get(*, project: Project, job_id: Any) -> ImportJob:
-    return get_or_not_found(ImportJob.objects.all(), "import job", pk=job_id, project=project)
+    return get_or_not_found(ImportJob.objects.all(), _("import job"), pk=job_id, project=project)
 
 
 def dataset_version_list(*, project: Project, dataset: Dataset | None = None
@@ -100,7 +101,7 @@ def dataset_version_list(*, project: Project, dataset: Dataset | None = None
 
 
 def dataset_version_get(*, project: Project, version_id: Any) -> DatasetVersion:
-    return get_or_not_found(DatasetVersion.objects.select_related("dataset"), "dataset version",
+    return get_or_not_found(DatasetVersion.objects.select_related("dataset"), _("dataset version"),
                 pk=version_id, project=project)
 
 
@@ -135,4 +136,4 @@ def prelabel_job_list(*, project: Project, dataset: Dataset) -> QuerySet[Prelabe
 
 def prelabel_job_get(*, project: Project, job_id: Any) -> PrelabelJob:
     return get_or_not_found(PrelabelJob.objects.select_related("model_version__model"),
-                            "pre-labeling job", pk=job_id, project=project)
+                            _("pre-labeling job"), pk=job_id, project=project)

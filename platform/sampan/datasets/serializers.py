@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from sampan.core.validation import NameField, TextField
@@ -162,11 +163,11 @@ class LabelInput(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "class_label" not in attrs and "class_label_id" not in attrs:
             raise serializers.ValidationError(
-                {"class_label": "give class_label (a name), class_label_id, or "
-                                "class_label: null to remove the label"})
+                {"class_label": _("give class_label (a name), class_label_id, or "
+                                  "class_label: null to remove the label")})
         if attrs.get("class_label") is not None and attrs.get("class_label_id") is not None:
             raise serializers.ValidationError(
-                {"class_label": "give class_label or class_label_id, not both"})
+                {"class_label": _("give class_label or class_label_id, not both")})
         return attrs
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from sampan.accounts.models import Project
 from sampan.core.errors import Conflict, ValidationFailed
@@ -26,7 +27,7 @@ def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMA
     (field ``name`` / ``description``) or a bad class label (field ``labels``); Conflict when the
     project has a dataset of that name.
     """
-    ensure_active(project=project, doing="creating a dataset")
+    ensure_active(project=project, doing=_("creating a dataset"))
     name = validated_name(name, field="name")
     description = validated_text(description, field="description")
     try:
@@ -35,7 +36,8 @@ def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMA
                                              description=description)
             class_labels_ensure(dataset=dataset, names=list(labels))
     except IntegrityError:
-        raise Conflict(f"a dataset named {name!r} exists in this project", field="name") from None
+        raise Conflict(_("a dataset named %(name)r exists in this project") % {"name": name},
+                       field="name") from None
     return dataset
 
 
@@ -50,7 +52,8 @@ def class_labels_ensure(*, dataset: Dataset, names: list[str]) -> dict[str, Clas
         try:
             name = normalise_label(raw)
         except ValueError as exc:
-            raise ValidationFailed(f"class label {raw!r}: {exc}", field="labels") from None
+            raise ValidationFailed(_("class label %(name)r: %(reason)s")
+                                   % {"name": raw, "reason": exc}, field="labels") from None
         if name not in wanted:
             wanted.append(name)
     with transaction.atomic():
@@ -71,7 +74,7 @@ def class_labels_add(*, dataset: Dataset, names: list[str]) -> dict[str, ClassLa
     Raises Archived (409 ``archived``) when the dataset or its project is archived: new classes
     are new labeling work (an import queued before the archive still adds the classes it reads,
     through ``class_labels_ensure``); ValidationFailed (field ``labels``) for a bad name."""
-    ensure_active(project=dataset.project, dataset=dataset, doing="adding class labels")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("adding class labels"))
     return class_labels_ensure(dataset=dataset, names=names)
 
 
@@ -81,16 +84,17 @@ def _class_label(dataset: Dataset, label: str | None, label_id: Any | None) -> C
     Raises ValidationFailed when both or neither are given, or ``label_id`` is not in the dataset.
     """
     if label is not None and label_id is not None:
-        raise ValidationFailed("give class_label (a name) or class_label_id, not both",
+        raise ValidationFailed(_("give class_label (a name) or class_label_id, not both"),
                                field="class_label")
     if label_id is not None:
         found = ClassLabel.objects.filter(dataset=dataset, pk=label_id).first()
         if found is None:
-            raise ValidationFailed(f"no class label with id {label_id} in this dataset",
-                                   field="class_label_id")
+            raise ValidationFailed(_("no class label with id %(id)s in this dataset")
+                                   % {"id": label_id}, field="class_label_id")
         return found
     if label is None:
-        raise ValidationFailed("give class_label (a name) or class_label_id", field="class_label")
+        raise ValidationFailed(_("give class_label (a name) or class_label_id"),
+                               field="class_label")
     return class_labels_ensure(dataset=dataset, names=[label])[normalise_label(label)]
 
 
@@ -117,7 +121,7 @@ def sample_label_set(*, sample: Sample, label: str | None = None, label_id: Any 
     Raises PreconditionFailed (412) when ``if_match`` is given and the sample's annotations
     changed since that tag (``sampan.datasets.etags``).
     """
-    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing=_("labeling"))
     sample_check_unchanged(sample, if_match, LABEL_CHANGED)
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.CLASS).delete()
     if label is None and label_id is None:
@@ -136,11 +140,12 @@ def samples_label_bulk(*, dataset: Dataset, sample_ids: list[Any], label: str | 
 
     Raises ValidationFailed naming the first sample id that is not in the dataset.
     """
-    ensure_active(project=dataset.project, dataset=dataset, doing="labeling")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("labeling"))
     samples = {str(s.pk): s for s in Sample.objects.filter(dataset=dataset, pk__in=sample_ids)}
     for sample_id in sample_ids:
         if str(sample_id) not in samples:
-            raise ValidationFailed(f"sample {sample_id} is not in this dataset", field="sample_ids")
+            raise ValidationFailed(_("sample %(id)s is not in this dataset") % {"id": sample_id},
+                                   field="sample_ids")
     clear = label is None and label_id is None
     class_label = None if clear else _class_label(dataset, label, label_id)
     Annotation.objects.filter(sample__in=samples.values(), kind=AnnotationKind.CLASS).delete()
@@ -158,12 +163,14 @@ def _check_box(sample: Sample, box: dict[str, Any], index: int
     try:
         x1, y1, x2, y2 = (float(box[k]) for k in ("x1", "y1", "x2", "y2"))
     except (KeyError, TypeError, ValueError):
-        raise ValidationFailed(f"boxes[{index}]: needs numbers x1, y1, x2, y2",
-                               field=f"boxes[{index}]") from None
+        raise ValidationFailed(_("boxes[%(index)s]: needs numbers x1, y1, x2, y2")
+                               % {"index": index}, field=f"boxes[{index}]") from None
     if not (0 <= x1 < x2 <= sample.width and 0 <= y1 < y2 <= sample.height):
         raise ValidationFailed(
-            f"boxes[{index}]: ({x1}, {y1}, {x2}, {y2}) is not a box inside the "
-            f"{sample.width}x{sample.height} image (xyxy, px, x1<x2, y1<y2)",
+            _("boxes[%(index)s]: (%(x1)s, %(y1)s, %(x2)s, %(y2)s) is not a box inside the "
+              "%(width)sx%(height)s image (xyxy, px, x1<x2, y1<y2)")
+            % {"index": index, "x1": x1, "y1": y1, "x2": x2, "y2": y2, "width": sample.width,
+               "height": sample.height},
             field=f"boxes[{index}]")
     return x1, y1, x2, y2
 
@@ -187,13 +194,16 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
     (412) when ``if_match`` is given and the sample's annotations changed since that tag: the
     boxes were saved by someone else meanwhile, and these would overwrite them unseen.
     """
-    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing=_("labeling"))
     if sample.dataset.task_type != TaskType.OBJECT_DETECTION:
-        raise ValidationFailed(f"bounding boxes need an {TaskType.OBJECT_DETECTION} dataset; this "
-                               f"one is {sample.dataset.task_type}", field="boxes")
+        raise ValidationFailed(_("bounding boxes need an %(needed)s dataset; this one is "
+                                 "%(task_type)s")
+                               % {"needed": TaskType.OBJECT_DETECTION,
+                                  "task_type": sample.dataset.task_type}, field="boxes")
     if no_objects and boxes:
-        raise ValidationFailed(f"no_objects says the image holds nothing to box, and boxes has "
-                               f"{len(boxes)}: send one or the other", field="no_objects")
+        raise ValidationFailed(_("no_objects says the image holds nothing to box, and boxes has "
+                                 "%(count)s: send one or the other") % {"count": len(boxes)},
+                               field="no_objects")
     sample_check_unchanged(sample, if_match, BOXES_CHANGED)
     checked = []
     for index, box in enumerate(boxes):
@@ -202,7 +212,8 @@ def sample_boxes_set(*, sample: Sample, boxes: list[dict[str, Any]],
             class_label = _class_label(sample.dataset, box.get("class_label"),
                                        box.get("class_label_id"))
         except ValidationFailed as exc:  # name the box, as the coordinate errors do
-            raise ValidationFailed(f"boxes[{index}]: {exc.message}",
+            raise ValidationFailed(_("boxes[%(index)s]: %(reason)s")
+                                   % {"index": index, "reason": exc.message},
                                    field=f"boxes[{index}].{exc.field}") from None
         checked.append((coords, class_label))
     Annotation.objects.filter(sample=sample, kind=AnnotationKind.BOX).delete()

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.etags import BOXES_CHANGED, LABEL_CHANGED
@@ -30,8 +31,9 @@ def _chosen(sample: Sample, suggestion_ids: Iterable[Any] | None) -> list[Sugges
         found = by_id.get(str(raw))
         if found is None:
             raise ValidationFailed(
-                f"suggestion_ids[{index}]: {raw} is not a suggestion of this sample (accepted or "
-                "rejected already, or another sample's)", field="suggestion_ids")
+                _("suggestion_ids[%(index)s]: %(id)s is not a suggestion of this sample (accepted "
+                  "or rejected already, or another sample's)") % {"index": index, "id": raw},
+                field="suggestion_ids")
         if found not in chosen:
             chosen.append(found)
     return chosen
@@ -50,12 +52,13 @@ def sample_suggestions_accept(*, sample: Sample, suggestion_ids: Iterable[Any] |
     changed since that tag; ValidationFailed (``suggestion_ids``) when the sample has no
     suggestion to accept, or an id is not one of its suggestions.
     """
-    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing="labeling")
+    ensure_active(project=sample.dataset.project, dataset=sample.dataset, doing=_("labeling"))
     detection = sample.dataset.task_type == TaskType.OBJECT_DETECTION
     sample_check_unchanged(sample, if_match, BOXES_CHANGED if detection else LABEL_CHANGED)
     chosen = _chosen(sample, suggestion_ids)
     if not chosen:
-        raise ValidationFailed("this sample has no suggestions to accept", field="suggestion_ids")
+        raise ValidationFailed(_("this sample has no suggestions to accept"),
+                               field="suggestion_ids")
     made: list[Annotation] = []
     if detection:
         for suggestion in chosen:

@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
@@ -118,16 +119,16 @@ def dataset_version_create(*, dataset: Dataset, seed: int = 0,
     ValidationFailed when nothing is labeled (a detection version needs at least one box) or the
     fractions are out of range.
     """
-    ensure_active(project=dataset.project, dataset=dataset, doing="freezing a version")
+    ensure_active(project=dataset.project, dataset=dataset, doing=_("freezing a version"))
     if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
-        raise ValidationFailed("val_fraction and test_fraction must be in [0, 1) with a sum < 1",
+        raise ValidationFailed(_("val_fraction and test_fraction must be in [0, 1) with a sum < 1"),
                                field="val_fraction")
-    for _ in range(5):  # bounded retry on a concurrent version number (MLflow's habit)
+    for _attempt in range(5):  # bounded retry on a concurrent version number (MLflow's habit)
         try:
             return _create(dataset, seed, val_fraction, test_fraction, note)
         except IntegrityError:
             continue
-    raise ValidationFailed("could not allocate a version number; try again")
+    raise ValidationFailed(_("could not allocate a version number; try again"))
 
 
 @transaction.atomic
@@ -156,10 +157,11 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
         used.update([cls] if cls else [])
         used.update(b.class_label_id for b in boxes)
     if not per_sample:
-        raise ValidationFailed("no labeled samples: label some samples before freezing a version")
+        raise ValidationFailed(_("no labeled samples: label some samples before freezing a "
+                                 "version"))
     if not used:
-        raise ValidationFailed("no boxes: every labeled sample is a background image (no "
-                               "objects); draw boxes on some samples before freezing a version")
+        raise ValidationFailed(_("no boxes: every labeled sample is a background image (no "
+                                 "objects); draw boxes on some samples before freezing a version"))
 
     kept = [c for c in class_rows if c.pk in used]
     index_of = {c.pk: i for i, c in enumerate(kept)}

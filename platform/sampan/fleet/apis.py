@@ -11,6 +11,7 @@ from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -28,7 +29,7 @@ from sampan.fleet import benchmarks, local, selectors, services
 from sampan.fleet import serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
-from sampan.fleet.models import Device, DeviceBenchmark
+from sampan.fleet.models import Device, DeviceBenchmark, RolloutState
 from sampan.registry.signing import trusted_keys_payload
 
 # --- project API ------------------------------------------------------------------------------
@@ -283,8 +284,15 @@ class RolloutRollbackApi(ProjectApi):
         data.is_valid(raise_exception=True)
         if not rollout_rollback(rollout=rollout, user=request.user,
                                 reason=data.validated_data["reason"]):
-            raise Conflict(f"this rollout is {rollout.state.replace('_', ' ')}: only a rolling "
-                           "one can be rolled back", field="state")
+            messages = {
+                RolloutState.COMPLETED: _("this rollout is completed: only a rolling one can be "
+                                          "rolled back"),
+                RolloutState.ROLLED_BACK: _("this rollout is rolled back: only a rolling one can "
+                                            "be rolled back")}
+            message = messages.get(rollout.state) or _(
+                "this rollout is %(state)s: only a rolling one can be rolled back") % {
+                    "state": rollout.state.replace("_", " ")}
+            raise Conflict(message, field="state")
         return Response(_rollout_detail(project, rollout_id))
 
 
@@ -411,13 +419,14 @@ _MODEL_FILE_RESPONSES = {
 _RANGE = OpenApiParameter("Range", str, OpenApiParameter.HEADER)
 
 
-def _manifest_response(package_dir: str, what: str) -> HttpResponse:
+def _manifest_response(package_dir: str, missing: str) -> HttpResponse:
     """``<package_dir>/manifest.json`` as stored: the bytes the registry wrote, unchanged (the
-    signature covers their content). Raises NotFound naming ``what`` when it is missing."""
+    signature covers their content). Raises NotFound with the message ``missing`` when it is
+    missing."""
     try:
         data = storage.read_bytes(f"{package_dir.rstrip('/')}/manifest.json")
     except FileNotFoundError:
-        raise NotFound(f"the manifest of {what} is missing on the server") from None
+        raise NotFound(missing) from None
     return HttpResponse(data, content_type="application/json")
 
 
@@ -428,17 +437,17 @@ def _model_file_url(package_dir: str) -> str | None:
 
 
 def _model_file_response(request: Request, package_dir: str, sha256: str,
-                         what: str) -> HttpResponseBase:
+                         missing: str) -> HttpResponseBase:
     """``<package_dir>/model.onnx``: a 302 to its presigned URL in the bucket, or the local file
-    with HTTP Range (strong ETag ``"<sha256>"``, If-Range honoured). Raises NotFound naming
-    ``what`` when the file is missing."""
+    with HTTP Range (strong ETag ``"<sha256>"``, If-Range honoured). Raises NotFound with the
+    message ``missing`` when the file is missing."""
     name = f"{package_dir.rstrip('/')}/model.onnx"
     url = _model_file_url(package_dir)
     if url is not None:
         return HttpResponseRedirect(url)
     path = storage.local_file(name)
     if not path.is_file():
-        raise NotFound(f"the model file of {what} is missing on the server")
+        raise NotFound(missing)
     return ranged_file_response(path, range_header=request.headers.get("Range", ""),
                                 if_range=request.headers.get("If-Range", ""),
                                 etag=sha256, filename="model.onnx")
@@ -452,7 +461,8 @@ class DeviceManifestApi(DeviceApi):
     def get(self, request: Request, version_id: str) -> HttpResponse:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        return _manifest_response(version.package_dir, "this model version")
+        return _manifest_response(
+            version.package_dir, _("the manifest of this model version is missing on the server"))
 
 
 class DeviceArtifactApi(DeviceApi):
@@ -463,8 +473,9 @@ class DeviceArtifactApi(DeviceApi):
     def get(self, request: Request, version_id: str) -> HttpResponseBase:
         version = selectors.device_model_version_get(device=self.get_device(request),
                                                      version_id=version_id)
-        return _model_file_response(request, version.package_dir, version.model_sha256,
-                                    "this model version")
+        return _model_file_response(
+            request, version.package_dir, version.model_sha256,
+            _("the model file of this model version is missing on the server"))
 
 
 # --- device API: benchmarks -------------------------------------------------------------------
@@ -496,7 +507,8 @@ class DeviceBenchmarkManifestApi(DeviceApi):
     def get(self, request: Request, benchmark_id: str) -> HttpResponse:
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
                                                         benchmark_id=benchmark_id)
-        return _manifest_response(benchmark.package_dir, "this benchmark")
+        return _manifest_response(
+            benchmark.package_dir, _("the manifest of this benchmark is missing on the server"))
 
 
 class DeviceBenchmarkArtifactApi(DeviceApi):
@@ -507,8 +519,9 @@ class DeviceBenchmarkArtifactApi(DeviceApi):
     def get(self, request: Request, benchmark_id: str) -> HttpResponseBase:
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
                                                         benchmark_id=benchmark_id)
-        return _model_file_response(request, benchmark.package_dir, benchmark.model_sha256,
-                                    "this benchmark")
+        return _model_file_response(
+            request, benchmark.package_dir, benchmark.model_sha256,
+            _("the model file of this benchmark is missing on the server"))
 
 
 class DeviceBenchmarkInputApi(DeviceApi):
@@ -520,11 +533,13 @@ class DeviceBenchmarkInputApi(DeviceApi):
         benchmark = selectors.device_benchmark_open_get(device=self.get_device(request),
                                                         benchmark_id=benchmark_id)
         if not 0 <= index < len(benchmark.inputs):
-            raise NotFound(f"this benchmark has {len(benchmark.inputs)} inputs")
+            raise NotFound(_("this benchmark has %(count)d inputs")
+                           % {"count": len(benchmark.inputs)})
         try:
             data = storage.read_bytes(benchmark.inputs[index])
         except FileNotFoundError:
-            raise NotFound(f"input {index} of this benchmark is missing on the server") from None
+            raise NotFound(_("input %(index)d of this benchmark is missing on the server")
+                           % {"index": index}) from None
         return HttpResponse(data, content_type="application/octet-stream")
 
 
@@ -542,7 +557,8 @@ class DeviceBenchmarkResultApi(DeviceApi):
         # a report is a few hundred bytes: refuse a big body before parsing it
         length = request.META.get("CONTENT_LENGTH") or "0"
         if not length.isdigit() or int(length) > RESULT_MAX_BYTES:
-            raise TooLarge(f"a benchmark report is at most {RESULT_MAX_BYTES} bytes",
+            raise TooLarge(_("a benchmark report is at most %(limit)d bytes")
+                           % {"limit": RESULT_MAX_BYTES},
                            details={"limit_bytes": RESULT_MAX_BYTES})
         data = s.BenchmarkResultInput(data=request.data)
         data.is_valid(raise_exception=True)

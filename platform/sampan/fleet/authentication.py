@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.utils.translation import gettext as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
@@ -26,11 +27,11 @@ class DeviceCredentialAuthentication(authentication.BaseAuthentication):
             return None
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed(
-                "malformed Authorization header; expected 'Device <credential>'")
+                _("malformed Authorization header; expected 'Device <credential>'"))
         device = Device.objects.filter(credential_sha256=secret_sha256(parts[1])).first()
         if device is None:
             raise exceptions.AuthenticationFailed(
-                "unknown device credential (was the device deleted? enroll it again)")
+                _("unknown device credential (was the device deleted? enroll it again)"))
         return AnonymousUser(), device
 
     def authenticate_header(self, request: Any) -> str:

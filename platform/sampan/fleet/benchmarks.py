@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from edge_agent.runtime import file_sha256
 from sampan.fleet.fastpath import fleet_changed_on_commit
@@ -96,7 +97,8 @@ def benchmark_package_delete(*, package_dir: str) -> None:
 
 def _check_int(value: Any, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationFailed(f"{field} must be an integer from {low} to {high}", field=field)
+        raise ValidationFailed(_("%(field)s must be an integer from %(low)d to %(high)d")
+                               % {"field": field, "low": low, "high": high}, field=field)
     return value
 
 
@@ -120,24 +122,24 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
     warmup = _check_int(warmup, "warmup", 0, MAX_WARMUP)
     if (not isinstance(inputs, list) or not 1 <= len(inputs) <= MAX_INPUTS
             or not all(isinstance(name, str) and name for name in inputs)):
-        raise ValidationFailed(f"inputs must be a list of 1 to {MAX_INPUTS} storage names",
-                               field="inputs")
+        raise ValidationFailed(_("inputs must be a list of 1 to %(limit)d storage names")
+                               % {"limit": MAX_INPUTS}, field="inputs")
     if not isinstance(package_dir, str) or not package_dir.strip("/"):
-        raise ValidationFailed("package_dir must name a storage folder", field="package_dir")
+        raise ValidationFailed(_("package_dir must name a storage folder"), field="package_dir")
     if not isinstance(manifest, dict) or "signature" not in manifest:
-        raise ValidationFailed("manifest must be the signed manifest", field="manifest")
+        raise ValidationFailed(_("manifest must be the signed manifest"), field="manifest")
     if not isinstance(model_sha256, str) or not _SHA256.match(model_sha256):
-        raise ValidationFailed("model_sha256 must be 64 lowercase hex digits",
+        raise ValidationFailed(_("model_sha256 must be 64 lowercase hex digits"),
                                field="model_sha256")
     model_size = _check_int(model_size, "model_size", 1, 1 << 62)
     entry = (manifest.get("files") or {}).get("model.onnx") or {}
     if entry.get("sha256") != model_sha256 or entry.get("size") != model_size:
-        raise ValidationFailed("model_sha256 and model_size must be those the manifest lists "
-                               "for model.onnx", field="model_sha256")
+        raise ValidationFailed(_("model_sha256 and model_size must be those the manifest lists "
+                                 "for model.onnx"), field="model_sha256")
     try:
         job_id = uuid.UUID(str(compression_job_id)) if compression_job_id else None
     except ValueError:
-        raise ValidationFailed("compression_job_id must be a UUID",
+        raise ValidationFailed(_("compression_job_id must be a UUID"),
                                field="compression_job_id") from None
     reasons = model_incompatibilities(manifest, device.known_runtime())
     now = timezone.now()
@@ -186,7 +188,7 @@ def device_benchmark_report(*, device: Device, benchmark_id: Any, status: str,
     try:
         key = uuid.UUID(str(benchmark_id))
     except ValueError:
-        raise NotFound("benchmark not found") from None
+        raise NotFound(_("benchmark not found")) from None
     mine = DeviceBenchmark.objects.filter(pk=key, device=device)
     now = timezone.now()
     if status == BenchmarkStatus.RUNNING:
@@ -199,5 +201,5 @@ def device_benchmark_report(*, device: Device, benchmark_id: Any, status: str,
         fleet_changed_on_commit()
     row = mine.first()
     if row is None:
-        raise NotFound("benchmark not found")
+        raise NotFound(_("benchmark not found"))
     return row

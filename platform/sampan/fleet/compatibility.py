@@ -4,7 +4,8 @@
 ``min_onnxruntime``, ``onnx.opset``, ``onnx.ir_version``, optional ``onnx.operators`` and
 ``onnx.execution_providers``) with what a device reported of its runtime (heartbeat ``runtime``:
 ``{"onnxruntime": "1.20.1", "providers": ["CPUExecutionProvider"], ...}``; enrollment ``info``
-carries ``onnxruntime`` too) and returns the reasons it cannot, in words a user reads.
+carries ``onnxruntime`` too) and returns the reasons it cannot, in words a user reads (in the
+active language: the request's in the API, English in a worker).
 
 The opset and IR-version limits come from onnxruntime's published compatibility table,
 https://onnxruntime.ai/docs/reference/compatibility.html ("ONNX opset support"; the source is
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from django.utils.translation import gettext as _
 
 COMPATIBILITY_URL = "https://onnxruntime.ai/docs/reference/compatibility.html"
 
@@ -124,33 +127,41 @@ def model_incompatibilities(manifest: dict[str, Any], runtime: dict[str, Any]) -
         needed_text = manifest.get("min_onnxruntime")
         needed = version_tuple(needed_text)
         if needed is not None and have < needed:
-            reasons.append(f"the model needs onnxruntime >= {needed_text}; the device has "
-                           f"{reported}")
+            reasons.append(_("the model needs onnxruntime >= %(needed)s; the device has "
+                             "%(reported)s") % {"needed": needed_text, "reported": reported})
         support = onnx_support(have)
         if support is not None:
             max_opset, max_ir = support
             opset, ir_version = _int(onnx.get("opset")), _int(onnx.get("ir_version"))
             if opset is not None and opset > max_opset:
-                reasons.append(f"the model uses ONNX opset {opset}; onnxruntime {reported} "
-                               f"implements opsets up to {max_opset} ({COMPATIBILITY_URL})")
+                reasons.append(_("the model uses ONNX opset %(opset)d; onnxruntime "
+                                 "%(reported)s implements opsets up to %(max_opset)d (%(url)s)")
+                               % {"opset": opset, "reported": reported, "max_opset": max_opset,
+                                  "url": COMPATIBILITY_URL})
             if ir_version is not None and ir_version > max_ir:
-                reasons.append(f"the model has ONNX IR version {ir_version}; onnxruntime "
-                               f"{reported} supports IR versions up to {max_ir} "
-                               f"({COMPATIBILITY_URL})")
+                reasons.append(_("the model has ONNX IR version %(ir_version)d; onnxruntime "
+                                 "%(reported)s supports IR versions up to %(max_ir)d (%(url)s)")
+                               % {"ir_version": ir_version, "reported": reported,
+                                  "max_ir": max_ir, "url": COMPATIBILITY_URL})
         operators = onnx.get("operators")
         for operator in sorted(set(operators)) if isinstance(operators, list) else ():
             if not isinstance(operator, str) or operator not in OPERATOR_MIN_ONNXRUNTIME:
                 continue
             since, source = OPERATOR_MIN_ONNXRUNTIME[operator]
             if have < (version_tuple(since) or (0, 0, 0)):
-                reasons.append(f"the model uses {operator}, which onnxruntime's CPU provider "
-                               f"runs from {since} on; the device has {reported} ({source})")
+                reasons.append(_("the model uses %(operator)s, which onnxruntime's CPU "
+                                 "provider runs from %(since)s on; the device has %(reported)s "
+                                 "(%(source)s)")
+                               % {"operator": operator, "since": since, "reported": reported,
+                                  "source": source})
     required = onnx.get("execution_providers")
     providers = runtime.get("providers")
     if isinstance(required, list) and isinstance(providers, list):
         missing = [p for p in required if isinstance(p, str) and p not in providers
                    and p != CPU_PROVIDER]
         if missing:
-            reasons.append(f"the model needs the execution provider(s) {', '.join(missing)}; "
-                           f"the device offers {', '.join(map(str, providers)) or 'none'}")
+            reasons.append(_("the model needs the execution provider(s) %(missing)s; the "
+                             "device offers %(offered)s")
+                           % {"missing": ", ".join(missing),
+                              "offered": ", ".join(map(str, providers)) or _("none")})
     return reasons

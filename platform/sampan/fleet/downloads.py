@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 
 from sampan.core.disposition import content_disposition
 from sampan.core.errors import error_payload
@@ -76,8 +77,9 @@ def ranged_file_response(path: Path, *, range_header: str, etag: str, filename: 
         wanted = parse_range(range_header, size) if range_header else None
     except Unsatisfiable:
         response = JsonResponse(error_payload(
-            "range_not_satisfiable", f"the range {range_header!r} lies outside the {size} bytes "
-            "of the file", "Range", {"size": size}), status=416)
+            "range_not_satisfiable",
+            _("the range %(range)r lies outside the %(size)d bytes of the file")
+            % {"range": range_header, "size": size}, "Range", {"size": size}), status=416)
         response["Content-Range"] = f"bytes */{size}"
         response["Accept-Ranges"] = "bytes"
         return response

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from sampan.accounts.models import Project
 from sampan.core.errors import Conflict
@@ -152,17 +153,17 @@ def local_device_request(*, project: Project, user: Any) -> dict[str, Any]:
     Raises LocalAgentsUnavailable (409 ``local_agents_unavailable``) without a supervisor."""
     root = local_agents_dir()
     if root is None:
-        raise LocalAgentsUnavailable(
+        raise LocalAgentsUnavailable(_(
             "this server does not run agents for its projects (only `make run` does); install "
-            "the agent on the device with the commands of Add device")
+            "the agent on the device with the commands of Add device"))
     status = local_device_status(project=project)
     if status["state"] in ("requested", "enrolled"):
         return status
     running = sum(1 for pid in (root / "run").glob("*.pid") if _running(root, pid.stem))
     if running >= settings.SAMPAN_LOCAL_AGENTS_MAX:
-        raise LocalAgentsUnavailable(
-            f"this machine runs {running} local agents already (SAMPAN_LOCAL_AGENTS_MAX); "
-            "delete a project's device or use another machine")
+        raise LocalAgentsUnavailable(_(
+            "this machine runs %(running)d local agents already (SAMPAN_LOCAL_AGENTS_MAX); "
+            "delete a project's device or use another machine") % {"running": running})
     issued = enrollment_token_create(project=project, user=user, expires_in=REQUEST_TOKEN_TTL,
                                      note="this machine (one click)")
     target = request_path(root, project.pk)

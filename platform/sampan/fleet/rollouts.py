@@ -55,6 +55,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
@@ -247,20 +248,23 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
 
     version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
     if version is None:
-        raise NotFound("model version not found in this project", field="model_version_id")
+        raise NotFound(_("model version not found in this project"), field="model_version_id")
     if tag:
         device_ids = devices_tagged(project=project, tag=tag)
         if not device_ids:
-            raise NotFound(f"no device of this project has the tag {tag!r}", field="tag")
+            raise NotFound(_("no device of this project has the tag %(tag)r") % {"tag": tag},
+                           field="tag")
     elif device_ids is None:
         device_ids = list(Device.objects.filter(project=project).order_by("created_at")
                           .values_list("pk", flat=True))
     wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids))
     if not wanted:
-        raise ValidationFailed("this project has no device to roll out to", field="device_ids")
+        raise ValidationFailed(_("this project has no device to roll out to"),
+                               field="device_ids")
     if len(wanted) > MAX_DEVICES_PER_DEPLOY:
-        raise ValidationFailed(f"{len(wanted)} devices; one rollout reaches at most "
-                               f"{MAX_DEVICES_PER_DEPLOY}", field="device_ids",
+        raise ValidationFailed(_("%(devices)d devices; one rollout reaches at most %(limit)d")
+                               % {"devices": len(wanted), "limit": MAX_DEVICES_PER_DEPLOY},
+                               field="device_ids",
                                details={"devices": len(wanted), "limit": MAX_DEVICES_PER_DEPLOY})
     with transaction.atomic():
         devices = devices_locked_for(project=project, version=version, wanted=wanted)
@@ -268,8 +272,8 @@ def rollout_create(*, project: Project, user: Any, model_version_id: Any,
             device_id__in=wanted, rollout__state=RolloutState.ROLLING)
             .values_list("rollout_id", flat=True)})
         if busy:
-            raise Conflict("some of these devices are in a rollout that is still rolling: "
-                           "wait for it or roll it back", field="device_ids",
+            raise Conflict(_("some of these devices are in a rollout that is still rolling: "
+                             "wait for it or roll it back"), field="device_ids",
                            details={"rollouts": busy})
         if canary_devices is None:
             # exact: 64.4 % of 250 is 161, where float arithmetic gives 161.00000000000003

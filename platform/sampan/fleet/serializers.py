@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from sampan.core.validation import NameField, TextField
@@ -45,8 +47,8 @@ MAX_DEVICE_PAGE = 1000
 class TagField(serializers.RegexField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(TAG_PATTERN, max_length=50, error_messages={
-            "invalid": "a tag is 1-50 letters, digits, '.', '_', ':' or '-', starting with a "
-                       "letter or digit"}, **kwargs)
+            "invalid": gettext_lazy("a tag is 1-50 letters, digits, '.', '_', ':' or '-', "
+                                    "starting with a letter or digit")}, **kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):  # a JSON number is not a tag (CharField would cast it)
@@ -202,7 +204,7 @@ class DeploymentInput(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("device_ids" in attrs) == ("tag" in attrs):
             raise serializers.ValidationError(
-                {"device_ids": "give either device_ids or a tag"})
+                {"device_ids": _("give either device_ids or a tag")})
         return attrs
 
 
@@ -256,8 +258,8 @@ class EnrollInput(serializers.Serializer):
         size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
         if size > MAX_DEVICE_INFO_BYTES:
             raise serializers.ValidationError(
-                f"info is {size} bytes of JSON; at most {MAX_DEVICE_INFO_BYTES} (it is shown "
-                "with the device in every list)")
+                _("info is %(size)d bytes of JSON; at most %(limit)d (it is shown with the "
+                  "device in every list)") % {"size": size, "limit": MAX_DEVICE_INFO_BYTES})
         return value
 
 
@@ -443,7 +445,8 @@ class BenchmarkResultInput(serializers.Serializer):
                        if figures.get(key) is None]
             if missing:
                 raise serializers.ValidationError(
-                    {"result": f"a succeeded benchmark needs {', '.join(missing)}"})
+                    {"result": _("a succeeded benchmark needs %(fields)s")
+                     % {"fields": ", ".join(missing)}})
         return attrs
 
 
@@ -473,10 +476,10 @@ class AlertRuleInput(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("kind") == AlertKind.ERROR_RATE and attrs.get("threshold", 0) > 1:
             raise serializers.ValidationError(
-                {"threshold": "an error rate is a fraction of requests, from 0 to 1"})
+                {"threshold": _("an error rate is a fraction of requests, from 0 to 1")})
         if attrs.get("kind") == AlertKind.LOW_CONFIDENCE and attrs.get("threshold", 0) > 1:
             raise serializers.ValidationError(
-                {"threshold": "a confidence is a probability, from 0 to 1"})
+                {"threshold": _("a confidence is a probability, from 0 to 1")})
         return attrs
 
 
@@ -554,14 +557,15 @@ class RolloutInput(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "device_ids" in attrs and "tag" in attrs:
-            raise serializers.ValidationError({"device_ids": "give device_ids or a tag, not both"})
+            raise serializers.ValidationError(
+                {"device_ids": _("give device_ids or a tag, not both")})
         if "canary_devices" in attrs and "canary_percent" in attrs:
             raise serializers.ValidationError(
-                {"canary_percent": "give canary_devices or canary_percent, not both"})
+                {"canary_percent": _("give canary_devices or canary_percent, not both")})
         if attrs.get("strategy") == RolloutStrategy.ALL and (
                 "canary_devices" in attrs or "canary_percent" in attrs):
             raise serializers.ValidationError(
-                {"strategy": "an all-at-once rollout has no canary"})
+                {"strategy": _("an all-at-once rollout has no canary")})
         return attrs
 
 

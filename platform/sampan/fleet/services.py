@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.fleet.fastpath import fleet_changed_on_commit
@@ -145,23 +146,24 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any], machine_id: st
     with transaction.atomic():
         row = EnrollmentToken.objects.filter(token_sha256=secret_sha256(token)).first()
         if row is None:
-            raise AuthenticationFailed("unknown enrollment token", field="token")
+            raise AuthenticationFailed(_("unknown enrollment token"), field="token")
         if row.used_at is not None:
-            raise AuthenticationFailed("this enrollment token has already been used; create a "
-                                       "new one in the console", field="token")
+            raise AuthenticationFailed(_("this enrollment token has already been used; create a "
+                                         "new one in the console"), field="token")
         if row.expires_at <= now:
-            raise AuthenticationFailed(f"this enrollment token expired at "
-                                       f"{row.expires_at.isoformat()}; create a new one in the "
-                                       "console", field="token")
+            raise AuthenticationFailed(_("this enrollment token expired at %(expires_at)s; "
+                                         "create a new one in the console")
+                                       % {"expires_at": row.expires_at.isoformat()},
+                                       field="token")
         credential = DEVICE_CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
         existing = (Device.objects.select_for_update()
                     .filter(project_id=row.project_id, name=name, machine_id=machine_id)
                     .order_by("created_at").first() if machine_id else None)
         if existing is not None and not re_enroll:
-            raise Conflict(
-                f"a device named {name!r} on this machine is already enrolled in this project: "
+            raise Conflict(_(
+                "a device named %(name)r on this machine is already enrolled in this project: "
                 "run 'sampan-agent enroll --force' to enroll it again (its old credential stops "
-                "working), or give this one another --name", field="name")
+                "working), or give this one another --name") % {"name": name}, field="name")
         if existing is not None:
             existing.credential_sha256 = secret_sha256(credential)
             existing.info = info
@@ -174,8 +176,8 @@ def device_enroll(*, token: str, name: str, info: dict[str, Any], machine_id: st
         claimed = EnrollmentToken.objects.filter(pk=row.pk, used_at__isnull=True).update(
             used_at=now, device=device, updated_at=now)
         if not claimed:  # another enrollment won the race; the atomic block drops our device
-            raise AuthenticationFailed("this enrollment token has already been used; create a "
-                                       "new one in the console", field="token")
+            raise AuthenticationFailed(_("this enrollment token has already been used; create a "
+                                         "new one in the console"), field="token")
         # the device acts (no user): the token it used says who let it in
         audit_record(actor=None, action="device.re_enroll" if existing else "device.enroll",
                      project=row.project, target=device,
@@ -392,17 +394,20 @@ def devices_locked_for(*, project: Project, version: ModelVersion,
                .filter(project=project, pk__in=wanted)}
     missing = [str(pk) for pk in wanted if pk not in devices]
     if missing:
-        raise NotFound(f"device not found in this project: {', '.join(missing)}",
+        raise NotFound(_("device not found in this project: %(devices)s")
+                       % {"devices": ", ".join(missing)},
                        field="device_ids", details={"missing": missing})
     incompatible = {str(pk): reasons for pk in wanted
                     if (reasons := model_incompatibilities(version.manifest,
                                                            devices[pk].known_runtime()))}
     if incompatible:
-        names = "; ".join(f"{devices[uuid.UUID(pk)].name}: {', '.join(reasons)}"
+        names = "; ".join(_("%(device)s: %(reasons)s")
+                          % {"device": devices[uuid.UUID(pk)].name, "reasons": ", ".join(reasons)}
                           for pk, reasons in incompatible.items())
         raise ValidationFailed(
-            f"model version {version.version} cannot run on {len(incompatible)} device(s): "
-            f"{names}", field="device_ids", details={"incompatible": incompatible})
+            _("model version %(version)s cannot run on %(count)d device(s): %(devices)s")
+            % {"version": version.version, "count": len(incompatible), "devices": names},
+            field="device_ids", details={"incompatible": incompatible})
     return devices
 
 
@@ -427,15 +432,18 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
 
     version = ModelVersion.objects.filter(pk=model_version_id, project=project).first()
     if version is None:
-        raise NotFound("model version not found in this project", field="model_version_id")
+        raise NotFound(_("model version not found in this project"), field="model_version_id")
     if tag is not None:
         device_ids = devices_tagged(project=project, tag=tag)
         if not device_ids:
-            raise NotFound(f"no device of this project has the tag {tag!r}", field="tag")
+            raise NotFound(_("no device of this project has the tag %(tag)r") % {"tag": tag},
+                           field="tag")
         if len(device_ids) > MAX_DEVICES_PER_DEPLOY:
             raise ValidationFailed(
-                f"{len(device_ids)} devices have the tag {tag!r}; one deployment reaches at most "
-                f"{MAX_DEVICES_PER_DEPLOY}: tag smaller groups", field="tag",
+                _("%(devices)d devices have the tag %(tag)r; one deployment reaches at most "
+                  "%(limit)d: tag smaller groups")
+                % {"devices": len(device_ids), "tag": tag, "limit": MAX_DEVICES_PER_DEPLOY},
+                field="tag",
                 details={"devices": len(device_ids), "limit": MAX_DEVICES_PER_DEPLOY})
     wanted = list(dict.fromkeys(uuid.UUID(str(pk)) for pk in device_ids or []))
     now = timezone.now()

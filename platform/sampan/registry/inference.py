@@ -15,6 +15,7 @@ from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import DetectorSession, ManifestError, ModelLoadError
@@ -62,7 +63,8 @@ def _session(version: ModelVersion) -> ModelSession:
     try:
         session = open_session(model_version_file(version, "model.onnx"), version.manifest)
     except (ManifestError, ModelLoadError) as exc:  # an unknown task is a ManifestError
-        raise ModelUnavailable(f"{version.label} cannot be loaded: {exc}") from None
+        raise ModelUnavailable(_("%(version)s cannot be loaded: %(error)s")
+                               % {"version": version.label, "error": exc}) from None
     with _lock:
         _sessions[key] = session
         while len(_sessions) > MAX_SESSIONS:
@@ -88,8 +90,9 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
     """
     slots = _inference_slots()
     if not slots.acquire(timeout=settings.SAMPAN_PREDICT_WAIT_S):
-        raise TooBusy(f"this server is already running {settings.SAMPAN_PREDICT_CONCURRENCY} "
-                      "predictions; try again in a moment", details={"retry_after_s": 1})
+        raise TooBusy(_("this server is already running %(count)s predictions; try again in a "
+                        "moment") % {"count": settings.SAMPAN_PREDICT_CONCURRENCY},
+                      details={"retry_after_s": 1})
     try:
         session = _session(version)
         started = time.perf_counter()
@@ -99,7 +102,8 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
             else:
                 answer = {"predictions": session.predict_image(data, top_k=top_k)}
         except ImageDecodeError as exc:
-            raise ValidationFailed(f"file: {exc}", field="file") from None
+            raise ValidationFailed(_("file: %(reason)s") % {"reason": exc},
+                                   field="file") from None
     finally:
         slots.release()
     return {"model_version_id": str(version.pk), "task": session.task, **answer,

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from sampan.core import storage
 from sampan.core.errors import Conflict, ValidationFailed
@@ -118,10 +119,12 @@ def this_machine() -> tuple[str, str]:
 def check_target(target: str, python: str) -> None:
     """Raises ValidationFailed (field ``target`` or ``python``) naming the supported values."""
     if target not in TARGETS:
-        raise ValidationFailed(f"unknown target {target!r}; one of {', '.join(TARGETS)}",
+        raise ValidationFailed(_("unknown target %(target)r; one of %(targets)s")
+                               % {"target": target, "targets": ", ".join(TARGETS)},
                                field="target")
     if python not in PYTHONS:
-        raise ValidationFailed(f"unsupported Python {python!r}; one of {', '.join(PYTHONS)}",
+        raise ValidationFailed(_("unsupported Python %(python)r; one of %(pythons)s")
+                               % {"python": python, "pythons": ", ".join(PYTHONS)},
                                field="python")
 
 
@@ -140,7 +143,8 @@ def _pip(arguments: list[str]) -> None:
                           check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-6:])
-        raise Conflict(f"pip {arguments[0]} failed (exit {done.returncode}): {tail}")
+        raise Conflict(_("pip %(command)s failed (exit %(code)s): %(tail)s")
+                       % {"command": arguments[0], "code": done.returncode, "tail": tail})
 
 
 #: what Sampan's wheel is built from (pyproject.toml's packages and readme)
@@ -234,18 +238,19 @@ def wheelhouse_get(target: str, python: str) -> Wheelhouse:
         if (house.target, house.python) == (target, python):
             return house
     raise WheelhouseMissing(
-        f"this server has no agent wheels for {target} with Python {python}: an administrator "
-        f"runs 'manage.py sampan_wheelhouse --target {target} --python {python}' once (it "
-        "needs PyPI or a pip mirror)", field="target")
+        _("this server has no agent wheels for %(target)s with Python %(python)s: an "
+          "administrator runs 'manage.py sampan_wheelhouse --target %(target)s --python "
+          "%(python)s' once (it needs PyPI or a pip mirror)")
+        % {"target": target, "python": python}, field="target")
 
 
 def _signing_key(manifest: dict) -> SigningKey:
     key_id = (manifest.get("signature") or {}).get("key_id")
     key = SigningKey.objects.filter(key_id=key_id).first()
     if key is None or key.state == SigningKeyState.RETIRED:
-        raise Conflict(f"the manifest is signed by key {key_id!r}, which devices no longer "
-                       "trust (retired); register the model again to sign it with the active "
-                       "key")
+        raise Conflict(_("the manifest is signed by key %(key_id)r, which devices no longer "
+                         "trust (retired); register the model again to sign it with the active "
+                         "key") % {"key_id": key_id})
     return key
 
 
@@ -253,9 +258,9 @@ def _sampan_wheel(house: Wheelhouse) -> str:
     for name in house.wheels:
         if name.startswith("sampan-"):
             return name
-    raise Conflict(f"the wheelhouse {house.name} holds no Sampan wheel: build it again "
-                   f"(manage.py sampan_wheelhouse --target {house.target} --python "
-                   f"{house.python})")
+    raise Conflict(_("the wheelhouse %(name)s holds no Sampan wheel: build it again "
+                     "(manage.py sampan_wheelhouse --target %(target)s --python %(python)s)")
+                   % {"name": house.name, "target": house.target, "python": house.python})
 
 
 def install_script(version: ModelVersion, house: Wheelhouse) -> str:
@@ -462,8 +467,9 @@ def _build(cached: Path, version: ModelVersion, house: Wheelhouse, key: SigningK
                 try:
                     source = path.open("rb")  # open first: a wheelhouse swapped in meanwhile
                 except FileNotFoundError:  # leaves this handle on the file it opened
-                    raise Conflict(f"{name} went away while the bundle was built (the "
-                                   "wheelhouse was rebuilt): download it again") from None
+                    raise Conflict(_("%(name)s went away while the bundle was built (the "
+                                     "wheelhouse was rebuilt): download it again")
+                                   % {"name": name}) from None
                 with source:
                     info = tarfile.TarInfo(f"{top}/{name}")
                     info.size, info.mode = os.fstat(source.fileno()).st_size, 0o644

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db.models import Count, QuerySet
+from django.utils.translation import gettext as _
 
 from sampan.accounts.models import Project
 from sampan.core import storage
@@ -20,7 +21,7 @@ def model_list(*, project: Project) -> QuerySet[RegisteredModel]:
 def model_get(*, project: Project, model_id: Any) -> RegisteredModel:
     found = model_list(project=project).filter(pk=model_id).first()
     if found is None:
-        raise NotFound("model not found")
+        raise NotFound(_("model not found"))
     return found
 
 
@@ -37,7 +38,7 @@ def model_version_get(*, project: Project, version_id: Any) -> ModelVersion:
     found = ModelVersion.objects.select_related("model", "dataset_version__dataset").filter(
         pk=version_id, project=project).first()
     if found is None:
-        raise NotFound("model version not found")
+        raise NotFound(_("model version not found"))
     return found
 
 
@@ -48,10 +49,11 @@ def model_version_file_name(version: ModelVersion, name: str) -> str:
     """Storage name of ``model.onnx`` or ``manifest.json`` of a version's package. Raises
     NotFound for any other file name, or when the file is missing from storage."""
     if name not in PACKAGE_FILES:
-        raise NotFound(f"no file {name!r} in a model package")
+        raise NotFound(_("no file %(name)r in a model package") % {"name": name})
     stored = f"{version.package_dir.rstrip('/')}/{name}"
     if not storage.exists(stored):
-        raise NotFound(f"{name} of {version.label} is missing from storage")
+        raise NotFound(_("%(name)s of %(version)s is missing from storage")
+                       % {"name": name, "version": version.label})
     return stored
 
 
@@ -64,4 +66,5 @@ def model_version_file(version: ModelVersion, name: str, *, cache: Path | None =
     try:
         return storage.local_file(stored, cache=cache)
     except FileNotFoundError:
-        raise NotFound(f"{name} of {version.label} is missing from storage") from None
+        raise NotFound(_("%(name)s of %(version)s is missing from storage")
+                       % {"name": name, "version": version.label}) from None

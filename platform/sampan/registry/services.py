@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from edge_agent.runtime import file_sha256
 from sampan.accounts.models import Project
@@ -35,8 +36,8 @@ def package_dir_name(model_id: Any, version_id: Any) -> str:
 
 
 def model_get_or_create(*, project: Project, name: str, task_type: str) -> RegisteredModel:
-    model, _ = RegisteredModel.objects.get_or_create(project=project, name=name,
-                                                     defaults={"task_type": task_type})
+    model, _created = RegisteredModel.objects.get_or_create(
+        project=project, name=name, defaults={"task_type": task_type})
     return model
 
 
@@ -166,7 +167,7 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                 return version
             except IntegrityError:
                 if attempt == 4:
-                    raise Conflict("could not allocate a model version number") from None
+                    raise Conflict(_("could not allocate a model version number")) from None
         raise AssertionError("unreachable")
     finally:
         shutil.rmtree(staging, ignore_errors=True)

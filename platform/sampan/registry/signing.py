@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Case, IntegerField, Value, When
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from edge_agent.runtime import canonical_json, public_key_id
 from sampan.core.errors import Conflict, NotFound
@@ -69,7 +70,8 @@ def host_private_key() -> Ed25519PrivateKey:
     try:
         stat = path.stat()
     except OSError as error:
-        raise SigningKeyError(f"SAMPAN_SIGNING_KEY_FILE: {path}: {error.strerror}") from None
+        raise SigningKeyError(_("SAMPAN_SIGNING_KEY_FILE: %(path)s: %(reason)s")
+                              % {"path": path, "reason": error.strerror}) from None
     stamp = (stat.st_mtime_ns, stat.st_ino)
     cached = _cache.get(str(path))
     if cached and cached[0] == stamp:
@@ -77,7 +79,8 @@ def host_private_key() -> Ed25519PrivateKey:
     try:
         key = read_private_key(path)
     except KeyFileError as error:
-        raise SigningKeyError(f"SAMPAN_SIGNING_KEY_FILE: {error}") from None
+        raise SigningKeyError(_("SAMPAN_SIGNING_KEY_FILE: %(reason)s")
+                              % {"reason": error}) from None
     _cache[str(path)] = (stamp, key)
     return key
 
@@ -127,13 +130,16 @@ def sign_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
     active_id = active.key_id if active else "none"
     if row is None:
         raise SigningKeyError(
-            f"the signing key {key_id} in {key_file()} is not in the platform's key ring (active "
-            f"key: {active_id}): every host that signs must hold the same SAMPAN_SIGNING_KEY_FILE "
-            "(or adopt this key with `manage.py sampan_signing_key rotate --key-file`)")
+            _("the signing key %(key_id)s in %(path)s is not in the platform's key ring (active "
+              "key: %(active)s): every host that signs must hold the same "
+              "SAMPAN_SIGNING_KEY_FILE (or adopt this key with `manage.py sampan_signing_key "
+              "rotate --key-file`)") % {"key_id": key_id, "path": key_file(),
+                                        "active": active_id})
     if row.state == SigningKeyState.RETIRED:
         raise SigningKeyError(
-            f"the signing key {key_id} in {key_file()} was retired: install the active key "
-            f"{active_id} in SAMPAN_SIGNING_KEY_FILE on this host")
+            _("the signing key %(key_id)s in %(path)s was retired: install the active key "
+              "%(active)s in SAMPAN_SIGNING_KEY_FILE on this host")
+            % {"key_id": key_id, "path": key_file(), "active": active_id})
     if row.state != SigningKeyState.ACTIVE:
         log.warning("signing with key %s, which is no longer the active key (%s): install the "
                     "active key in SAMPAN_SIGNING_KEY_FILE on this host", key_id, active_id)
@@ -167,7 +173,8 @@ def signing_key_rotate(*, from_file: Path | None = None) -> Rotation:
         try:
             new_key = read_private_key(from_file)
         except KeyFileError as error:
-            raise SigningKeyError(f"--key-file: {error}", field="key_file") from None
+            raise SigningKeyError(_("--key-file: %(reason)s") % {"reason": error},
+                                  field="key_file") from None
     else:
         new_key = generate_private_key()
     public = _public_b64(new_key)
@@ -177,10 +184,11 @@ def signing_key_rotate(*, from_file: Path | None = None) -> Rotation:
         ring = {row.key_id: row for row in SigningKey.objects.select_for_update()}
         existing = ring.get(key_id)
         if existing is not None and existing.state == SigningKeyState.ACTIVE:
-            raise SigningKeyError(f"{key_id} is already the active key")
+            raise SigningKeyError(_("%(key_id)s is already the active key")
+                                  % {"key_id": key_id})
         if existing is not None and existing.state == SigningKeyState.RETIRED:
-            raise SigningKeyError(f"{key_id} was retired, and a retired key is never trusted "
-                                  "again: use a new key")
+            raise SigningKeyError(_("%(key_id)s was retired, and a retired key is never "
+                                    "trusted again: use a new key") % {"key_id": key_id})
         previous = next((r for r in ring.values() if r.state == SigningKeyState.ACTIVE), None)
         if previous is not None:  # first, or the one-active constraint refuses the new row
             previous.state = SigningKeyState.TRUSTED
@@ -209,10 +217,11 @@ def signing_key_retire(*, key_id: str) -> SigningKey:
     with transaction.atomic():
         row = SigningKey.objects.select_for_update().filter(pk=key_id).first()
         if row is None:
-            raise NotFound(f"no signing key {key_id!r} in the key ring", field="key_id")
-        if row.state == SigningKeyState.ACTIVE:
-            raise Conflict(f"{key_id} is the active key: rotate to a new key before retiring it",
+            raise NotFound(_("no signing key %(key_id)r in the key ring") % {"key_id": key_id},
                            field="key_id")
+        if row.state == SigningKeyState.ACTIVE:
+            raise Conflict(_("%(key_id)s is the active key: rotate to a new key before "
+                             "retiring it") % {"key_id": key_id}, field="key_id")
         if row.state != SigningKeyState.RETIRED:
             row.state = SigningKeyState.RETIRED
             row.retired_at = timezone.now()

@@ -15,6 +15,7 @@ from sampan.datasets.selectors import dataset_version_get
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
 from sampan.training.models import Augmentation, ModelPreference, TrainingJob
+from sampan.training.notes import WeightsNoteField
 
 
 class TrainingJobInput(serializers.Serializer):
@@ -62,7 +63,9 @@ class TrainingJobOutput(serializers.Serializer):
                   "val_f1, score_threshold, best_step, evaluated_on and, with a test split, "
                   "test_map50 and test_map.")
     pretrained = serializers.BooleanField(allow_null=True)
-    weights_note = serializers.CharField()
+    weights_note = WeightsNoteField(
+        help_text="Which weights training started from, or why none (in the request's "
+                  "language).")
     error = serializers.CharField()
     model_version_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -86,7 +89,7 @@ class EvaluationReportOutput(serializers.Serializer):
     parity = serializers.JSONField()
     pretrained = serializers.BooleanField(source="training_job.pretrained", allow_null=True,
                                           help_text="False: trained from random initialisation.")
-    weights_note = serializers.CharField(source="training_job.weights_note")
+    weights_note = WeightsNoteField(source="training_job.weights_note")
     created_at = serializers.DateTimeField()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Subquery
+from django.utils.translation import gettext as _
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
@@ -61,44 +62,53 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     validation split. Raises QuotaExceeded (429) when the project already has
     ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` training jobs waiting.
     """
-    ensure_active(project=project, dataset=dataset_version.dataset, doing="training")
+    ensure_active(project=project, dataset=dataset_version.dataset, doing=_("training"))
     task = dataset_version.task_type
     if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION):
-        raise ValidationFailed(f"training {task} is not available yet",
+        raise ValidationFailed(_("training %(task)s is not available yet") % {"task": task},
                                field="dataset_version_id")
     for name, value, choices in (("augmentation", augmentation, Augmentation),
                                  ("model_preference", model_preference, ModelPreference)):
         if value not in choices.values:
-            raise ValidationFailed(f"{name} must be one of {', '.join(choices.values)}; "
-                                   f"got {value!r}", field=name)
+            raise ValidationFailed(_("%(field)s must be one of %(choices)s; got %(value)r")
+                                   % {"field": name, "choices": ", ".join(choices.values),
+                                      "value": value}, field=name)
     n_images = int(dataset_version.stats.get("samples", 0))
     pixels = dataset_version_pixels(dataset_version)
     # the whole seconds users are told, so that the number said is the number enforced
     if budget_s < math.ceil(minimum_budget_s(n_images, pixels, task)):
-        size = f"{n_images} images" + (f" of {pixels / 1e6 / n_images:.1f} megapixels on average"
-                                       if n_images and pixels / n_images >= 1e6 else "")
-        raise ValidationFailed(f"budget_s {budget_s:g} is too short for {size}: at least "
-                               f"{minimum_budget_text(n_images, pixels, task)} s",
-                               field="budget_s")
+        values = {"budget_s": budget_s, "images": n_images,
+                  "minimum": minimum_budget_text(n_images, pixels, task)}
+        if n_images and pixels / n_images >= 1e6:
+            message = _("budget_s %(budget_s)g is too short for %(images)d images of "
+                        "%(megapixels).1f megapixels on average: at least %(minimum)s s") % {
+                **values, "megapixels": pixels / 1e6 / n_images}
+        else:
+            message = _("budget_s %(budget_s)g is too short for %(images)d images: at least "
+                        "%(minimum)s s") % values
+        raise ValidationFailed(message, field="budget_s")
     longest = settings.SAMPAN_TRAINING_MAX_BUDGET_S
     if budget_s > longest:
-        raise ValidationFailed(f"budget_s {budget_s:g} is too long: at most {longest:.0f} s "
-                               f"({longest / 3600:.3g} h, SAMPAN_TRAINING_MAX_BUDGET_S)",
-                               field="budget_s")
+        raise ValidationFailed(_("budget_s %(budget_s)g is too long: at most %(longest).0f s "
+                                 "(%(hours).3g h, SAMPAN_TRAINING_MAX_BUDGET_S)")
+                               % {"budget_s": budget_s, "longest": longest,
+                                  "hours": longest / 3600}, field="budget_s")
     if task == TaskType.OBJECT_DETECTION:
         if not dataset_version.labels:
-            raise ValidationFailed("a detector needs at least 1 class with boxes; this version "
-                                   "has none", field="dataset_version_id")
+            raise ValidationFailed(_("a detector needs at least 1 class with boxes; this "
+                                     "version has none"), field="dataset_version_id")
     elif len(dataset_version.labels) < 2:
-        raise ValidationFailed("a classifier needs at least 2 classes with labeled samples; "
-                               f"this version has {len(dataset_version.labels)}",
+        raise ValidationFailed(_("a classifier needs at least 2 classes with labeled samples; "
+                                 "this version has %(count)d")
+                               % {"count": len(dataset_version.labels)},
                                field="dataset_version_id")
     splits = dataset_version.stats.get("splits", {})
     for split in (Split.TRAIN, Split.VAL):
         if not splits.get(split):
             raise ValidationFailed(
-                f"the {split} split of this version is empty: label more samples or freeze a "
-                "version with a larger val_fraction", field="dataset_version_id")
+                _("the %(split)s split of this version is empty: label more samples or freeze "
+                  "a version with a larger val_fraction") % {"split": split},
+                field="dataset_version_id")
     # a dataset named before the name rule existed may hold what it refuses: not a model name
     name = (validated_name(model_name, field="model_name") if model_name.strip()
             else display_name(dataset_version.dataset.name))
@@ -126,7 +136,8 @@ def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
                           cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:
-            raise ValidationFailed(f"the job already ended ({job.status})", field="status")
+            raise ValidationFailed(_("the job already ended (%(status)s)")
+                                   % {"status": job.status}, field="status")
     job_publish(TrainingJob, job.pk, {"status": JobStatus.CANCELLED}, force=True)
     job.refresh_from_db()
     return job

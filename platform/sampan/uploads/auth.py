@@ -1,6 +1,7 @@
 """Authentication of a raw ASGI request exactly as the REST API does it (DRF's authentication
 classes from ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``: a Bearer token, or the session
-cookie with its CSRF token on writes), for the ASGI apps that answer before Django's views."""
+cookie with its CSRF token on writes), for the ASGI apps that answer before Django's views.
+Their messages are in the request's language (``sampan.core.language``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from django.conf import settings
 from django.contrib import auth
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
+from django.utils import translation
 from django.utils.functional import SimpleLazyObject
+from django.utils.translation import gettext as _
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -27,6 +30,7 @@ from sampan.core.errors import (
     Unauthenticated,
     error_payload,
 )
+from sampan.core.language import scope_language
 
 
 def authenticate_scope(scope: Any) -> Any:
@@ -46,8 +50,8 @@ def authenticate_scope(scope: Any) -> Any:
     except exceptions.PermissionDenied as exc:
         raise Forbidden(str(exc.detail)) from None
     if user is None or not user.is_authenticated:
-        raise Unauthenticated("authentication credentials were not provided (a Bearer token or "
-                              "a signed-in session)")
+        raise Unauthenticated(_("authentication credentials were not provided (a Bearer token "
+                                "or a signed-in session)"))
     return user
 
 
@@ -82,13 +86,18 @@ class AuthenticateBeforeLargeBodies:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and self._needs_authentication(scope):
-            try:
-                await in_db_thread(authenticate_scope)(scope)
-            except ApplicationError as exc:
-                await send_json(send, exc.status_code, json.dumps(error_payload(
-                    exc.code, f"{exc.message}: a request body of more than "
-                    f"{anonymous_body_limit()} bytes is read only from a signed-in user",
-                    exc.field, exc.details)).encode(), close=True)
+            refused: tuple[int, bytes] | None = None
+            with translation.override(scope_language(scope)):
+                try:
+                    await in_db_thread(authenticate_scope)(scope)
+                except ApplicationError as exc:
+                    message = (_("%(reason)s: a request body of more than %(limit)d bytes is "
+                                 "read only from a signed-in user")
+                               % {"reason": exc.message, "limit": anonymous_body_limit()})
+                    refused = exc.status_code, json.dumps(error_payload(
+                        exc.code, message, exc.field, exc.details)).encode()
+            if refused is not None:
+                await send_json(send, *refused, close=True)
                 return
         await self.app(scope, receive, send)
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from sampan.core import storage
 from sampan.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
@@ -27,13 +28,15 @@ MAX_FILENAME_CHARS = 500  # Upload.filename max_length
 
 
 class TooLarge(ApplicationError):
-    """A body or an upload above a configured limit (HTTP 413); ``details.limit_bytes``."""
+    """A body or an upload above a configured limit (HTTP 413); ``details.limit_bytes``.
+    ``what`` (e.g. ``_("an upload of %(length)d bytes") % ...``): pass it translated."""
 
     status_code = 413
     code = "too_large"
 
     def __init__(self, what: str, limit: int, *, field: str | None = None) -> None:
-        super().__init__(f"{what} is too large: the limit is {limit} bytes", field=field,
+        super().__init__(_("%(what)s is too large: the limit is %(limit)d bytes")
+                         % {"what": what, "limit": limit}, field=field,
                          details={"limit_bytes": limit})
 
 
@@ -48,12 +51,13 @@ def parse_metadata(header: str | None) -> dict[str, str]:
         pair = pair.strip()
         if not pair:
             continue
-        key, _, encoded = pair.partition(" ")
+        key, _sep, encoded = pair.partition(" ")
         try:
             value = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
-            raise ValidationFailed(f"Upload-Metadata: the value of {key!r} is not base64 of "
-                                   "UTF-8 text", field="Upload-Metadata") from None
+            raise ValidationFailed(_("Upload-Metadata: the value of %(key)r is not base64 of "
+                                     "UTF-8 text") % {"key": key},
+                                   field="Upload-Metadata") from None
         result[key] = value
     return result
 
@@ -61,11 +65,13 @@ def parse_metadata(header: str | None) -> dict[str, str]:
 def _clean_name(value: str, field: str) -> str:
     value = unicodedata.normalize("NFC", value).strip()
     if any(unicodedata.category(ch) == "Cc" for ch in value):
-        raise ValidationFailed(f"Upload-Metadata {field}: {value[:40]!r} contains control "
-                               "characters", field="Upload-Metadata")
+        raise ValidationFailed(_("Upload-Metadata %(field)s: %(value)r contains control "
+                                 "characters") % {"field": field, "value": value[:40]},
+                               field="Upload-Metadata")
     if len(value) > MAX_FILENAME_CHARS:
-        raise ValidationFailed(f"Upload-Metadata {field}: longer than {MAX_FILENAME_CHARS} "
-                               "characters", field="Upload-Metadata")
+        raise ValidationFailed(_("Upload-Metadata %(field)s: longer than %(limit)d characters")
+                               % {"field": field, "limit": MAX_FILENAME_CHARS},
+                               field="Upload-Metadata")
     return value
 
 
@@ -82,9 +88,11 @@ def upload_create(*, owner: Any, length: int, metadata: dict[str, str]) -> Uploa
     """
     limit = settings.SAMPAN_UPLOAD_MAX_BYTES
     if length < 0:
-        raise ValidationFailed("Upload-Length must be a number of bytes", field="Upload-Length")
+        raise ValidationFailed(_("Upload-Length must be a number of bytes"),
+                               field="Upload-Length")
     if length > limit:
-        raise TooLarge(f"an upload of {length} bytes", limit, field="Upload-Length")
+        raise TooLarge(_("an upload of %(length)d bytes") % {"length": length}, limit,
+                       field="Upload-Length")
     filename = _clean_name(metadata.get("filename") or metadata.get("name") or "", "filename")
     filetype = _clean_name(metadata.get("filetype") or metadata.get("type") or "",
                            "filetype")[:200]
@@ -144,18 +152,21 @@ def upload_take(*, owner: Any, upload_id: Any, into: str) -> Upload:
     """
     upload = upload_get_for(user=owner, upload_id=upload_id)
     if upload is None:
-        raise NotFound(f"no upload {upload_id} of yours", field="upload_id")
+        raise NotFound(_("no upload %(id)s of yours") % {"id": upload_id}, field="upload_id")
     if upload.status == UploadStatus.CONSUMED:
-        raise Conflict(f"upload {upload_id} was already imported", field="upload_id")
+        raise Conflict(_("upload %(id)s was already imported") % {"id": upload_id},
+                       field="upload_id")
     if upload.status != UploadStatus.COMPLETE:
         received = upload_path(upload.pk).stat().st_size if upload_path(upload.pk).exists() else 0
-        raise Conflict(f"upload {upload_id} is not complete: {received} of {upload.length} "
-                       "bytes received", field="upload_id",
-                       details={"offset": received, "length": upload.length})
+        raise Conflict(_("upload %(id)s is not complete: %(received)d of %(length)d bytes "
+                         "received") % {"id": upload_id, "received": received,
+                                        "length": upload.length},
+                       field="upload_id", details={"offset": received, "length": upload.length})
     taken = Upload.objects.filter(pk=upload.pk, status=UploadStatus.COMPLETE).update(
         status=UploadStatus.CONSUMED, updated_at=timezone.now())
     if not taken:
-        raise Conflict(f"upload {upload_id} was already imported", field="upload_id")
+        raise Conflict(_("upload %(id)s was already imported") % {"id": upload_id},
+                       field="upload_id")
     storage.save_file(into, upload_path(upload.pk), move=True)
     upload.refresh_from_db()
     return upload

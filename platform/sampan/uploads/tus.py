@@ -23,8 +23,10 @@ the upload's file and a cut connection keeps every byte that arrived.
 
 Every request but OPTIONS sends ``Tus-Resumable: 1.0.0`` (else 412) and is authenticated as the
 REST API is (Bearer token, or session + CSRF token); another user's upload is a 404. Errors are
-the platform's JSON (``{"error": {"code", "message", "field"?, "details"?}}``); HEAD answers carry
-no body. ``X-HTTP-Method-Override`` is honoured for clients that cannot send PATCH or DELETE.
+the platform's JSON (``{"error": {"code", "message", "field"?, "details"?}}``), the message in
+the request's language (``Accept-Language``, as Django's LocaleMiddleware would choose it:
+``sampan.core.language``); HEAD answers carry no body. ``X-HTTP-Method-Override`` is honoured
+for clients that cannot send PATCH or DELETE.
 """
 
 from __future__ import annotations
@@ -40,9 +42,12 @@ from email.utils import format_datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from sampan.core.body_limit import BodyTooLarge, Receive, Scope, Send, header
 from sampan.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
+from sampan.core.language import scope_language
 from sampan.uploads import services
 from sampan.uploads.auth import authenticate_scope, in_db_thread
 from sampan.uploads.models import Upload
@@ -121,9 +126,11 @@ async def _error(send: Send, exc: ApplicationError, *, head: bool = False,
 def _int_header(scope: Scope, name: str) -> int:
     value = header(scope, name.lower().encode())
     if value is None:
-        raise ValidationFailed(f"the {name} header is required", field=name)
+        raise ValidationFailed(_("the %(header)s header is required") % {"header": name},
+                               field=name)
     if not value.strip().isdigit():
-        raise ValidationFailed(f"{name} {value[:40]!r} is not a number of bytes", field=name)
+        raise ValidationFailed(_("%(header)s %(value)r is not a number of bytes")
+                               % {"header": name, "value": value[:40]}, field=name)
     return int(value)
 
 
@@ -138,13 +145,18 @@ class TusApp:
     """The ASGI application for ``/api/v1/uploads/`` (see the module docstring)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # no LocaleMiddleware in front of this app: the request's language is activated here
+        with translation.override(scope_language(scope)):
+            await self.handle(scope, receive, send)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = (header(scope, b"x-http-method-override") or scope["method"]).upper()
         head = method == "HEAD"
         match = _RESOURCE.match(scope["path"])
         collection = scope["path"].rstrip("/") == PREFIX.rstrip("/")
         try:
             if not collection and match is None:
-                raise NotFound(f"no such API path: {scope['path']}")
+                raise NotFound(_("no such API path: %(path)s") % {"path": scope["path"]})
             if method == "OPTIONS":
                 await _respond(send, 204, {
                     "Tus-Version": TUS_VERSION, "Tus-Extension": TUS_EXTENSIONS,
@@ -152,18 +164,21 @@ class TusApp:
                 return
             allowed = ("POST",) if collection else ("HEAD", "PATCH", "DELETE")
             if method not in allowed:
-                raise MethodNotAllowed(f"{method} is not allowed here; use "
-                                       f"{', '.join(allowed)} (tus {TUS_VERSION})")
+                raise MethodNotAllowed(_("%(method)s is not allowed here; use %(allowed)s (tus "
+                                         "%(version)s)") % {"method": method,
+                                                            "allowed": ", ".join(allowed),
+                                                            "version": TUS_VERSION})
             if header(scope, b"tus-resumable") != TUS_VERSION:
-                raise PreconditionFailed(f"send Tus-Resumable: {TUS_VERSION} (the only tus "
-                                         "version this server speaks)", field="Tus-Resumable")
+                raise PreconditionFailed(_("send Tus-Resumable: %(version)s (the only tus "
+                                           "version this server speaks)")
+                                         % {"version": TUS_VERSION}, field="Tus-Resumable")
             user = await in_db_thread(authenticate_scope)(scope)
             if collection:
                 await self.create(scope, send, user)
                 return
             upload = await in_db_thread(upload_get_for)(user=user, upload_id=match.group(1))
             if upload is None:
-                raise NotFound(f"no upload {match.group(1)} of yours")
+                raise NotFound(_("no upload %(id)s of yours") % {"id": match.group(1)})
             if head:
                 await self.head(send, upload)
             elif method == "DELETE":
@@ -185,7 +200,8 @@ class TusApp:
         except Exception:
             # every byte that arrived is on disk (see _stream_to_file); the answer is JSON too
             log.exception("%s %s failed", method, scope["path"])
-            await _error(send, ServerError("the upload could not be stored; retry"), head=head)
+            await _error(send, ServerError(_("the upload could not be stored; retry")),
+                         head=head)
 
     async def create(self, scope: Scope, send: Send, user: Any) -> None:
         length = _int_header(scope, "Upload-Length")
@@ -217,7 +233,8 @@ class TusApp:
     async def patch(self, scope: Scope, receive: Receive, send: Send, upload: Upload) -> None:
         content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
         if content_type != OFFSET_CONTENT_TYPE:
-            raise UnsupportedMediaType(f"a PATCH body is Content-Type: {OFFSET_CONTENT_TYPE}",
+            raise UnsupportedMediaType(_("a PATCH body is Content-Type: %(content_type)s")
+                                       % {"content_type": OFFSET_CONTENT_TYPE},
                                        field="Content-Type")
         claimed = _int_header(scope, "Upload-Offset")
         fd = _open_locked(upload)
@@ -228,7 +245,8 @@ class TusApp:
             room = upload.length - offset
             declared = header(scope, b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > room:
-                raise services.TooLarge(f"a chunk of {declared} bytes at offset {offset}", room,
+                raise services.TooLarge(_("a chunk of %(length)s bytes at offset %(offset)d")
+                                        % {"length": declared, "offset": offset}, room,
                                         field="Content-Length")
             received, ended, overflow = await _stream_to_file(receive, fd, offset, room)
         finally:
@@ -236,7 +254,8 @@ class TusApp:
         complete = await in_db_thread(services.upload_record_progress)(upload_id=upload.pk,
                                                               offset=offset + received)
         if overflow:
-            raise services.TooLarge(f"the body past offset {offset}", room, field="Upload-Length")
+            raise services.TooLarge(_("the body past offset %(offset)d") % {"offset": offset},
+                                    room, field="Upload-Length")
         if not ended:
             return  # the client went away: nothing to answer; HEAD tells it where to resume
         upload.expires_at = (await in_db_thread(Upload.objects.get)(pk=upload.pk)).expires_at
@@ -250,8 +269,9 @@ class _OffsetMismatch(Conflict):
     code = "offset_mismatch"
 
     def __init__(self, claimed: int, offset: int) -> None:
-        super().__init__(f"Upload-Offset {claimed} is not this upload's offset {offset}: send "
-                         f"the bytes from offset {offset} (HEAD tells the offset)",
+        super().__init__(_("Upload-Offset %(claimed)d is not this upload's offset %(offset)d: "
+                           "send the bytes from offset %(offset)d (HEAD tells the offset)")
+                         % {"claimed": claimed, "offset": offset},
                          field="Upload-Offset", details={"offset": offset})
 
 
@@ -262,15 +282,15 @@ def _open_locked(upload: Upload) -> int:
     try:
         fd = os.open(upload_path(upload.pk), os.O_WRONLY)
     except FileNotFoundError:
-        raise NotFound(f"upload {upload.pk} has no data any more (expired, terminated or "
-                       "imported)") from None
+        raise NotFound(_("upload %(id)s has no data any more (expired, terminated or "
+                         "imported)") % {"id": upload.pk}) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise Locked(f"upload {upload.pk} is being written by another request; retry "
-                         "shortly") from None
+            raise Locked(_("upload %(id)s is being written by another request; retry "
+                           "shortly") % {"id": upload.pk}) from None
         raise
     return fd
 

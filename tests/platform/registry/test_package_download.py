@@ -101,3 +101,22 @@ def test_content_disposition_values(name: str, fallback: str, decoded: str | Non
     else:
         assert filename_of(header) == decoded
     assert ascii_fallback("", "download") == "download"
+
+
+def test_registry_errors_are_answered_in_the_language_the_client_asks_for(
+        project_with_roles: dict[str, Any], api: Any, tmp_path: Path) -> None:
+    project = project_with_roles["project"]
+    version = register(project, "cats", tmp_path)
+    viewer = api(project_with_roles["viewer"])
+    versions = f"/api/v1/projects/{project.pk}/model-versions/"
+
+    chinese = viewer.get(f"{versions}{version.pk}/files/weights.bin",
+                         HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert chinese.status_code == 404
+    assert chinese.json()["error"]["message"] == "模型包中没有文件 'weights.bin'"
+    unknown = viewer.get(f"{versions}00000000-0000-0000-0000-000000000000/",
+                         HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert unknown.status_code == 404 and unknown.json()["error"]["message"] == "未找到模型版本"
+
+    english = viewer.get(f"{versions}{version.pk}/files/weights.bin")
+    assert english.json()["error"]["message"] == "no file 'weights.bin' in a model package"

@@ -406,3 +406,29 @@ def test_a_job_cancelled_while_registering_leaves_no_version_and_no_files(
     assert job.status != JobStatus.SUCCEEDED and job.model_version_id is None
     assert ModelVersion.objects.count() == 0
     assert len(packages) == 1 and not (Path(settings.MEDIA_ROOT) / packages[0]).exists()
+
+
+def test_training_errors_are_answered_in_the_language_the_client_asks_for(
+        project_with_roles: dict[str, Any], version: Any, api: Any) -> None:
+    project = project_with_roles["project"]
+    url = f"/api/v1/projects/{project.pk}/training-jobs/"
+    body = {"dataset_version_id": str(version.pk), "budget_s": 8}
+    editor = api(project_with_roles["editor"])
+
+    chinese = editor.post(url, body, format="json", HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert chinese.status_code == 400 and chinese["Content-Language"] == "zh-hans"
+    assert chinese.json()["error"] == {
+        "code": "invalid", "field": "budget_s",
+        "message": "budget_s 8 对 10 张图像来说太短：至少需要 16 秒"}
+    missing = editor.get(f"{url}00000000-0000-0000-0000-000000000000/",
+                         HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["message"] == "未找到训练任务"
+
+    # English stays the default
+    english = editor.post(url, body, format="json")
+    assert english.json()["error"]["message"] == \
+        "budget_s 8 is too short for 10 images: at least 16 s"
+    assert editor.get(f"{url}00000000-0000-0000-0000-000000000000/").json()["error"][
+        "message"] == "training job not found"
+    assert TrainingJob.objects.count() == 0

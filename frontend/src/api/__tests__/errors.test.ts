@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { createApiClient } from "../client";
 import { ApiError, apiErrorFrom, NETWORK_ERROR, UNEXPECTED_RESPONSE, unwrap } from "../errors";
+import { setLanguage } from "../../i18n";
 
 function jsonResponse(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
@@ -85,5 +86,26 @@ describe("the API client", () => {
 
     expect(seen[0]?.headers.get("X-CSRFToken")).toBeNull();
     expect(seen[1]?.headers.get("X-CSRFToken")).toBe("abc123");
+  });
+
+  it("asks for the console's language, and follows a switch", async () => {
+    const seen: Request[] = [];
+    const client = createApiClient({
+      baseUrl: "http://sampan.test",
+      fetch: async (input) => {
+        seen.push(input as Request);
+        return jsonResponse(200, []);
+      },
+    });
+    try {
+      await setLanguage("zh-CN");
+      await client.GET("/api/v1/projects/");
+      await setLanguage("en");
+      await client.POST("/api/v1/projects/", { body: { name: "P" } });
+    } finally {
+      await setLanguage("en");
+    }
+
+    expect(seen.map((request) => request.headers.get("Accept-Language"))).toEqual(["zh-CN", "en"]);
   });
 });

@@ -1,5 +1,6 @@
 """What the detection readers share: boxes as files give them, the read result, size limits,
-splits from names, image references, and XML without entity expansion (stdlib only)."""
+splits from names, image references, and XML without entity expansion (stdlib only, and
+Django's gettext_noop to mark the message an upload is refused with)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree import ElementTree
 from xml.parsers import expat
+
+from django.utils.translation import gettext_noop
 
 # IMAGE_SUFFIXES is unused here but re-exported: formats/reader.py imports it from this module
 from sampan.datasets.archives import IMAGE_SUFFIXES  # noqa: F401
@@ -26,7 +29,8 @@ class FormatError(ArchiveError):
     list that is not one, no annotations at all); the import fails with this message."""
 
 
-NO_ANNOTATIONS = (
+#: English, as the import worker reports it; the upload's 400 translates it (``_(NO_ANNOTATIONS)``)
+NO_ANNOTATIONS = gettext_noop(
     "an object detection dataset needs bounding boxes, and this zip holds no annotation files. "
     "Upload a zip in one of these layouts: COCO (an instances JSON with images, annotations and "
     "categories, e.g. train/_annotations.coco.json beside the images), Pascal VOC "

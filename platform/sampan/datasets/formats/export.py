@@ -1,4 +1,5 @@
-"""A dataset version as a zip in the layout each ecosystem writes (no Django).
+"""A dataset version as a zip in the layout each ecosystem writes (no Django but its gettext_noop,
+which marks the reasons ``folder_name_problem`` gives for translation).
 
 - ``coco`` (Roboflow's layout): ``<split>/_annotations.coco.json`` with the split's images beside
   it; split folders ``train``, ``valid``, ``test``;
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO
+
+from django.utils.translation import gettext_noop
 
 from sampan.datasets.formats import coco, voc, yolo
 from sampan.datasets.formats.reader import EXPORT_SCHEMA
@@ -69,13 +72,15 @@ class ExportInfo:
 
 
 def folder_name_problem(label: str) -> str | None:
-    """Why the class ``label`` cannot be a folder of an ImageNet-layout zip, or None."""
+    """Why the class ``label`` cannot be a folder of an ImageNet-layout zip (English, marked for
+    translation: ``gettext(problem)`` says it in the request's language), or None."""
     if "/" in label or "\\" in label:
-        return "holds a path separator"
+        return gettext_noop("holds a path separator")
     if label.startswith("."):
-        return "starts with a dot (a hidden folder, ignored by unzip tools and importers)"
+        return gettext_noop("starts with a dot (a hidden folder, ignored by unzip tools and "
+                            "importers)")
     if label.casefold() in ("__macosx", "thumbs.db", "desktop.ini"):
-        return "is a name operating systems use for their own files"
+        return gettext_noop("is a name operating systems use for their own files")
     return None
 
 
