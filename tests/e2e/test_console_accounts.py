@@ -124,7 +124,7 @@ def members(page: Page, project: dict[str, Any], screenshots: Any) -> None:
     page.evaluate("localStorage.setItem('sampan.language', 'zh-CN')")
     page.reload()
     page.get_by_label("用户名", exact=True).fill("nobody")
-    page.get_by_role("button", name="邀请", exact=True).click()
+    page.get_by_role("button", name=re.compile("邀请$")).click()
     expect(page.get_by_text("没有名为 'nobody' 的用户")).to_be_visible()
     screenshots.take(page, "members-error-zh-CN")
     page.evaluate("localStorage.setItem('sampan.language', 'en')")

@@ -181,3 +181,25 @@ def test_the_answer_is_in_the_language_the_client_asks_for(
     assert choice.json()["error"]["field"] == "role"
     assert "emperor" in choice.json()["error"]["message"]
     assert re.search("[\u4e00-\u9fff]", choice.json()["error"]["message"]), choice.json()
+
+
+def test_no_function_that_translates_binds_the_name_underscore() -> None:
+    """``key, _, value = ...`` in a function that also calls ``_()`` makes ``_`` a local there:
+    the call raises UnboundLocalError (a 500) where a message is raised."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp,
+              ast.DictComp, ast.GeneratorExp)
+    shadowed = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(), str(path))
+        for scope in ast.walk(tree):
+            if not isinstance(scope, scopes):
+                continue
+            nodes = list(ast.walk(scope))
+            binds = any((isinstance(n, ast.Name) and n.id == "_"
+                         and isinstance(n.ctx, (ast.Store, ast.Del)))
+                        or (isinstance(n, ast.arg) and n.arg == "_") for n in nodes)
+            calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                        and n.func.id == "_" for n in nodes)
+            if binds and calls:
+                shadowed.append(f"{path.relative_to(PLATFORM.parent)}:{scope.lineno}")
+    assert not shadowed, "rename the variable `_` (e.g. `_unused`) in:\n" + "\n".join(shadowed)
