@@ -1978,7 +1978,6 @@ export interface components {
             name: string;
             /** @default image_classification */
             task_type?: components["schemas"]["TaskTypeEnum"];
-            /** @default  */
             description?: string;
             labels?: string[];
         };
@@ -2004,6 +2003,7 @@ export interface components {
             seed?: number;
             /**
              * Format: double
+             * @description Validation share per class. val_fraction + test_fraction must be below 1 (400 naming val_fraction otherwise): something must be left to train on.
              * @default 0.15
              */
             val_fraction?: number;
@@ -2013,7 +2013,6 @@ export interface components {
              * @default 0.15
              */
             test_fraction?: number;
-            /** @default  */
             note?: string;
         };
         /**
@@ -2241,7 +2240,6 @@ export interface components {
              * @default 24
              */
             expires_in_hours?: number;
-            /** @default  */
             note?: string;
         };
         EnrollmentTokenOutput: {
@@ -2323,10 +2321,7 @@ export interface components {
         };
         ImportInputRequest: {
             files: string[];
-            /**
-             * @description Class label for loose image files (not zips); not taken by an object detection dataset.
-             * @default
-             */
+            /** @description Class label for loose image files (not zips); not taken by an object detection dataset. */
             label?: string;
         };
         ImportJobOutput: {
@@ -2686,7 +2681,6 @@ export interface components {
         };
         ProjectInputRequest: {
             name: string;
-            /** @default  */
             description?: string;
         };
         /**
@@ -3033,7 +3027,6 @@ export interface components {
             budget_s?: number;
             /** @default 0 */
             seed?: number;
-            /** @default  */
             model_name?: string;
             /**
              * @description auto: chosen from the data (no flips for digits or text); none, light, strong. Object detection: auto is light (scale jitter 0.75-1.33, photometric distortion half the time), strong 0.5-1.6 and most of the time.

@@ -102,6 +102,38 @@ def check_text(value: str) -> str:
     return value
 
 
+def _pattern_class(refused: Callable[[str], bool]) -> str:
+    """The refused characters of the Basic Multilingual Plane as a regular-expression class body
+    (``\\uXXXX`` ranges; surrogates left out: outside a pair they never reach a parsed string)."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF or not refused(chr(code)):
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    return "".join(f"\\u{low:04X}" if low == high else f"\\u{low:04X}-\\u{high:04X}"
+                   for low, high in ranges)
+
+
+def name_pattern() -> str:
+    """A regular expression (ECMA-262 and Python ``re`` alike) that a name matches when the rule
+    takes it: at least one character that is not white space, and no refused character of the
+    Basic Multilingual Plane (the rule also refuses a few format characters above it, such as
+    the tag characters U+E0001-U+E007F, which a pattern without the ``u`` flag cannot name).
+    For the OpenAPI schema of every name field."""
+    refused = _pattern_class(_refused_in_name)
+    return f"^[^{refused}]*[^{refused}\\s][^{refused}]*$"
+
+
+def text_pattern() -> str:
+    """The same for free text: no refused control character (tab, LF and CR allowed). The empty
+    text is not matched: a field that takes it says so apart (drf-spectacular's ``oneOf`` with
+    ``maxLength: 0``, which must not overlap this)."""
+    return f"^[^{_pattern_class(_refused_in_text)}]+$"
+
+
 def display_name(value: str) -> str:
     """``value`` (NFC) with every character the name rule refuses replaced by U+FFFD.
 

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+
+from sampan.core.names import name_pattern, text_pattern
+
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERROR_SCHEMA = {
     "type": "object",
@@ -104,3 +108,34 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 responses.setdefault(code, {"description": DESCRIPTIONS[code],
                                             "content": {"application/json": {"schema": ERROR}}})
     return result
+
+
+class _PatternFieldSchema(OpenApiSerializerFieldExtension):
+    """A request field's schema with the rule of ``sampan.core.names`` as its ``pattern``, so
+    clients and the fuzz test know it (answers keep the plain string: names stored before the
+    rule are still shown)."""
+
+    def pattern(self) -> str:
+        raise NotImplementedError
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer_field(self.target, direction,
+                                                                   bypass_extensions=True)
+        if direction == "request":
+            # a blank-allowed field: drf-spectacular adds the empty string as a oneOf branch
+            schema["pattern"] = self.pattern()
+        return schema
+
+
+class NameFieldSchema(_PatternFieldSchema):
+    target_class = "sampan.core.validation.NameField"
+
+    def pattern(self) -> str:
+        return name_pattern()
+
+
+class TextFieldSchema(_PatternFieldSchema):
+    target_class = "sampan.core.validation.TextField"
+
+    def pattern(self) -> str:
+        return text_pattern()

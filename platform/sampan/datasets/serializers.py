@@ -264,8 +264,10 @@ class ImportJobOutput(serializers.Serializer):
 
 class DatasetVersionInput(serializers.Serializer):
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
-    val_fraction = serializers.FloatField(default=DEFAULT_VAL_FRACTION, min_value=0.0,
-                                          max_value=0.9)
+    val_fraction = serializers.FloatField(
+        default=DEFAULT_VAL_FRACTION, min_value=0.0, max_value=0.9,
+        help_text="Validation share per class. val_fraction + test_fraction must be below 1 "
+                  "(400 naming val_fraction otherwise): something must be left to train on.")
     test_fraction = serializers.FloatField(
         default=DEFAULT_TEST_FRACTION, min_value=0.0, max_value=0.9,
         help_text="Held-out share per class; a class with fewer than 10 samples stays in "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sampan.core.names import InvalidName, check_text, clean_name, display_name
@@ -65,3 +67,36 @@ def test_display_name_replaces_what_the_rule_refuses() -> None:
     assert display_name("model\nname\u202e") == "model\ufffdname\ufffd"
     assert display_name("Cafe\u0301 \U0001f469\u200d\U0001f4bb") \
         == "Caf\u00e9 \U0001f469\u200d\U0001f4bb"
+
+
+def test_the_schema_patterns_take_what_the_rule_takes_for_every_character() -> None:
+    """docs/openapi.yaml documents the rule as a pattern on every name and text field: for each
+    character of the Basic Multilingual Plane (surrogates apart), a name and a text holding it
+    match the pattern exactly when the rule takes them."""
+    import re
+    import unicodedata
+
+    import yaml
+
+    from sampan.core.names import name_pattern, text_pattern
+
+    name, text = re.compile(name_pattern()), re.compile(text_pattern())
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        for rule, pattern in ((clean_name, name), (check_text, text)):
+            value = unicodedata.normalize("NFC", f"a{chr(code)}b")
+            try:
+                rule(value)
+                taken = True
+            except InvalidName:
+                taken = False
+            assert taken == bool(pattern.fullmatch(value)), (hex(code), rule.__name__)
+    for blank in ("", " ", "\u3000 "):
+        assert not name.fullmatch(blank)
+    schema = (Path(__file__).resolve().parents[3] / "docs" / "openapi.yaml").read_text()
+    patterns = {line.split("pattern:", 1)[1].strip()
+                for line in schema.splitlines() if "pattern:" in line}
+    assert yaml.safe_load(f"p: {name_pattern()}")["p"] in {
+        yaml.safe_load(f"p: {p}")["p"] for p in patterns}
+    assert schema.count(name_pattern()[:40]) >= 5  # projects, datasets, labels, devices, tokens
