@@ -9,7 +9,7 @@ const routes = [{ path: "/projects/:projectId/members", element: <MembersPage />
 
 type Call = { path: string; body: Record<string, unknown> };
 
-function api(calls: Call[], { staff = false, role = "owner" } = {}) {
+function api(calls: Call[], { staff = false, role = "owner", membersAnswered = Promise.resolve() } = {}) {
   const members = [{ id: "m1", username: "ana", role }];
   return async (request: Request) => {
     const path = new URL(request.url).pathname;
@@ -25,7 +25,10 @@ function api(calls: Call[], { staff = false, role = "owner" } = {}) {
       members.push(added);
       return json(200, added);
     }
-    if (path.endsWith("/members/")) return json(200, members);
+    if (path.endsWith("/members/")) {
+      await membersAnswered;
+      return json(200, members);
+    }
     return json(404, { error: { code: "not_found", message: path } });
   };
 }
@@ -72,6 +75,25 @@ describe("MembersPage", () => {
       ]),
     );
     expect(await screen.findByText("carol")).toBeInTheDocument();
+  }, 60_000);
+
+  it("offers Create user only once the members say whether the user may also add it", async () => {
+    // the user's own account loads first: before the fix the dialog then opened without its
+    // "add to this project" box (an owner not known yet), and the new user was not added
+    const calls: Call[] = [];
+    let answer = () => {};
+    const membersAnswered = new Promise<void>((resolve) => (answer = resolve));
+    renderRoutes(routes, "/projects/p1/members", api(calls, { staff: true, membersAnswered }) as unknown as typeof globalThis.fetch);
+    await screen.findByRole("heading", { name: "Members" });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // /auth/me/ answered meanwhile
+    expect(screen.queryByRole("button", { name: /Create user/ })).not.toBeInTheDocument();
+
+    answer();
+    await userEvent.click(await screen.findByRole("button", { name: /Create user/ }));
+    const dialog = await screen.findByRole("dialog");
+    await userEvent.type(within(dialog).getByLabelText("Username"), "carol");
+    await userEvent.click(within(dialog).getByRole("button", { name: "Create user" }));
+    await waitFor(() => expect(calls.map((call) => call.path)).toEqual(["/api/v1/users/", "/api/v1/projects/p1/members/"]));
   }, 60_000);
 
   it("offers staff who are not owners to create a user but not to add it", async () => {

@@ -108,7 +108,9 @@ export function MembersPage() {
           ) : (
             members.data && <Alert type="info" showIcon title={t("members.ownerOnly")} />
           )}
-          {me.data?.is_staff && (
+          {/* once the members are known: whether the dialog may also add the user is decided
+              when it opens (its form's initial values) */}
+          {me.data?.is_staff && members.data && (
             <div>
               <Button icon={<PlusOutlined />} onClick={() => setCreating(true)}>
                 {t("users.create")}
