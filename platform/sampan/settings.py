@@ -313,11 +313,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": [
         "sampan.core.parsers.JSONParser",  # a 400, not a 500, for JSON nested too deeply
         "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "sampan.core.parsers.MultiPartParser",
     ],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "sampan.accounts.authentication.BearerTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "sampan.accounts.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "sampan.core.pagination.Pagination",

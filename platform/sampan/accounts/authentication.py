@@ -33,3 +33,16 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Any) -> str:
         return self.keyword
+
+
+class SessionAuthentication(authentication.SessionAuthentication):
+    """DRF's session authentication with its CSRF refusal in the request's language (DRF writes
+    ``CSRF Failed: <Django's reason>`` untranslated; the reason itself stays Django's)."""
+
+    def enforce_csrf(self, request: Any) -> None:
+        try:
+            super().enforce_csrf(request)
+        except exceptions.PermissionDenied as error:
+            reason = str(error.detail).removeprefix("CSRF Failed: ")
+            raise exceptions.PermissionDenied(
+                _("CSRF Failed: %(reason)s") % {"reason": reason}) from None

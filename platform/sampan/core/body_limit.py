@@ -63,7 +63,8 @@ async def send_json(send: Send, status: int, body: bytes,
                     ) -> None:
     """A whole JSON response; ``close`` asks the server to drop the connection after it (the
     client may still be sending a body that nobody will read)."""
-    extra = list(headers or [])
+    # the language its message is in (what LocaleMiddleware says of Django's answers)
+    extra = [(b"content-language", translation.get_language().encode()), *(headers or [])]
     if close:
         extra.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": [

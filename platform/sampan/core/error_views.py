@@ -207,9 +207,11 @@ class ApiErrorMiddleware:
         with _in_language(request):
             message = _("%(method)s %(path)s needs its trailing slash: send it to %(path)s/ "
                         "(every API path ends with /)") % {"method": request.method, "path": path}
+            language = translation.get_language()
         response = _json(308, error_payload("trailing_slash", message, None,
                                             {"location": slashed}))
         response["Location"] = slashed
+        response["Content-Language"] = language
         return response
 
     def __call__(self, request: HttpRequest) -> Any:

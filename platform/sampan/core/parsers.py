@@ -22,3 +22,22 @@ class JSONParser(parsers.JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(_("JSON parse error - the document is nested too deeply")) from None
+        except ParseError as error:  # DRF's "JSON parse error - <json's reason>", untranslated
+            reason = str(error.detail).removeprefix("JSON parse error - ")
+            raise ParseError(_("JSON parse error - %(reason)s") % {"reason": reason}) from None
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    """DRF's multipart parser with its parse error in the request's language."""
+
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except ParseError as error:  # DRF's "Multipart form parse error - <Django's reason>"
+            prefix = "Multipart form parse error - "
+            detail = str(error.detail)
+            if not detail.startswith(prefix):
+                raise
+            raise ParseError(_("Multipart form parse error - %(reason)s")
+                             % {"reason": detail.removeprefix(prefix)}) from None

@@ -105,6 +105,7 @@ async def _respond(send: Send, status: int, headers: dict[str, str] | None = Non
     extra = dict(headers or {})
     if body:
         extra["Content-Type"] = "application/json"
+        extra["Content-Language"] = translation.get_language()  # its message's language
     extra["Content-Length"] = str(0 if head else len(body))
     await send({"type": "http.response.start", "status": status, "headers": _tus_headers(extra)})
     await send({"type": "http.response.body", "body": b"" if head else body})

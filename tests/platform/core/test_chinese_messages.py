@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -61,7 +62,7 @@ def test_answers_made_outside_locale_middleware_are_in_the_language_asked_for(
 
     unknown = Client().get("/api/v1/nowhere/", **ZH)
     assert unknown.status_code == 404
-    assert unknown.json()["error"]["message"] == "没有这个 API 路径：/api/v1/nowhere/"
+    assert unknown.json()["error"]["message"] == "不存在此 API 路径：/api/v1/nowhere/"
     assert Client().get("/api/v1/nowhere/").json()["error"]["message"] == (
         "no such API path: /api/v1/nowhere/")
 
@@ -73,7 +74,7 @@ def test_answers_made_outside_locale_middleware_are_in_the_language_asked_for(
     answer = json.loads(error_views.server_error(request).content)["error"]
     assert answer["message"] == "服务器发生意外错误；详情见服务器日志，请求 ID 为 r1"
     answer = json.loads(error_views.not_found(request, Exception()).content)["error"]
-    assert answer["message"] == "没有这个 API 路径：/api/v1/x/"
+    assert answer["message"] == "不存在此 API 路径：/api/v1/x/"
     assert translation.get_language() == "en-us"
     english = RequestFactory().get("/api/v1/x/")
     english.request_id = "r2"
@@ -101,3 +102,47 @@ def test_the_body_limit_answers_in_the_language_asked_for() -> None:
     assert refused([])["message"] == "request body is too large: the limit is 1000 bytes"
     assert refused([(b"accept-language", b"zh-CN")])["message"] == "请求体过大：上限为 1000 字节"
     assert translation.get_language() == "en-us"
+
+
+# DRF's own parse and CSRF refusals, and answers made before LocaleMiddleware (a review's
+# findings: these came back in English, or without Content-Language)
+_HAN = re.compile("[\u4e00-\u9fff]")
+
+
+@pytest.mark.django_db
+def test_malformed_json_and_multipart_bodies_are_refused_in_chinese(
+        project_with_roles: dict[str, Any], api: Any) -> None:
+    owner = api(project_with_roles["owner"])
+    bad_json = owner.post("/api/v1/projects/", data='{"name": "p",}',
+                          content_type="application/json", HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert bad_json.status_code == 400
+    assert bad_json.json()["error"]["message"].startswith("JSON 解析错误：")
+    english = owner.post("/api/v1/projects/", data='{"name": "p",}',
+                         content_type="application/json")
+    assert english.json()["error"]["message"].startswith("JSON parse error - Expecting")
+    bad_multipart = owner.post("/api/v1/projects/", data=b"--x\r\nnonsense",
+                               content_type="multipart/form-data; boundary=",
+                               HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert bad_multipart.status_code == 400
+    assert _HAN.search(bad_multipart.json()["error"]["message"]), bad_multipart.json()
+
+
+@pytest.mark.django_db
+def test_a_session_write_without_its_csrf_token_is_refused_in_chinese(make_user: Any) -> None:
+    make_user("ana")
+    client = Client(enforce_csrf_checks=True)
+    assert client.login(username="ana", password="pw")
+    refused = client.post("/api/v1/projects/", {"name": "p"}, content_type="application/json",
+                          HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"].startswith("CSRF 校验失败："), refused.json()
+    english = client.post("/api/v1/projects/", {"name": "p"}, content_type="application/json")
+    assert english.json()["error"]["message"].startswith("CSRF Failed: ")
+
+
+@pytest.mark.django_db
+def test_the_trailing_slash_answer_says_its_language() -> None:
+    moved = Client().post("/api/v1/projects", {}, content_type="application/json",
+                          HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert moved.status_code == 308 and _HAN.search(moved.json()["error"]["message"])
+    assert moved["Content-Language"] == "zh-hans"

@@ -116,7 +116,7 @@ def test_registry_errors_are_answered_in_the_language_the_client_asks_for(
     assert chinese.json()["error"]["message"] == "模型包中没有文件 'weights.bin'"
     unknown = viewer.get(f"{versions}00000000-0000-0000-0000-000000000000/",
                          HTTP_ACCEPT_LANGUAGE="zh-CN")
-    assert unknown.status_code == 404 and unknown.json()["error"]["message"] == "未找到模型版本"
+    assert unknown.status_code == 404 and unknown.json()["error"]["message"] == "找不到模型版本"
 
     english = viewer.get(f"{versions}{version.pk}/files/weights.bin")
     assert english.json()["error"]["message"] == "no file 'weights.bin' in a model package"

