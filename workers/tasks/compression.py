@@ -28,6 +28,8 @@ from typing import Any
 from celery import shared_task
 
 from sampan.compression import selectors, services
+from sampan.core.stored_text import (COMPRESSION_FAILED, COMPRESSION_TIME_LIMIT,
+                                     REGISTERING_PICK_FAILED)
 from workers.ml.compression import (CompressionCancelled, CompressRequest, Teacher,
                                     compress_classifier, pick)
 from workers.ml.specs import SampleRef
@@ -86,9 +88,8 @@ def run_compression(compression_job_id: str) -> None:
         limit_s = time_limit_s(inputs.budget_s)
 
         def expire(expired_id: str) -> None:
-            services.compression_job_fail(job_id=expired_id, message=(
-                f"time limit exceeded: still compressing {limit_s:.0f} s after the start "
-                f"(budget {inputs.budget_s:g} s; the limit is 1.5 x the budget + 120 s)"))
+            services.compression_job_fail(job_id=expired_id, message=COMPRESSION_TIME_LIMIT % {
+                "limit": limit_s, "budget": inputs.budget_s})
 
         with heartbeating(job_id, alive, services.compression_heartbeat, limit_s=limit_s,
                           expire=expire):
@@ -109,7 +110,8 @@ def run_compression(compression_job_id: str) -> None:
                 return
             except Exception as exc:
                 log.exception("compression job %s failed", job_id)
-                services.compression_job_fail(job_id=job_id, message=f"compression failed: {exc}")
+                services.compression_job_fail(job_id=job_id,
+                                              message=COMPRESSION_FAILED % {"reason": exc})
                 return
         candidates = selectors.compression_job_candidates(job_id=job_id)
         unmeasured = [f"{c['key']} ({(c.get('benchmark') or {}).get('error') or 'no result'})"
@@ -125,7 +127,7 @@ def run_compression(compression_job_id: str) -> None:
         except Exception as exc:  # storing or registering (the bucket, the database)
             log.exception("compression job %s could not register its pick", job_id)
             services.compression_job_fail(job_id=job_id,
-                                          message=f"registering the pick failed: {exc}")
+                                          message=REGISTERING_PICK_FAILED % {"reason": exc})
     finally:
         services.compression_cleanup(job_id=job_id, out_dir=inputs.out_dir)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from celery import shared_task
 
+from sampan.core.stored_text import STORING_MODEL_FAILED, TRAINING_FAILED, TRAINING_TIME_LIMIT
 from sampan.training import services
 from workers.ml.export import onnx_info
 from workers.tasks.heartbeat import heartbeating, time_limit_s
@@ -79,9 +80,8 @@ def run_training(training_job_id: str, deferrals: int = 0) -> None:
             limit_s = time_limit_s(inputs.budget_s)
 
             def expire(job_id: str) -> None:
-                services.training_job_fail(job_id=job_id, message=(
-                    f"time limit exceeded: still training {limit_s:.0f} s after the start "
-                    f"(budget {inputs.budget_s:g} s; the limit is 1.5 x the budget + 120 s)"))
+                services.training_job_fail(job_id=job_id, message=TRAINING_TIME_LIMIT % {
+                    "limit": limit_s, "budget": inputs.budget_s})
 
             with heartbeating(training_job_id, alive, services.training_job_heartbeat,
                               limit_s=limit_s, expire=expire):
@@ -98,7 +98,8 @@ def run_training(training_job_id: str, deferrals: int = 0) -> None:
             return
         except Exception as exc:
             log.exception("training job %s failed", training_job_id)
-            services.training_job_fail(job_id=training_job_id, message=f"training failed: {exc}")
+            services.training_job_fail(job_id=training_job_id,
+                                       message=TRAINING_FAILED % {"reason": exc})
             return
         try:
             services.training_job_complete(job_id=training_job_id, result={
@@ -112,7 +113,7 @@ def run_training(training_job_id: str, deferrals: int = 0) -> None:
         except Exception as exc:  # storing artifacts or registering (the bucket, the database)
             log.exception("training job %s could not be stored or registered", training_job_id)
             services.training_job_fail(job_id=training_job_id,
-                                       message=f"storing the trained model failed: {exc}")
+                                       message=STORING_MODEL_FAILED % {"reason": exc})
     finally:
         # with the bucket, this host's copy of the attempt's files is no longer needed
         services.training_workdir_release(Path(inputs.out_dir))

@@ -1962,6 +1962,7 @@ export interface components {
             /** Format: uuid */
             model_version_id: string | null;
             model_version: components["schemas"]["ModelVersionRefOutput"] | null;
+            /** @description Why the job failed or was cancelled, in the request's language where the platform wrote it. */
             error: string;
             /** Format: date-time */
             created_at: string;
@@ -2332,6 +2333,7 @@ export interface components {
             status: string;
             progress: unknown;
             report: unknown;
+            /** @description Why the job failed or was cancelled, in the request's language where the platform wrote it. */
             error: string;
             /** Format: date-time */
             created_at: string;
@@ -2651,6 +2653,7 @@ export interface components {
             progress: unknown;
             /** @description model_version, samples, counts {done, suggestions, suggested_samples, labeled_meanwhile, failed}, failed [{name, reason}], other_classes, score_threshold, uncertainty (the rule) */
             report: unknown;
+            /** @description Why the job failed or was cancelled, in the request's language where the platform wrote it. */
             error: string;
             /** Format: date-time */
             created_at: string;
@@ -3077,6 +3080,7 @@ export interface components {
             pretrained: boolean | null;
             /** @description Which weights training started from, or why none (in the request's language). */
             weights_note: string;
+            /** @description Why the job failed or was cancelled, in the request's language where the platform wrote it. */
             error: string;
             /** Format: uuid */
             model_version_id: string | null;

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from sampan.compression import selectors, services
 from sampan.compression.models import METHODS, CompressionJob
+from sampan.core.stored_text import StoredTextField
 from sampan.core.apis import IDEMPOTENCY_KEY_PARAMETER, ProjectApi, created_or_replayed
 from sampan.core.idempotency import idempotency_key, idempotent_create
 from sampan.core.pagination import Pagination
@@ -60,7 +61,8 @@ class CompressionJobOutput(serializers.Serializer):
     pick_reason = serializers.CharField()
     model_version_id = serializers.UUIDField(allow_null=True)
     model_version = ModelVersionRefOutput(allow_null=True)
-    error = serializers.CharField()
+    error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
+                                      "request's language where the platform wrote it.")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -24,6 +24,7 @@ from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.compression.models import METHODS, CompressionJob
 from sampan.core import storage
+from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
@@ -125,7 +126,7 @@ def compression_job_cancel(*, job: CompressionJob) -> CompressionJob:
     RUNNING worker sees it at its next progress report, removes its candidates' files and
     registers nothing. Raises ValidationFailed when the job already ended."""
     if not job_transition(CompressionJob, job.pk, JobStatus.CANCELLED,
-                          error="cancelled by user", cancel_requested=True):
+                          error=CANCELLED_BY_USER, cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:
             raise ValidationFailed(_("the job already ended (%(status)s)")

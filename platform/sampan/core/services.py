@@ -20,10 +20,10 @@ from sampan.core.errors import QuotaExceeded
 from sampan.core.language import phrase
 from sampan.core.jobs import JobStatus, job_heartbeat, job_transition
 from sampan.core.models import Job
+from sampan.core.stored_text import WORKER_LOST
 
 log = logging.getLogger(__name__)
 
-WORKER_LOST = "worker lost: no heartbeat for {seconds:.0f} s"
 _last_publish: dict[str, float] = {}
 
 
@@ -114,7 +114,7 @@ def jobs_reap_stale(*, timeout_s: float | None = None) -> int:
             updated = model.objects.filter(pk=pk, status=JobStatus.RUNNING,
                                            heartbeat_at__lt=cutoff).update(
                 status=JobStatus.FAILED, finished_at=timezone.now(),
-                error=WORKER_LOST.format(seconds=seconds))
+                error=WORKER_LOST % {"seconds": seconds})
             if updated:
                 reaped += 1
                 log.warning("reaped %s %s: worker lost", model.__name__, pk)

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 
 from edge_agent.imaging import ImageDecodeError, decode_image
 from sampan.core import storage as shared_storage
+from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
@@ -402,7 +403,7 @@ def _import_fail(job: ImportJob, message: str, report: dict[str, Any]) -> None:
 
 
 def import_job_cancel(*, job: ImportJob) -> bool:
-    return job_transition(ImportJob, job.pk, JobStatus.CANCELLED, error="cancelled by user")
+    return job_transition(ImportJob, job.pk, JobStatus.CANCELLED, error=CANCELLED_BY_USER)
 
 
 __all__ = ["import_job_create", "import_job_create_from_upload", "import_job_run",

@@ -23,6 +23,7 @@ from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
 from sampan.core import storage as shared_storage
+from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ApplicationError, Conflict, ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
@@ -124,7 +125,7 @@ def prelabel_job_create(*, dataset: Dataset, model_version: ModelVersion,
 def prelabel_job_cancel(*, job: PrelabelJob) -> PrelabelJob:
     """Cancel a run that has not ended; a running one stops before its next image. Suggestions
     it stored stay. Raises ValidationFailed (``status``) when it ended already."""
-    if not job_transition(PrelabelJob, job.pk, JobStatus.CANCELLED, error="cancelled by user",
+    if not job_transition(PrelabelJob, job.pk, JobStatus.CANCELLED, error=CANCELLED_BY_USER,
                           cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:

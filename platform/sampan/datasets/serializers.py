@@ -8,6 +8,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from sampan.core.stored_text import StoredTextField
 from sampan.core.validation import NameField, TextField
 from sampan.datasets.etags import annotations_etag
 from sampan.datasets.models import Split, TaskType
@@ -227,7 +228,8 @@ class PrelabelJobOutput(serializers.Serializer):
         help_text="model_version, samples, counts {done, suggestions, suggested_samples, "
                   "labeled_meanwhile, failed}, failed [{name, reason}], other_classes, "
                   "score_threshold, uncertainty (the rule)")
-    error = serializers.CharField()
+    error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
+                                      "request's language where the platform wrote it.")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -256,7 +258,8 @@ class ImportJobOutput(serializers.Serializer):
     status = serializers.CharField()
     progress = serializers.JSONField()
     report = serializers.JSONField()
-    error = serializers.CharField()
+    error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
+                                      "request's language where the platform wrote it.")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sampan.core.stored_text import StoredTextField
 from sampan.core.apis import IDEMPOTENCY_KEY_PARAMETER, ProjectApi, created_or_replayed
 from sampan.core.idempotency import idempotency_key, idempotent_create
 from sampan.core.pagination import Pagination
@@ -66,7 +67,8 @@ class TrainingJobOutput(serializers.Serializer):
     weights_note = WeightsNoteField(
         help_text="Which weights training started from, or why none (in the request's "
                   "language).")
-    error = serializers.CharField()
+    error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
+                                      "request's language where the platform wrote it.")
     model_version_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
 from sampan.core import storage as shared_storage
+from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
 from sampan.core.errors import ValidationFailed
 from sampan.core.idempotency import IdempotencyKey, idempotency_fields
@@ -132,7 +133,7 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
 
 def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
     """Cancel a job that has not finished. A RUNNING worker sees it at its next progress report."""
-    if not job_transition(TrainingJob, job.pk, JobStatus.CANCELLED, error="cancelled by user",
+    if not job_transition(TrainingJob, job.pk, JobStatus.CANCELLED, error=CANCELLED_BY_USER,
                           cancel_requested=True):
         job.refresh_from_db()
         if job.is_terminal:
