@@ -36,7 +36,16 @@ MAX_PIXELS = 40_000_000
 
 
 class ImageDecodeError(ValueError):
-    """An image cannot be used. ``str(error)`` is the reason shown to users."""
+    """An image cannot be used. ``str(error)`` is the reason shown to users, in English;
+    ``kind`` and ``params`` say it for a caller that words it in another language (the
+    platform): ``empty``; ``unsupported`` (``format``); ``too_large`` (``limit``, with ``width``
+    and ``height`` or ``pixels`` when known); ``corrupt`` (``format``); ``truncated``;
+    ``unreadable`` (``reason``: the operating system's)."""
+
+    def __init__(self, message: str, kind: str = "corrupt", **params: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.params = params
 
 
 # Our format name -> Pillow's: Pillow is only allowed to open the format the magic bytes name.
@@ -95,10 +104,11 @@ def sniff_format(data: bytes) -> str:
             e.g. ``pdf``, ``heic`` or ``unknown``).
     """
     if not data:
-        raise ImageDecodeError("empty file")
+        raise ImageDecodeError("empty file", "empty")
     fmt = _sniff_known(data)
     if fmt is None:
-        raise ImageDecodeError(f"unsupported format '{_name_unsupported(data)}'")
+        name = _name_unsupported(data)
+        raise ImageDecodeError(f"unsupported format '{name}'", "unsupported", format=name)
     return fmt
 
 
@@ -112,17 +122,19 @@ def _open_checked(data: bytes, fmt: str, max_pixels: int) -> Image.Image:
     except Image.DecompressionBombError as error:
         # Pillow refuses before its header is ours to read; its message holds the pixel count
         found = re.search(r"\((\d+) pixels\)", str(error))
-        size = f"{int(found.group(1))} pixels; " if found else ""
-        raise ImageDecodeError(f"image too large ({size}at most {max_pixels} pixels)") from error
+        pixels = {"pixels": int(found.group(1))} if found else {}
+        size = f"{pixels['pixels']} pixels; " if pixels else ""
+        raise ImageDecodeError(f"image too large ({size}at most {max_pixels} pixels)",
+                               "too_large", limit=max_pixels, **pixels) from error
     except (OSError, SyntaxError, ValueError, EOFError) as error:
-        raise ImageDecodeError(f"corrupt {fmt} image") from error
+        raise ImageDecodeError(f"corrupt {fmt} image", format=fmt) from error
     width, height = image.size
     if width <= 0 or height <= 0:
-        raise ImageDecodeError(f"corrupt {fmt} image")
+        raise ImageDecodeError(f"corrupt {fmt} image", format=fmt)
     if width * height > max_pixels:
         raise ImageDecodeError(
-            f"image too large ({width}x{height} px; at most {max_pixels} pixels)"
-        )
+            f"image too large ({width}x{height} px; at most {max_pixels} pixels)",
+            "too_large", limit=max_pixels, width=width, height=height)
     return image
 
 
@@ -135,8 +147,8 @@ def _load_fully(image: Image.Image, fmt: str) -> None:
         image.load()
     except (OSError, SyntaxError, ValueError, EOFError) as error:
         if "truncated" in str(error) or isinstance(error, EOFError):
-            raise ImageDecodeError("truncated image") from error
-        raise ImageDecodeError(f"corrupt {fmt} image") from error
+            raise ImageDecodeError("truncated image", "truncated") from error
+        raise ImageDecodeError(f"corrupt {fmt} image", format=fmt) from error
 
 
 def _upright(image: Image.Image) -> Image.Image:
@@ -201,7 +213,7 @@ def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS) -> Image.Image:
         try:
             return _to_rgb(_upright(image))
         except (OSError, ValueError) as error:
-            raise ImageDecodeError(f"corrupt {fmt} image") from error
+            raise ImageDecodeError(f"corrupt {fmt} image", format=fmt) from error
 
 
 def _floats(values: Iterable[Any], name: str) -> tuple[float, float, float]:

@@ -61,7 +61,8 @@ def _decode(sample: SampleRef) -> Image.Image:
     try:
         data = Path(sample.path).read_bytes()
     except OSError as error:
-        raise ImageDecodeError(f"cannot read file ({error.strerror})") from error
+        raise ImageDecodeError(f"cannot read file ({error.strerror})", "unreadable",
+                               reason=error.strerror) from error
     return decode_image(data)
 
 

@@ -11,6 +11,7 @@ which answers in the same format under ``/api/``. The codes are listed in docs/c
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from django.conf import settings
@@ -136,6 +137,20 @@ def _first_message(detail: Any) -> tuple[str | None, str]:
     return None, str(detail)
 
 
+def _disallowed_host(exc: DisallowedHost) -> str:
+    """Our sentence for Django's DisallowedHost (whose own names ALLOWED_HOSTS, in English):
+    the host comes from Django's message, "Invalid HTTP_HOST header: '<host>'. ..."."""
+    found = re.search(r"header: '(.*?)'\.", str(exc), re.DOTALL)
+    if found is None:
+        return _("the request's Host is not one of this platform's host names "
+                 "(SAMPAN_ALLOWED_HOSTS)")
+    if "RFC 1034/1035" in str(exc):
+        return _("the Host %(host)r is not a valid host name (RFC 1034/1035)") % {
+            "host": found.group(1)}
+    return _("the Host %(host)r is not one of this platform's host names: add it to "
+             "SAMPAN_ALLOWED_HOSTS") % {"host": found.group(1)}
+
+
 def request_error(exc: Exception) -> tuple[int, dict[str, Any]] | None:
     """(status, error body) for an exception Django raises about the request itself, else None.
 
@@ -166,9 +181,7 @@ def request_error(exc: Exception) -> tuple[int, dict[str, Any]] | None:
                            "(DATA_UPLOAD_MAX_MEMORY_SIZE)") % {"limit": limit}, None,
             {"setting": "DATA_UPLOAD_MAX_MEMORY_SIZE", "limit_bytes": limit})
     if isinstance(exc, DisallowedHost):
-        return 400, error_payload(
-            "disallowed_host", _("%(error)s The platform reads its allowed host names from "
-                                 "SAMPAN_ALLOWED_HOSTS.") % {"error": exc}, "Host")
+        return 400, error_payload("disallowed_host", _disallowed_host(exc), "Host")
     if isinstance(exc, MultiPartParserError):
         return 400, error_payload("bad_request", _("the multipart body cannot be parsed: "
                                                    "%(error)s") % {"error": exc})

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext as _
 
 from edge_agent.imaging import ImageDecodeError
@@ -40,6 +41,36 @@ class TooBusy(ApplicationError):
 
     status_code = 429
     code = "busy"
+
+
+# why an uploaded image cannot be used, by ImageDecodeError.kind (the English reads as the
+# error's own message, "file: " before it)
+_IMAGE_PROBLEMS = {
+    "empty": gettext_noop("file: empty file"),
+    "unsupported": gettext_noop("file: unsupported format '%(format)s'"),
+    "too_large_size": gettext_noop(
+        "file: image too large (%(width)dx%(height)d px; at most %(limit)d pixels)"),
+    "too_large_pixels": gettext_noop(
+        "file: image too large (%(pixels)d pixels; at most %(limit)d pixels)"),
+    "too_large": gettext_noop("file: image too large (at most %(limit)d pixels)"),
+    "corrupt": gettext_noop("file: corrupt %(format)s image"),
+    "truncated": gettext_noop("file: truncated image"),
+}
+
+
+def image_problem(error: ImageDecodeError) -> str:
+    """The message for an image that cannot be used, in the active language."""
+    key = error.kind
+    if key == "too_large":
+        key = ("too_large_size" if "width" in error.params else
+               "too_large_pixels" if "pixels" in error.params else "too_large")
+    template = _IMAGE_PROBLEMS.get(key)
+    try:
+        if template is not None:
+            return gettext(template) % error.params
+    except (KeyError, TypeError, ValueError):  # params that do not fit: say it as it came
+        pass
+    return _("file: %(reason)s") % {"reason": error}
 
 
 def _inference_slots() -> threading.BoundedSemaphore:
@@ -102,8 +133,7 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
             else:
                 answer = {"predictions": session.predict_image(data, top_k=top_k)}
         except ImageDecodeError as exc:
-            raise ValidationFailed(_("file: %(reason)s") % {"reason": exc},
-                                   field="file") from None
+            raise ValidationFailed(image_problem(exc), field="file") from None
     finally:
         slots.release()
     return {"model_version_id": str(version.pk), "task": session.task, **answer,

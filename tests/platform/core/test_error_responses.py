@@ -98,8 +98,16 @@ def test_a_disallowed_host_is_a_json_400_under_api_and_html_elsewhere() -> None:
     body = error(api)
     assert body["code"] == "disallowed_host"
     assert body["field"] == "Host"
-    assert "'evil.example'" in body["message"] and "SAMPAN_ALLOWED_HOSTS" in body["message"]
+    assert body["message"] == ("the Host 'evil.example' is not one of this platform's host "
+                               "names: add it to SAMPAN_ALLOWED_HOSTS")
     assert page.status_code == 400 and page["Content-Type"].startswith("text/html")
+    chinese = client.get("/api/v1/projects/", HTTP_HOST="evil.example",
+                         HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert error(chinese)["message"] == ("Host 'evil.example' 不是本平台的主机名：请把它加入 "
+                                         "SAMPAN_ALLOWED_HOSTS")
+    invalid = client.get("/api/v1/projects/", HTTP_HOST="bad_host!")
+    assert error(invalid)["message"] == ("the Host 'bad_host!' is not a valid host name "
+                                         "(RFC 1034/1035)")
 
 
 @pytest.mark.django_db

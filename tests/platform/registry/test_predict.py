@@ -143,3 +143,41 @@ def test_a_registered_version_ships_reference_predictions_the_device_can_check(
     path = tmp_path / "copy.onnx"
     path.write_bytes(tiny_onnx(tmp_path / "again.onnx").read_bytes())
     assert reference_check(open_session(path, manifest), manifest["reference"]) is True
+
+
+@pytest.mark.parametrize(("data", "english", "chinese"), [
+    (b"%PDF-1.7 ...", "file: unsupported format 'pdf'",
+     "file：不支持的格式 'pdf'（支持 JPEG、PNG、GIF、BMP、WebP 和 TIFF）"),
+    (b"", None, None),  # an empty upload: DRF refuses the empty file before decoding
+    (images.truncated_jpeg(), "file: truncated image", "file：图片不完整（文件被截断）"),
+    (images.png_bytes((1, 2, 3), size=(12, 9))[:40] + b"\0" * 200, "file: corrupt png image",
+     "file：png 图片已损坏"),
+])
+def test_why_an_image_cannot_be_used_is_said_in_the_language_asked_for(
+        project_with_roles: dict[str, Any], api: Any, version: Any, data: bytes,
+        english: str | None, chinese: str | None) -> None:
+    project, editor = project_with_roles["project"], project_with_roles["editor"]
+    said = predict(api, editor, project, version, data)
+    assert said.status_code == 400 and said.json()["error"]["field"] == "file"
+    if english is None:
+        return
+    assert said.json()["error"]["message"] == english
+    url = f"/api/v1/projects/{project.pk}/model-versions/{version.pk}/predict/"
+    in_chinese = api(editor).post(url, {"file": SimpleUploadedFile("x.png", data)},
+                                  format="multipart", HTTP_ACCEPT_LANGUAGE="zh-CN")
+    assert in_chinese.json()["error"]["message"] == chinese
+
+
+def test_an_image_over_the_pixel_limit_is_said_with_its_size_in_both_languages() -> None:
+    from django.utils import translation
+
+    from edge_agent.imaging import ImageDecodeError, decode_image
+    from sampan.registry.inference import image_problem
+
+    with pytest.raises(ImageDecodeError) as caught:
+        decode_image(images.png_bytes((1, 2, 3), size=(12, 9)), max_pixels=100)
+    assert image_problem(caught.value) == "file: " + str(caught.value) == (
+        "file: image too large (12x9 px; at most 100 pixels)")
+    with translation.override("zh-hans"):
+        assert image_problem(caught.value) == "file：图片太大（12x9 像素；最多 100 像素）"
+    assert image_problem(ImageDecodeError("odd", "unknown_kind")) == "file: odd"

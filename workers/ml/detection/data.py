@@ -85,7 +85,8 @@ def _decode(path: str) -> Image.Image:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise ImageDecodeError(f"cannot read file ({error.strerror})") from error
+        raise ImageDecodeError(f"cannot read file ({error.strerror})", "unreadable",
+                               reason=error.strerror) from error
     return decode_image(data)
 
 
