@@ -29,16 +29,12 @@ COMPRESSION_TIME_LIMIT = gettext_noop(
     "time limit exceeded: still compressing %(limit).0f s after the start (budget %(budget)g s; "
     "the limit is 1.5 x the budget + 120 s)")
 
-TEMPLATES = (CANCELLED_BY_USER, WORKER_LOST, TRAINING_FAILED, COMPRESSION_FAILED,
-             STORING_MODEL_FAILED, REGISTERING_PICK_FAILED, TRAINING_TIME_LIMIT,
-             COMPRESSION_TIME_LIMIT)
-
 _PLACEHOLDER = re.compile(r"%\((\w+)\)[#0 +-]*\d*(?:\.\d+)?[a-zA-Z]|%%")
 
 
 def _pattern(template: str) -> re.Pattern[str]:
     """The regular expression of the texts ``template % params`` makes (each placeholder any
-    non-empty text; the last one may hold anything, a worker's exception message included)."""
+    non-empty text, a worker's exception message included)."""
     parts, position = [], 0
     for match in _PLACEHOLDER.finditer(template):
         parts.append(re.escape(template[position:match.start()]))
@@ -46,9 +42,6 @@ def _pattern(template: str) -> re.Pattern[str]:
         position = match.end()
     parts.append(re.escape(template[position:]))
     return re.compile("".join(parts), re.DOTALL)
-
-
-_PATTERNS = [(template, _pattern(template)) for template in TEMPLATES]
 
 
 def _fill(translation: str, values: dict[str, str]) -> str:
@@ -61,24 +54,49 @@ def _fill(translation: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(one, translation)
 
 
+class Templates:
+    """The sentences a kind of stored text is made from (gettext msgids, marked with
+    ``gettext_noop`` where they are written), to read such a text back in the active language."""
+
+    def __init__(self, *templates: str) -> None:
+        self.templates = templates
+        self._patterns = [(template, _pattern(template)) for template in templates]
+
+    def read(self, text: str) -> str:
+        """``text`` (as stored, English) in the active language when one of the templates made
+        it; any other text unchanged."""
+        for template, pattern in self._patterns:
+            match = pattern.fullmatch(text)
+            if match is not None:
+                return _fill(gettext(template), match.groupdict())
+        return text
+
+
+#: what the platform stores as a job's ``error``
+JOB_ERRORS = Templates(CANCELLED_BY_USER, WORKER_LOST, TRAINING_FAILED, COMPRESSION_FAILED,
+                       STORING_MODEL_FAILED, REGISTERING_PICK_FAILED, TRAINING_TIME_LIMIT,
+                       COMPRESSION_TIME_LIMIT)
+TEMPLATES = JOB_ERRORS.templates
+
+
 def stored_text_in_language(text: str) -> str:
-    """``text`` (as stored, English) in the active language when it was made from one of
-    :data:`TEMPLATES`; any other text unchanged."""
-    for template, pattern in _PATTERNS:
-        match = pattern.fullmatch(text)
-        if match is None:
-            continue
-        return _fill(gettext(template), match.groupdict())
-    return text
+    """A stored job error in the active language (:data:`JOB_ERRORS`)."""
+    return JOB_ERRORS.read(text)
 
 
 class StoredTextField(serializers.CharField):
-    """A stored English text (a job's error), shown in the request's language."""
+    """A stored English text shown in the request's language: a job's error by default, or the
+    texts of ``templates``."""
+
+    def __init__(self, *, templates: Templates = JOB_ERRORS, **kwargs: Any) -> None:
+        self.templates = templates
+        super().__init__(**kwargs)
 
     def to_representation(self, value: Any) -> str:
-        return stored_text_in_language(super().to_representation(value))
+        return self.templates.read(super().to_representation(value))
 
 
-__all__ = ["CANCELLED_BY_USER", "COMPRESSION_FAILED", "COMPRESSION_TIME_LIMIT",
+__all__ = ["CANCELLED_BY_USER", "COMPRESSION_FAILED", "COMPRESSION_TIME_LIMIT", "JOB_ERRORS",
            "REGISTERING_PICK_FAILED", "STORING_MODEL_FAILED", "StoredTextField", "TEMPLATES",
-           "TRAINING_FAILED", "TRAINING_TIME_LIMIT", "WORKER_LOST", "stored_text_in_language"]
+           "TRAINING_FAILED", "TRAINING_TIME_LIMIT", "Templates", "WORKER_LOST",
+           "stored_text_in_language"]
