@@ -3024,7 +3024,7 @@ export interface components {
             dataset_version_id: string;
             /**
              * Format: double
-             * @description Wall-clock budget, seconds.
+             * @description Wall-clock budget, seconds: at least the version's min_budget_s (15 s, or 60 s for object detection, plus a share per image and pixel), at most SAMPAN_TRAINING_MAX_BUDGET_S (24 h by default); 400 naming budget_s otherwise.
              * @default 300
              */
             budget_s?: number;

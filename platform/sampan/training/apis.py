@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -15,13 +19,37 @@ from sampan.core.validation import NameField
 from sampan.datasets.selectors import dataset_version_get
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.training import selectors, services
+from sampan.training.budget import BUDGET_FIXED_S
 from sampan.training.models import Augmentation, ModelPreference, TrainingJob
 from sampan.training.notes import WeightsNoteField
 
 
+class TrainingBudgetField(serializers.FloatField):
+    """The training budget, seconds. The range is checked by ``training_job_create`` (its
+    messages name the version's own minimum and the setting); the schema states it
+    (``TrainingBudgetSchema``)."""
+
+
+class TrainingBudgetSchema(OpenApiSerializerFieldExtension):
+    target_class = TrainingBudgetField
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer_field(self.target, direction,
+                                                                   bypass_extensions=True)
+        if direction == "request":
+            schema["minimum"] = BUDGET_FIXED_S
+            schema["maximum"] = settings.SAMPAN_TRAINING_MAX_BUDGET_S
+        return schema
+
+
 class TrainingJobInput(serializers.Serializer):
     dataset_version_id = serializers.UUIDField()
-    budget_s = serializers.FloatField(default=300.0, help_text="Wall-clock budget, seconds.")
+    budget_s = TrainingBudgetField(
+        default=300.0,
+        help_text="Wall-clock budget, seconds: at least the version's min_budget_s (15 s, or 60 s "
+                  "for object detection, plus a share per image and pixel), at most "
+                  "SAMPAN_TRAINING_MAX_BUDGET_S (24 h by default); 400 naming budget_s "
+                  "otherwise.")
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
     model_name = NameField(required=False, allow_blank=True, default="", max_length=200)
     augmentation = serializers.ChoiceField(

@@ -57,3 +57,16 @@ def test_schema_is_served_to_signed_in_users(make_user: Any, api: Any) -> None:
     served = yaml.safe_load(response.content)
     assert served["info"]["title"] == "Sampan API"
     assert "/api/v1/projects/{project_id}/members/" in served["paths"]
+
+
+def test_the_schema_states_the_ranges_checked_in_code(settings: Any) -> None:
+    """Issue 12: the constraints that live in code are in the schema too."""
+    schemas = yaml.safe_load(SCHEMA_FILE.read_text(encoding="utf-8"))["components"]["schemas"]
+    budget = schemas["TrainingJobInputRequest"]["properties"]["budget_s"]
+    assert (budget["minimum"], budget["maximum"]) == (15.0, settings.SAMPAN_TRAINING_MAX_BUDGET_S)
+    compression = schemas["CompressionJobInputRequest"]["properties"]["budget_s"]
+    assert (compression["minimum"], compression["maximum"]) == (120.0, 21600.0)
+    fractions = schemas["DatasetVersionInputRequest"]["properties"]
+    assert "val_fraction + test_fraction must be below 1" in fractions["val_fraction"][
+        "description"]
+    assert "pattern" in schemas["ProjectInputRequest"]["properties"]["name"]
