@@ -333,6 +333,36 @@ def directory_summary(zip_path: str | Path) -> tuple[int, int]:
     return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])
 
 
+def _entries_in_directory(zip_path: str | Path, stop_after: int) -> int:
+    """The central directory headers actually present, counted by reading the directory as a
+    stream (each header's fixed 46 bytes, then a skip over its name, extra field and comment;
+    APPNOTE.TXT 4.3.12), up to ``stop_after + 1``. ``ZipFile`` reads the directory by its size,
+    not by the count the end record states, so a forged count (1 entry over a directory of a
+    million) would pass a check of the record alone. Where the directory is found is computed
+    as ``zipfile._RealGetContents`` does (a zip with data before it included)."""
+    with open(zip_path, "rb") as handle:
+        record = zipfile._EndRecData(handle)
+        if not record:
+            return 0
+        size = int(record[zipfile._ECD_SIZE])
+        start = int(record[zipfile._ECD_LOCATION]) - size
+        if record[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:
+            start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator
+        handle.seek(max(0, start))
+        count, read = 0, 0
+        while read + zipfile.sizeCentralDir <= size and count <= stop_after:
+            header = handle.read(zipfile.sizeCentralDir)
+            if len(header) < zipfile.sizeCentralDir or header[:4] != zipfile.stringCentralDir:
+                break  # not a header: ZipFile says what is wrong when it reads it
+            fields = zipfile.struct.unpack(zipfile.structCentralDir, header)
+            skip = (fields[zipfile._CD_FILENAME_LENGTH] + fields[zipfile._CD_EXTRA_FIELD_LENGTH]
+                    + fields[zipfile._CD_COMMENT_LENGTH])
+            handle.seek(skip, 1)
+            read += zipfile.sizeCentralDir + skip
+            count += 1
+    return count
+
+
 def open_archive(zip_path: str | Path, limits: ArchiveLimits = ArchiveLimits()
                  ) -> zipfile.ZipFile:
     """``zipfile.ZipFile(zip_path)`` once its end record says the central directory is within
@@ -348,6 +378,11 @@ def open_archive(zip_path: str | Path, limits: ArchiveLimits = ArchiveLimits()
         raise ArchiveError(_("its central directory is %(bytes)s bytes (limit %(limit)s): names "
                              "too long or too many")
                            % {"bytes": directory_bytes, "limit": limits.max_directory_bytes})
+    present = _entries_in_directory(zip_path, limits.max_members)
+    if present > limits.max_members:
+        raise ArchiveError(_("too many entries: more than %(limit)s in its central directory "
+                             "(its end record says %(entries)s)")
+                           % {"limit": limits.max_members, "entries": entries})
     try:
         return zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:

@@ -552,3 +552,27 @@ def test_an_end_record_claiming_millions_of_entries_is_refused_naming_the_count(
     (tmp_path / "not.zip").write_bytes(b"just text")
     with pytest.raises(ArchiveError, match="not a readable zip archive"):
         open_archive(tmp_path / "not.zip")
+
+
+def test_an_end_record_that_understates_its_entries_is_refused_by_counting_them(
+        tmp_path: Path) -> None:
+    """ZipFile reads the directory by its size, not by the count the end record states: a zip
+    of 50 entries whose end record says 1 was read whole (a million entries cost a gigabyte of
+    the web process's memory). The headers are counted, and refused past the limit."""
+    from sampan.datasets.archives import ArchiveError, ArchiveLimits, open_archive
+
+    path = tmp_path / "understated.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(50):
+            archive.writestr(f"cls/{i}.png", b"")
+    data = bytearray(path.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    data[end + 8:end + 12] = struct.pack("<HH", 1, 1)  # entries on this disk, in all: "1"
+    path.write_bytes(bytes(data))
+    limits = ArchiveLimits(max_members=10)
+    with pytest.raises(ArchiveError, match=r"more than 10 in its central directory \(its end "
+                                           r"record says 1\)"):
+        open_archive(path, limits)
+    with zipfile.ZipFile(path) as archive:  # what the count protects against: all 50 read
+        assert len(archive.infolist()) == 50
+    assert len(open_archive(path, ArchiveLimits(max_members=50)).infolist()) == 50
