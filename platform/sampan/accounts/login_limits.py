@@ -44,9 +44,8 @@ def check(username: str, address: str) -> None:
     """Raise TooManyAttempts (429, ``details.retry_after_s``) when either count is at its limit."""
     now = time.time()
     for key, limit in _keys(username, address):
-        entry = cache.get(key)
-        if entry and entry["count"] >= limit:
-            retry = max(1, int(entry["until"] - now))
+        if int(cache.get(key) or 0) >= limit:
+            retry = max(1, int(float(cache.get(f"{key}:until") or now + 1) - now))
             raise TooManyAttempts(
                 _("too many failed sign-ins: try again in %(retry)d s") % {"retry": retry},
                 field="username",
@@ -54,16 +53,22 @@ def check(username: str, address: str) -> None:
 
 
 def failed(username: str, address: str) -> None:
-    """Count one failed sign-in for the username and the address."""
+    """Count one failed sign-in for the username and the address. The count is the cache's
+    atomic increment (Redis INCR in production): a read-then-write let concurrent guesses
+    overwrite each other's count. The window starts at the first failure (``add`` writes only
+    a key that is missing) and both keys expire with it."""
     window = float(settings.SAMPAN_LOGIN_WINDOW_S)
-    now = time.time()
     for key, _limit in _keys(username, address):
-        entry = cache.get(key)
-        if not entry or entry["until"] <= now:
-            entry = {"count": 0, "until": now + window}
-        entry["count"] += 1
-        cache.set(key, entry, timeout=max(1, int(entry["until"] - now)))
+        for _attempt in range(2):  # the window may end between add and incr
+            cache.add(f"{key}:until", time.time() + window, timeout=max(1, int(window)))
+            cache.add(key, 0, timeout=max(1, int(window)))
+            try:
+                cache.incr(key)
+                break
+            except ValueError:  # expired in between: start the window again
+                continue
 
 
 def succeeded(username: str, address: str) -> None:
-    cache.delete(_keys(username, address)[0][0])
+    key = _keys(username, address)[0][0]
+    cache.delete_many([key, f"{key}:until"])

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+import pytest
 from rest_framework.test import APIClient
 
 
@@ -178,3 +179,50 @@ def test_failed_sign_ins_are_refused_for_a_while_past_the_limit(
     assert client.post("/api/v1/auth/login/", {"username": "ana", "password":
                                                 "pw"},
                        format="json").status_code == 200
+
+
+def test_the_address_limit_covers_every_username_and_the_window_ends(
+        make_user: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5x the per-user limit from one address, spread over many names, locks the address out
+    for every name; once the window has passed (time moved on) sign-ins work again."""
+    import time as real_time
+
+    settings.SAMPAN_LOGIN_MAX_FAILURES = 2
+    settings.SAMPAN_LOGIN_WINDOW_S = 60
+    make_user("ana")
+    client = APIClient()
+    codes = [client.post("/api/v1/auth/login/", {"username": f"guess{i}", "password": "x"},
+                         format="json").status_code for i in range(10)]
+    assert codes == [401] * 10  # no single name reached 2
+    locked = client.post("/api/v1/auth/login/", {"username": "ana", "password": "pw"},
+                         format="json")
+    assert locked.status_code == 429 and 1 <= _error(locked)["details"]["retry_after_s"] <= 60
+    later = real_time.time() + 61
+    monkeypatch.setattr(real_time, "time", lambda: later)  # the cache's expiry reads it too
+    assert client.post("/api/v1/auth/login/", {"username": "ana", "password": "pw"},
+                       format="json").status_code == 200
+
+
+def test_concurrent_failures_are_all_counted(settings: Any) -> None:
+    """Each failure is one atomic increment: 8 threads x 25 failures count 200."""
+    import threading
+
+    from django.core.cache import cache
+
+    from sampan.accounts import login_limits
+
+    settings.SAMPAN_LOGIN_MAX_FAILURES = 1000
+    barrier = threading.Barrier(8)
+
+    def fail() -> None:
+        barrier.wait()
+        for _ in range(25):
+            login_limits.failed("ana", "10.0.0.9")
+
+    threads = [threading.Thread(target=fail) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    user_key, address_key = (key for key, _limit in login_limits._keys("ana", "10.0.0.9"))
+    assert (cache.get(user_key), cache.get(address_key)) == (200, 200)
