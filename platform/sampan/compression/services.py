@@ -453,6 +453,11 @@ def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
                                    pick_reason=reason, model_version=version, progress=done)
         if not succeeded:  # cancelled or reaped while registering: no version
             transaction.set_rollback(True)
+        else:
+            audit_record(actor=None, action="model_version.register", project=job.project,
+                         target=version,
+                         details={"model": source.model.name, "version": version.version,
+                                  "compression_job_id": str(job.pk), "method": picked})
     if not succeeded:
         # the version's row was rolled back: its stored package goes with it
         storage.delete_tree(version.package_dir)

@@ -389,6 +389,11 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
                                    progress={**job.progress, "fraction": 1.0, "message": "done"})
         if not succeeded:  # cancelled or reaped while registering: no version
             transaction.set_rollback(True)
+        else:  # "who trained": the job's creation is audited; this is its model, by the system
+            audit_record(actor=None, action="model_version.register", project=job.project,
+                         target=model_version,
+                         details={"model": job.model_name, "version": model_version.version,
+                                  "training_job_id": str(job.pk)})
     if not succeeded:
         # the version's row was rolled back: its stored package goes with it
         shared_storage.delete_tree(model_version.package_dir)

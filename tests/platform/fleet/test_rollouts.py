@@ -287,6 +287,12 @@ def test_the_rollback_returns_a_device_to_what_it_ran_when_its_batch_was_sent(fl
         f"/api/v1/projects/{devices.project.pk}/rollouts/{body['id']}/rollback/", {},
         format="json")
     assert rolled.status_code == 200
+    from sampan.accounts.models import AuditEvent  # who started and who rolled back, audited
+    events = {event.action: event for event in AuditEvent.objects.filter(
+        project=devices.project, action__startswith="rollout.")}
+    assert set(events) == {"rollout.create", "rollout.rollback"}, set(events)
+    assert events["rollout.rollback"].actor_name == events["rollout.create"].actor_name != ""
+    assert events["rollout.rollback"].target_id == str(v2.pk)  # the version rolled back from
     cam_c = next(d for d in rolled.json()["devices"] if d["device_name"] == "cam-c")
     assert cam_c["deployment"] is None and cam_c["rollback"] is None, cam_c  # left it on v3
     assert cam_c["note"] == "deployed to by hand during the rollout: left it"

@@ -85,6 +85,10 @@ def test_success_registers_a_signed_immutable_model_version(project_with_roles: 
     assert model_version is not None and model_version.version == 1
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED and job.model_version_id == model_version.pk
+    from sampan.accounts.models import AuditEvent  # the audit log says a model was trained
+    registered = AuditEvent.objects.get(action="model_version.register")
+    assert (registered.project, registered.target_id) == (job.project, str(model_version.pk))
+    assert registered.details["training_job_id"] == str(job.pk)
     manifest = model_version.manifest
     verify_manifest(manifest, public_key_b64())
     assert manifest["labels"] == ["a", "b"]
