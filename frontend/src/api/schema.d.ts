@@ -1584,7 +1584,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Create a user account: staff only (403 for anyone else, before any check of the input). */
+        /**
+         * @description Create a user account: staff, or the owner of the project named by ``project_id`` (the
+         *     user is added to it in the same transaction). Anyone else gets the same 403 whatever the
+         *     input (before any check of it), so nobody learns which usernames or projects exist.
+         */
         post: operations["users_create"];
         delete?: never;
         options?: never;
@@ -3119,6 +3123,20 @@ export interface components {
              * @default
              */
             password?: string;
+            /**
+             * Format: uuid
+             * @description Add the new user to this project (with `role`) in the same step. Required unless the caller is staff: a project's owner creates users only into a project they own.
+             */
+            project_id?: string | null;
+            /**
+             * @description The new user's role in `project_id`.
+             *
+             *     * `viewer` - Viewer
+             *     * `editor` - Editor
+             *     * `owner` - Owner
+             * @default editor
+             */
+            role?: components["schemas"]["RoleEnum"];
         };
         UserCreateOutput: {
             id: number;

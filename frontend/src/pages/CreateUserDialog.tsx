@@ -1,5 +1,6 @@
-// Staff only: create a user account from the members page, optionally adding it to the project
-// in the same step. Without a password the server generates a one-time one, shown here once.
+// Create a user account from the members page: staff, or the project's owner (who creates users
+// only into this project). Added to the project in the same request (project_id, role). Without a
+// password the server generates a one-time one, shown here once.
 import { Alert, Button, Checkbox, Form, Input, Modal, Select, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -16,18 +17,24 @@ type Values = Schemas["UserCreateInputRequest"] & {
 
 /**
  * `canAdd`: the user may add members (an owner); then the dialog offers "add to this project" and
- * calls `onAdd(username, role)` once the account exists.
+ * the account is created in it (`projectId`), with the role chosen. `mustAdd`: the user is not
+ * staff, so the account can only be made into this project (the box is checked and fixed).
+ * `onCreated` runs once the account exists.
  */
 export function CreateUserDialog({
   open,
   onClose,
+  projectId,
   canAdd,
-  onAdd,
+  mustAdd = false,
+  onCreated,
 }: {
   open: boolean;
   onClose: () => void;
+  projectId: string;
   canAdd: boolean;
-  onAdd: (username: string, role: Role) => void;
+  mustAdd?: boolean;
+  onCreated?: (user: CreatedUser, role: Role | null) => void;
 }) {
   const { t } = useTranslation();
   const createUser = useCreateUser();
@@ -41,17 +48,24 @@ export function CreateUserDialog({
     onClose();
   };
 
-  const submit = ({ add, role, ...body }: Values) =>
+  const submit = ({ add, role, ...body }: Values) => {
+    const into = canAdd && (add || mustAdd);
     createUser.mutate(
-      { username: body.username, email: body.email ?? "", password: body.password ?? "" },
+      {
+        username: body.username,
+        email: body.email ?? "",
+        password: body.password ?? "",
+        ...(into ? { project_id: projectId, role } : {}),
+      },
       {
         onSuccess: (user) => {
           setCreated(user);
-          if (canAdd && add) onAdd(user.username, role);
+          onCreated?.(user, into ? role : null);
         },
         onError: (error) => reportError(error, form),
       },
     );
+  };
 
   return (
     <Modal
@@ -98,7 +112,7 @@ export function CreateUserDialog({
           {canAdd && (
             <Form.Item label={t("users.addToProject")} style={{ marginBottom: 0 }}>
               <Form.Item name="add" valuePropName="checked" noStyle>
-                <Checkbox aria-label={t("users.addToProject")} />
+                <Checkbox aria-label={t("users.addToProject")} disabled={mustAdd} />
               </Form.Item>{" "}
               <Form.Item name="role" noStyle>
                 <Select<Role> aria-label={t("members.role")} style={{ width: 140, marginLeft: 8 }} options={ROLES.map((role) => ({ value: role, label: t(`members.roles.${role}`) }))} />

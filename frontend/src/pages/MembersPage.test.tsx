@@ -17,7 +17,10 @@ function api(calls: Call[], { staff = false, role = "owner", membersAnswered = P
     if (request.method === "POST") {
       const body = (await request.json()) as Record<string, unknown>;
       calls.push({ path, body });
-      if (path === "/api/v1/users/") return json(201, { id: 9, username: body.username, email: "", generated_password: body.password ? null : "OneTimePw-123456" });
+      if (path === "/api/v1/users/") {
+        if (body.project_id) members.push({ id: `m${members.length + 1}`, username: body.username as string, role: body.role as string });
+        return json(201, { id: 9, username: body.username, email: "", generated_password: body.password ? null : "OneTimePw-123456" });
+      }
       if (body.username === "nobody")
         return json(400, { error: { code: "invalid", field: "username", message: "no user named 'nobody': check the spelling" } });
       const added = { id: `m${members.length + 1}`, username: (body.username as string) ?? "hana", role: body.role as string };
@@ -48,7 +51,7 @@ describe("MembersPage", () => {
     expect(await screen.findByText("hana")).toBeInTheDocument();
   }, 60_000);
 
-  it("shows an unknown user's error on the username field; no create button for non-staff", async () => {
+  it("shows an unknown user's error on the username field", async () => {
     const calls: Call[] = [];
     renderRoutes(routes, "/projects/p1/members", api(calls) as unknown as typeof globalThis.fetch);
     await userEvent.type(await screen.findByLabelText("Username"), "nobody");
@@ -56,6 +59,28 @@ describe("MembersPage", () => {
 
     expect(await screen.findByText("no user named 'nobody': check the spelling")).toBeInTheDocument();
     expect(calls[0]?.body).toEqual({ username: "nobody", role: "editor" });
+  }, 60_000);
+
+  it("lets an owner who is not staff create a user only into this project", async () => {
+    const calls: Call[] = [];
+    renderRoutes(routes, "/projects/p1/members", api(calls) as unknown as typeof globalThis.fetch);
+    await userEvent.click(await screen.findByRole("button", { name: /Create user/ }));
+    const dialog = await screen.findByRole("dialog");
+    expect(within(dialog).getByLabelText("Add to this project as")).toBeChecked();
+    expect(within(dialog).getByLabelText("Add to this project as")).toBeDisabled();
+    await userEvent.type(within(dialog).getByLabelText("Username"), "erin");
+    await userEvent.click(within(dialog).getByRole("button", { name: "Create user" }));
+    await waitFor(() =>
+      expect(calls).toEqual([
+        { path: "/api/v1/users/", body: { username: "erin", email: "", password: "", project_id: "p1", role: "editor" } },
+      ]),
+    );
+    expect(await screen.findByText("erin")).toBeInTheDocument();
+  }, 60_000);
+
+  it("offers no Create user to a viewer who is not staff", async () => {
+    renderRoutes(routes, "/projects/p1/members", api([], { role: "viewer" }) as unknown as typeof globalThis.fetch);
+    await screen.findByText("ana");
     expect(screen.queryByRole("button", { name: /Create user/ })).not.toBeInTheDocument();
   }, 60_000);
 
@@ -70,8 +95,7 @@ describe("MembersPage", () => {
     expect(await screen.findByTestId("generated-password")).toHaveTextContent("OneTimePw-123456");
     await waitFor(() =>
       expect(calls).toEqual([
-        { path: "/api/v1/users/", body: { username: "carol", email: "", password: "" } },
-        { path: "/api/v1/projects/p1/members/", body: { username: "carol", role: "editor" } },
+        { path: "/api/v1/users/", body: { username: "carol", email: "", password: "", project_id: "p1", role: "editor" } },
       ]),
     );
     expect(await screen.findByText("carol")).toBeInTheDocument();
@@ -93,7 +117,7 @@ describe("MembersPage", () => {
     const dialog = await screen.findByRole("dialog");
     await userEvent.type(within(dialog).getByLabelText("Username"), "carol");
     await userEvent.click(within(dialog).getByRole("button", { name: "Create user" }));
-    await waitFor(() => expect(calls.map((call) => call.path)).toEqual(["/api/v1/users/", "/api/v1/projects/p1/members/"]));
+    await waitFor(() => expect(calls.map((call) => call.body.project_id)).toEqual(["p1"]));
   }, 60_000);
 
   it("offers staff who are not owners to create a user but not to add it", async () => {

@@ -110,7 +110,7 @@ export function MembersPage() {
           )}
           {/* once the members are known: whether the dialog may also add the user is decided
               when it opens (its form's initial values) */}
-          {me.data?.is_staff && members.data && (
+          {(me.data?.is_staff || isOwner) && members.data && (
             <div>
               <Button icon={<PlusOutlined />} onClick={() => setCreating(true)}>
                 {t("users.create")}
@@ -118,8 +118,12 @@ export function MembersPage() {
               <CreateUserDialog
                 open={creating}
                 onClose={() => setCreating(false)}
+                projectId={projectId}
                 canAdd={isOwner}
-                onAdd={(username, role) => add({ username, role })}
+                mustAdd={!me.data?.is_staff}
+                onCreated={(user, role) => {
+                  if (role) void message.success(t("members.invited", { username: user.username, role: t(`members.roles.${role}`) }));
+                }}
               />
             </div>
           )}

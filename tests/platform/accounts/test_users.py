@@ -23,15 +23,24 @@ def staff(make_user: Any) -> Any:
     return user
 
 
+REFUSED = {"code": "forbidden",
+           "message": "creating users needs a staff account, or the owner's role in the project "
+                      "the user is added to (project_id)"}
+
+
 def test_only_staff_create_users_and_a_non_staff_learns_nothing_of_the_input(
-        make_user: Any, api: Any, staff: Any) -> None:
+        make_user: Any, api: Any, staff: Any, project_with_roles: dict[str, Any]) -> None:
     ana = make_user("ana")
-    for body in ({"username": "carol", "password": "a long sentence"},
-                 {"username": "ana"}, {}):
-        refused = api(ana).post("/api/v1/users/", body, format="json")
-        assert refused.status_code == 403
-        assert refused.json()["error"] == {"code": "forbidden",
-                                           "message": "creating users needs a staff account"}
+    editor, project = project_with_roles["editor"], project_with_roles["project"]
+    for user, body in ((ana, {"username": "carol", "password": "a long sentence"}),
+                       (ana, {"username": "ana"}), (ana, {}),
+                       (ana, {"username": "carol", "project_id": str(project.pk)}),
+                       (editor, {"username": "carol", "project_id": str(project.pk)}),
+                       (editor, {"username": "carol", "project_id": "not-a-uuid"}),
+                       (editor, {"username": "carol"})):
+        refused = api(user).post("/api/v1/users/", body, format="json")
+        assert refused.status_code == 403, (body, refused.content)
+        assert refused.json()["error"] == REFUSED
     assert api().post("/api/v1/users/", {"username": "carol"}, format="json").status_code in (
         401, 403)
     assert not get_user_model().objects.filter(username="carol").exists()
@@ -184,3 +193,25 @@ def test_a_password_is_kept_as_typed_spaces_included(api: Any, staff: Any) -> No
     kim = get_user_model().objects.get(username="kim")
     assert kim.check_password(" plum orchard 1987 ")
     assert not kim.check_password("plum orchard 1987")
+
+
+def test_an_owner_creates_a_user_into_their_project_in_one_step(
+        project_with_roles: dict[str, Any], api: Any, staff: Any) -> None:
+    owner, project = project_with_roles["owner"], project_with_roles["project"]
+    made = api(owner).post("/api/v1/users/", {"username": "fay", "project_id": str(project.pk),
+                                              "role": "viewer"}, format="json")
+    assert made.status_code == 201, made.content
+    assert len(made.json()["generated_password"]) == 16
+    fay = get_user_model().objects.get(username="fay")
+    assert Membership.objects.get(user=fay, project=project).role == "viewer"
+    assert AuditEvent.objects.filter(action="member.set", project=project).exists()
+    # a refused user is not half made: no account without its membership
+    taken = api(owner).post("/api/v1/users/", {"username": "fay", "project_id": str(project.pk)},
+                            format="json")
+    assert taken.status_code == 409
+    # staff may name any project; an unknown one is a 400 naming the field, and no user is made
+    unknown = api(staff).post("/api/v1/users/", {"username": "gus", "project_id":
+                                                 "00000000-0000-0000-0000-000000000000"},
+                              format="json")
+    assert unknown.status_code == 400 and unknown.json()["error"]["field"] == "project_id"
+    assert not get_user_model().objects.filter(username="gus").exists()

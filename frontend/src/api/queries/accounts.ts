@@ -3,6 +3,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 
 import { api, type Schemas } from "../client";
 import { unwrap } from "../errors";
+import { projectKeys } from "./projects";
 
 export type ApiTokenRow = Schemas["TokenListOutput"];
 export type IssuedToken = Schemas["TokenOutput"];
@@ -40,10 +41,14 @@ export function useRevokeToken() {
   });
 }
 
-/** Staff only: creates a user; without a password the answer carries a one-time password. */
+/** Staff, or an owner into their project (`project_id`, `role`): creates a user; without a
+ * password the answer carries a one-time password. */
 export function useCreateUser() {
+  const queryClient = useQueryClient();
   return useMutation({
     mutationFn: async (body: Schemas["UserCreateInputRequest"]) => unwrap(await api().POST("/api/v1/users/", { body })),
+    onSuccess: (_user, body) =>
+      body.project_id ? queryClient.invalidateQueries({ queryKey: projectKeys.members(body.project_id) }) : undefined,
   });
 }
 
