@@ -85,6 +85,12 @@ def test_json_nested_too_deeply_is_a_400_not_a_500(make_user: Any, api: Any) -> 
 
     assert response.status_code == 400
     assert "nested too deeply" in error(response)["message"]
+    # the endpoints anyone may call, unauthenticated: sign-in and device enrollment
+    for path in ("/api/v1/auth/login/", "/api/device/v1/enroll"):
+        anonymous = Client().post(path, body, content_type="application/json",
+                                  HTTP_ORIGIN="http://testserver")
+        assert anonymous.status_code == 400, (path, anonymous.content[:200])
+        assert "nested too deeply" in error(anonymous)["message"], path
 
 
 @pytest.mark.django_db
