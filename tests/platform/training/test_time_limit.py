@@ -91,3 +91,33 @@ def test_a_job_within_its_limit_keeps_beating(project_with_roles: dict[str, Any]
     job.refresh_from_db()
     assert alive["value"] and job.status == JobStatus.RUNNING and job.heartbeat_at > before
     assert fast_limits["kill"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_while_registering_fails_the_job_with_that_error(
+        project_with_roles: dict[str, Any], fast_limits: dict[str, list[Any]],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Issue 12: an exception while the trained model is stored or registered (the bucket, the
+    database) marks the job FAILED with that error, at once; before, it escaped the task and
+    the job was reaped much later as "worker lost"."""
+    from types import SimpleNamespace
+
+    version = labelled_version(project_with_roles["project"], {"a": 5, "b": 5})
+    job = services.training_job_create(project=project_with_roles["project"],
+                                       dataset_version=version, budget_s=30)
+    monkeypatch.setattr(task, "time_limit_s", lambda budget_s: 60.0)
+    trained = SimpleNamespace(onnx_path=tmp_path / "m.onnx", preprocessing={}, pretrained=False,
+                              weights_note="", metrics={}, history=[], report={}, parity={},
+                              recipe={})
+    monkeypatch.setattr(task, "train_image_classifier", lambda request, **_: trained)
+    monkeypatch.setattr(task, "onnx_info", lambda path: {})
+
+    def unreachable(**_: Any) -> None:
+        raise ConnectionError("the bucket did not answer")
+
+    monkeypatch.setattr(task.services, "training_job_complete", unreachable)
+    task.run_training(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.error == "storing the trained model failed: the bucket did not answer"
+    assert job.model_version_id is None
