@@ -431,33 +431,41 @@ def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
         metrics["macro_f1"] = candidate.get("macro_f1")
     version_dataset = source.dataset_version
     size = candidate["preprocessing"]["size"]
-    with transaction.atomic():
-        version = model_version_register(
-            project=job.project, model_name=source.model.name, task_type=source.task_type,
-            labels=list(source.labels), preprocessing=candidate["preprocessing"],
-            onnx_path=Path(onnx_path or candidate["onnx_path"]),
-            input_shape=["N", 3, size[0], size[1]], metrics=metrics,
-            onnx_info=candidate.get("onnx") or {}, pretrained=source.pretrained,
-            lineage={"dataset_version_id": str(version_dataset.pk) if version_dataset else None,
-                     "dataset_version_digest": version_dataset.digest if version_dataset else None,
-                     "training_job_id": None, "compression_job_id": str(job.pk),
-                     "parent_model_version_id": str(source.pk),
-                     "compressed_from": {"model_version_id": str(source.pk),
-                                         "version": source.version},
-                     "method": candidate.get("method"), "candidate": picked,
-                     "methods": _method_chain(job.candidates, picked),
-                     "params": candidate.get("params") or {},
-                     "accuracy_budget_pt": job.accuracy_budget_pt},
-            dataset_version=version_dataset, parent=source)
-        succeeded = job_transition(CompressionJob, job.pk, JobStatus.SUCCEEDED, picked=picked,
-                                   pick_reason=reason, model_version=version, progress=done)
-        if not succeeded:  # cancelled or reaped while registering: no version
-            transaction.set_rollback(True)
-        else:
-            audit_record(actor=None, action="model_version.register", project=job.project,
-                         target=version,
-                         details={"model": source.model.name, "version": version.version,
-                                  "compression_job_id": str(job.pk), "method": picked})
+    version = None
+    try:
+        with transaction.atomic():
+            version = model_version_register(
+                project=job.project, model_name=source.model.name, task_type=source.task_type,
+                labels=list(source.labels), preprocessing=candidate["preprocessing"],
+                onnx_path=Path(onnx_path or candidate["onnx_path"]),
+                input_shape=["N", 3, size[0], size[1]], metrics=metrics,
+                onnx_info=candidate.get("onnx") or {}, pretrained=source.pretrained,
+                lineage={"dataset_version_id": str(version_dataset.pk) if version_dataset else None,
+                         "dataset_version_digest": (version_dataset.digest if version_dataset
+                                                    else None),
+                         "training_job_id": None, "compression_job_id": str(job.pk),
+                         "parent_model_version_id": str(source.pk),
+                         "compressed_from": {"model_version_id": str(source.pk),
+                                             "version": source.version},
+                         "method": candidate.get("method"), "candidate": picked,
+                         "methods": _method_chain(job.candidates, picked),
+                         "params": candidate.get("params") or {},
+                         "accuracy_budget_pt": job.accuracy_budget_pt},
+                dataset_version=version_dataset, parent=source)
+            succeeded = job_transition(CompressionJob, job.pk, JobStatus.SUCCEEDED, picked=picked,
+                                       pick_reason=reason, model_version=version, progress=done)
+            if not succeeded:  # cancelled or reaped while registering: no version
+                transaction.set_rollback(True)
+            else:
+                audit_record(actor=None, action="model_version.register", project=job.project,
+                             target=version,
+                             details={"model": source.model.name, "version": version.version,
+                                      "compression_job_id": str(job.pk), "method": picked})
+    except BaseException:
+        # rolled back after the version was stored: its package must not linger without a row
+        if version is not None:
+            storage.delete_tree(version.package_dir)
+        raise
     if not succeeded:
         # the version's row was rolled back: its stored package goes with it
         storage.delete_tree(version.package_dir)

@@ -372,28 +372,38 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
         log.info("training job %s: %d artifacts stored under %s", job.pk, len(artifacts),
                  training_artifacts_prefix(job.pk, job.attempt))
     size = result["preprocessing"]["size"]
-    with transaction.atomic():
-        model_version = model_version_register(
-            project=job.project, model_name=job.model_name, task_type=job.task_type,
-            labels=version.labels, preprocessing=result["preprocessing"],
-            onnx_path=Path(result["onnx_path"]), input_shape=["N", 3, size[0], size[1]],
-            metrics=result["metrics"], onnx_info=result["onnx"], pretrained=result["pretrained"],
-            detection=result.get("detection"),
-            lineage={"dataset_version_id": str(version.pk),
-                     "dataset_version_digest": version.digest,
-                     "training_job_id": str(job.pk), "parent_model_version_id": None,
-                     "recipe": result["recipe"], "pretrained": result["pretrained"]},
-            dataset_version=version, training_job=job)
-        succeeded = job_transition(TrainingJob, job.pk, JobStatus.SUCCEEDED,
-                                   model_version=model_version,
-                                   progress={**job.progress, "fraction": 1.0, "message": "done"})
-        if not succeeded:  # cancelled or reaped while registering: no version
-            transaction.set_rollback(True)
-        else:  # "who trained": the job's creation is audited; this is its model, by the system
-            audit_record(actor=None, action="model_version.register", project=job.project,
-                         target=model_version,
-                         details={"model": job.model_name, "version": model_version.version,
-                                  "training_job_id": str(job.pk)})
+    model_version = None
+    try:
+        with transaction.atomic():
+            model_version = model_version_register(
+                project=job.project, model_name=job.model_name, task_type=job.task_type,
+                labels=version.labels, preprocessing=result["preprocessing"],
+                onnx_path=Path(result["onnx_path"]), input_shape=["N", 3, size[0], size[1]],
+                metrics=result["metrics"], onnx_info=result["onnx"],
+                pretrained=result["pretrained"],
+                detection=result.get("detection"),
+                lineage={"dataset_version_id": str(version.pk),
+                         "dataset_version_digest": version.digest,
+                         "training_job_id": str(job.pk), "parent_model_version_id": None,
+                         "recipe": result["recipe"], "pretrained": result["pretrained"]},
+                dataset_version=version, training_job=job)
+            succeeded = job_transition(TrainingJob, job.pk, JobStatus.SUCCEEDED,
+                                       model_version=model_version,
+                                       progress={**job.progress, "fraction": 1.0,
+                                                 "message": "done"})
+            if not succeeded:  # cancelled or reaped while registering: no version
+                transaction.set_rollback(True)
+            else:  # "who trained": the job's start is audited; this is its model (by the system)
+                audit_record(actor=None, action="model_version.register", project=job.project,
+                             target=model_version,
+                             details={"model": job.model_name, "version": model_version.version,
+                                      "training_job_id": str(job.pk)})
+    except BaseException:
+        # the outer transaction rolled back after the version was stored (an error in the
+        # transition or the audit): its package must not linger without its row
+        if model_version is not None:
+            shared_storage.delete_tree(model_version.package_dir)
+        raise
     if not succeeded:
         # the version's row was rolled back: its stored package goes with it
         shared_storage.delete_tree(model_version.package_dir)

@@ -412,6 +412,35 @@ def test_a_job_cancelled_while_registering_leaves_no_version_and_no_files(
     assert len(packages) == 1 and not (Path(settings.MEDIA_ROOT) / packages[0]).exists()
 
 
+def test_an_error_after_the_version_is_stored_leaves_neither_row_nor_files(
+        project_with_roles: dict[str, Any], version: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registration is atomic: the package is stored under a fresh version id before its row
+    commits (a row never points at missing files); when the transaction then rolls back for any
+    reason (here the job's transition raises), the stored package is deleted with it."""
+    from django.conf import settings
+
+    job = start(project_with_roles["project"], version)
+    register = services.model_version_register
+    packages: list[str] = []
+
+    def register_and_remember(**kwargs: Any) -> ModelVersion:
+        made = register(**kwargs)
+        packages.append(made.package_dir)
+        return made
+
+    def broken(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(services, "model_version_register", register_and_remember)
+    monkeypatch.setattr(services, "job_transition", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        services.training_job_complete(job_id=job.pk,
+                                       result=result_for(tiny_onnx(tmp_path / "m.onnx")))
+    assert ModelVersion.objects.count() == 0
+    assert len(packages) == 1 and not (Path(settings.MEDIA_ROOT) / packages[0]).exists()
+
+
 def test_training_errors_are_answered_in_the_language_the_client_asks_for(
         project_with_roles: dict[str, Any], version: Any, api: Any) -> None:
     project = project_with_roles["project"]
