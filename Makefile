@@ -74,7 +74,7 @@ test-python: test-python-postgres test-python-sqlite
 
 test-python-postgres: install frontend
 	SAMPAN_TEST_DB=postgres $(PY) -m pytest -n 2 $(PARALLEL_TESTS) $(PARALLEL_IGNORE)
-	SAMPAN_TEST_DB=postgres $(PY) -m pytest $(SERIAL_TESTS)
+	SAMPAN_TEST_DB=postgres $(PY) -m pytest --durations=30 $(SERIAL_TESTS)
 
 test-python-sqlite: install frontend
 	SAMPAN_TEST_DB=sqlite $(PY) -m pytest -n 2 tests/platform $(PARALLEL_IGNORE)
