@@ -131,6 +131,23 @@ def frontend_dist() -> Path:
     return dist
 
 
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+@pytest.fixture
+def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Iterator[Any]:
+    """A page of a fresh English browser context (the console picks zh-CN for a Chinese one) on
+    the module's ``stack``; the test fails on any uncaught error in the page."""
+    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", base_url=stack.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
 class Screenshots:
     """Screenshots for a reviewer: written to ``<stack data dir>/var/screenshots/`` and
     copied to ``$SAMPAN_SCREENSHOT_DIR`` (default ``test-artifacts/screenshots/`` in the repo,

@@ -7,56 +7,28 @@ Objects the fuzzer may delete (a token, a membership) are extra ones, never thos
 
 from __future__ import annotations
 
-import tempfile
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-PREPROCESSING = {"size": [4, 4], "resize": "stretch", "mean": [0.5] * 3, "std": [0.5] * 3,
-                 "colour_order": "RGB", "layout": "NCHW", "dtype": "float32"}
-
-
 def seed() -> dict[str, Any]:
-    from django.core.files.base import ContentFile
-    from django.core.files.storage import default_storage
 
     from sampan.accounts.services import (api_token_create, membership_set, project_create,
                                           user_create)
     from sampan.compression.services import compression_job_create
-    from sampan.datasets.models import Sample
-    from sampan.datasets.services import dataset_create, sample_label_set
-    from sampan.datasets.versions import dataset_version_create
     from sampan.fleet.models import AlertKind, AlertRule
     from sampan.fleet.services import (deployment_create, device_enroll,
                                        enrollment_token_create)
-    from sampan.registry.services import model_version_register
     from sampan.training.services import training_job_create
     from sampan.uploads.services import upload_create
-    from tests.fixtures import images
-    from tests.platform.training.test_training_services import tiny_onnx
+    from tests.fixtures.registered import labelled_dataset_and_model
 
     user = user_create(username="fuzz", password="fuzz-password-1")
     user_create(username="other", password="other-password-1")
     project = project_create(user=user, name="fuzzed")
     member = membership_set(project=project, username="other", role="viewer", actor=user)
-    dataset = dataset_create(project=project, name="pets", labels=["cat", "dog"])
-    samples = []
-    for i in range(12):
-        label = ("cat", "dog")[i % 2]
-        data = images.png_bytes((20 * i, 100, 200 - 10 * i), size=(8, 6))
-        name = default_storage.save(f"samples/fuzz/{i}.png", ContentFile(data))
-        sample = Sample.objects.create(dataset=dataset, content_sha256=f"{i:064d}", file=name,
-                                       original_name=f"{label}/{i}.png", width=8, height=6)
-        sample_label_set(sample=sample, label=label)
-        samples.append(sample)
-    dataset_version = dataset_version_create(dataset=dataset, seed=0)
-    with tempfile.TemporaryDirectory() as folder:
-        model_version = model_version_register(
-            project=project, model_name="pets", task_type="image_classification",
-            labels=["cat", "dog"], preprocessing=PREPROCESSING,
-            onnx_path=tiny_onnx(Path(folder) / "m.onnx"), input_shape=["N", 3, 4, 4],
-            metrics={}, lineage={}, onnx_info={"opset": 18, "ir_version": 9}, pretrained=False,
-            dataset_version=dataset_version)
+    made = labelled_dataset_and_model(project, images=12, folder="fuzz")
+    dataset, samples = made["dataset"], made["samples"]
+    dataset_version, model_version = made["dataset_version"], made["model_version"]
     token = enrollment_token_create(project=project, user=user, expires_in=timedelta(days=1))
     enrollment = device_enroll(token=token.secret, name="edge-1", info={})
     deployment = deployment_create(project=project, user=user,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +25,6 @@ from sampan.devstack.stack import Stack
 from tests.database import stack_database_url
 
 STAFF, PASSWORD = "staff-e2e", "accounts-walkthrough-7"
-VIEWPORT = {"width": 1280, "height": 720}
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +47,6 @@ def project(stack: Stack) -> dict[str, Any]:
     return {"client": client, **client.post("/api/v1/projects/", {"name": "Accounts demo"})}
 
 
-@pytest.fixture
-def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Iterator[Page]:
-    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", base_url=stack.url)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def test_staff_create_users_owners_read_the_audit_log_people_manage_tokens(

@@ -31,9 +31,9 @@ from playwright.sync_api import Locator, Page, expect
 from sampan.devstack.client import Client
 from sampan.devstack.stack import Stack
 from tests.database import stack_database_url
+from tests.e2e.conftest import VIEWPORT
 
 USERNAME, PASSWORD = "detect-e2e", "detect-e2e-password"
-VIEWPORT = {"width": 1280, "height": 720}
 WIDTH, HEIGHT = 320, 240
 CLASSES = ["car", "person"]
 # per image: the car's and the person's rectangle, xyxy in px; image i shifts them by 8*i px
@@ -59,16 +59,6 @@ def detection_dataset(stack: Stack, tmp_path_factory: pytest.TempPathFactory) ->
     return setup_detection_dataset(stack, tmp_path_factory.mktemp("images"))
 
 
-@pytest.fixture
-def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Iterator[Page]:
-    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", base_url=stack.url)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def test_detection_draw_move_resize_class_delete_undo_reload(

@@ -104,17 +104,6 @@ def test_a_detector_pre_labels_through_the_imports_worker(stack: Stack, tmp_path
     assert version["stats"]["samples"] == 1  # the sample not accepted is not in it
 
 
-@pytest.fixture
-def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 720}, locale="en-US",
-                                   base_url=stack.url)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def test_pre_label_in_the_console_and_accept_with_enter(page: Page, stack: Stack,

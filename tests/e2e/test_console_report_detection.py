@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,6 @@ from sampan.devstack.stack import Stack
 from tests.database import stack_database_url
 
 USERNAME, PASSWORD = "report-e2e", "report-e2e-password"
-VIEWPORT = {"width": 1280, "height": 720}
 WIDTH, HEIGHT = 320, 240
 CLASSES = ["car", "person"]
 CAR, PERSON = (40, 120, 160, 190), (220, 40, 270, 180)
@@ -164,16 +162,6 @@ def seeded(stack: Stack) -> dict[str, Any]:
     return {"api": api, "project": project, "job": job["job"], "samples": images["samples"]}
 
 
-@pytest.fixture
-def page(chromium: Any, frontend_dist: Path, stack: Stack) -> Iterator[Page]:
-    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", base_url=stack.url)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def sign_in(page: Page) -> None:

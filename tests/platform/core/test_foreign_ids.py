@@ -14,7 +14,6 @@ map does not know fails ``test_every_path_parameter_names_a_known_object``, nami
 
 from __future__ import annotations
 
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 from collections.abc import Callable
@@ -23,8 +22,6 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from rest_framework.test import APIClient
 
 from tests.platform.core.project_routes import (PROJECT_ROUTES, route_parameters, route_url,
@@ -60,46 +57,23 @@ SERVED_OTHERWISE = {"model-versions/<uuid:version_id>/offline-bundle/": 409}
 OBJECT_ROUTES = [(route, callback) for route, callback in PROJECT_ROUTES
                  if route_parameters(route)]
 
-PREPROCESSING = {"size": [4, 4], "resize": "stretch", "mean": [0.5] * 3, "std": [0.5] * 3,
-                 "colour_order": "RGB", "layout": "NCHW", "dtype": "float32"}
-
-
 @pytest.fixture
 def objects_of_a(project_with_roles: dict[str, Any]) -> dict[str, str]:
     """One object of each kind in :data:`OBJECT_KINDS`, in project A; no job runs."""
     from sampan.accounts.services import membership_set
     from sampan.compression.services import compression_job_create
-    from sampan.datasets.models import ImportJob, PrelabelJob, Sample
-    from sampan.datasets.services import dataset_create, sample_label_set
-    from sampan.datasets.versions import dataset_version_create
+    from sampan.datasets.models import ImportJob, PrelabelJob
     from sampan.fleet.models import AlertKind, AlertRule
     from sampan.fleet.rollouts import rollout_create
     from sampan.fleet.services import deployment_create, device_enroll, enrollment_token_create
-    from sampan.registry.services import model_version_register
     from sampan.training.models import EvaluationReport
     from sampan.training.services import training_job_create
-    from tests.fixtures import images
-    from tests.platform.training.test_training_services import tiny_onnx
+    from tests.fixtures.registered import labelled_dataset_and_model
 
     project, owner = project_with_roles["project"], project_with_roles["owner"]
-    dataset = dataset_create(project=project, name="pets", labels=["cat", "dog"])
-    samples = []
-    for i in range(4):
-        label = ("cat", "dog")[i % 2]
-        data = images.png_bytes((40 * i, 100, 200), size=(8, 6))
-        name = default_storage.save(f"samples/a/{i}.png", ContentFile(data))
-        sample = Sample.objects.create(dataset=dataset, content_sha256=f"{i:064d}", file=name,
-                                       original_name=f"{label}/{i}.png", width=8, height=6)
-        sample_label_set(sample=sample, label=label)
-        samples.append(sample)
-    dataset_version = dataset_version_create(dataset=dataset, seed=0)
-    with tempfile.TemporaryDirectory() as folder:
-        model_version = model_version_register(
-            project=project, model_name="pets", task_type="image_classification",
-            labels=["cat", "dog"], preprocessing=PREPROCESSING,
-            onnx_path=tiny_onnx(Path(folder) / "m.onnx"), input_shape=["N", 3, 4, 4],
-            metrics={}, lineage={}, onnx_info={"opset": 18, "ir_version": 9}, pretrained=False,
-            dataset_version=dataset_version)
+    made = labelled_dataset_and_model(project, images=4, folder="a")
+    dataset, samples = made["dataset"], made["samples"]
+    dataset_version, model_version = made["dataset_version"], made["model_version"]
     devices = []
     for name in ("edge-1", "edge-2"):
         token = enrollment_token_create(project=project, user=owner,

@@ -8,6 +8,17 @@ function jsonResponse(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 }
 
+/** A client whose requests land in `seen`, each answered 200 []. */
+function recordingClient(seen: Request[]) {
+  return createApiClient({
+    baseUrl: "http://sampan.test",
+    fetch: async (input) => {
+      seen.push(input as Request);
+      return jsonResponse(200, []);
+    },
+  });
+}
+
 afterEach(() => {
   document.cookie = "csrftoken=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/";
 });
@@ -73,13 +84,7 @@ describe("the API client", () => {
   it("sends the csrftoken cookie as X-CSRFToken on writes only", async () => {
     document.cookie = "csrftoken=abc123; path=/";
     const seen: Request[] = [];
-    const client = createApiClient({
-      baseUrl: "http://sampan.test",
-      fetch: async (input) => {
-        seen.push(input as Request);
-        return jsonResponse(200, []);
-      },
-    });
+    const client = recordingClient(seen);
 
     await client.GET("/api/v1/projects/");
     await client.POST("/api/v1/projects/", { body: { name: "P" } });
@@ -90,13 +95,7 @@ describe("the API client", () => {
 
   it("asks for the console's language, and follows a switch", async () => {
     const seen: Request[] = [];
-    const client = createApiClient({
-      baseUrl: "http://sampan.test",
-      fetch: async (input) => {
-        seen.push(input as Request);
-        return jsonResponse(200, []);
-      },
-    });
+    const client = recordingClient(seen);
     try {
       await setLanguage("zh-CN");
       await client.GET("/api/v1/projects/");
