@@ -8815,6 +8815,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The object's state does not allow this now: an archived project or dataset, a job under way, a name taken (``message`` says why). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The body's content type is not one this operation reads. */
             415: {
                 headers: {

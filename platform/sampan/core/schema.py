@@ -60,6 +60,7 @@ OPERATION_ERRORS: dict[str, tuple[str, ...]] = {
     "auth_login": ("401", "429"),  # a wrong password; too many tries (accounts.login_limits)
     "device_enroll": ("429",),  # enrollment attempts are throttled
     "datasets_create": ("409",),  # a dataset of that name exists
+    "users_create": ("409",),  # a user with that username or e-mail address exists
     "imports_create": ("409",),  # the upload named is not complete, or already imported
     "prelabel_jobs_create": ("409",),  # a pre-labeling job of this dataset is under way
     "local_device_request": ("409",),  # no supervisor to start a local agent (make run has one)
