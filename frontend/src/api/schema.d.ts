@@ -143,6 +143,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every event of every project and account, newest first: staff only. */
+        get: operations["audit_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/csrf/": {
         parameters: {
             query?: never;
@@ -204,6 +221,26 @@ export interface paths {
             cookie?: never;
         };
         get: operations["auth_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/me/audit/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The caller's own events of no project, newest first: API tokens created and revoked,
+         *     sign-ins (and failed tries of the password), user accounts created, projects deleted.
+         */
+        get: operations["auth_me_audit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1724,7 +1761,7 @@ export interface components {
             created_at: string;
             /** @description username; empty: the system */
             actor: string;
-            /** @description project.create, project.update, project.archive, project.unarchive, dataset.update, dataset.archive, dataset.unarchive, dataset.delete, member.set, member.remove, training.create, compression.create, deployment.create, rollout.create, rollout.rollback, device.update, device.re_enroll, enrollment_token.create, alert_rule.delete */
+            /** @description project.create, project.update, project.archive, project.unarchive, dataset.update, dataset.archive, dataset.unarchive, dataset.delete, member.set, member.remove, training.create, compression.create, deployment.create, rollout.create, rollout.rollback, device.update, device.re_enroll, enrollment_token.create, alert_rule.delete; of no project: token.create, token.revoke, login.succeeded, login.failed, user.create, project.delete */
             action: string;
             target_type: string;
             target_id: string;
@@ -2312,7 +2349,14 @@ export interface components {
         HotkeysInputRequest: {
             hotkeys: components["schemas"]["HotkeyInputRequest"][];
         };
+        /** @description How a text classification dataset reads CSV / TSV tables (ignored for images). */
         ImportFromUploadInputRequest: {
+            /** @description Text datasets: the column of the texts, a 1-based number or a header name; empty: a header column named text/content/review/文本/内容..., else the column with the most distinct values. */
+            text_column?: string;
+            /** @description Text datasets: the column of the labels (number or header name); 0: no labels; empty: a header column named label/class/category/标签/类别..., else the other column. */
+            label_column?: string;
+            /** @description Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: detected (byte-order mark, else UTF-8, else GB18030) and reported. */
+            encoding?: string;
             /**
              * Format: uuid
              * @description A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in ImageNet-folder layout (COCO, Pascal VOC or YOLO for an object detection dataset) or one image. Its file moves to the import.
@@ -2324,7 +2368,14 @@ export interface components {
              */
             label?: string;
         };
+        /** @description How a text classification dataset reads CSV / TSV tables (ignored for images). */
         ImportInputRequest: {
+            /** @description Text datasets: the column of the texts, a 1-based number or a header name; empty: a header column named text/content/review/文本/内容..., else the column with the most distinct values. */
+            text_column?: string;
+            /** @description Text datasets: the column of the labels (number or header name); 0: no labels; empty: a header column named label/class/category/标签/类别..., else the other column. */
+            label_column?: string;
+            /** @description Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: detected (byte-order mark, else UTF-8, else GB18030) and reported. */
+            encoding?: string;
             files: string[];
             /** @description Class label for loose image files (not zips); not taken by an object detection dataset. */
             label?: string;
@@ -2907,7 +2958,11 @@ export interface components {
             source: string;
             /** Format: date-time */
             created_at: string;
-            readonly image_url: string;
+            readonly image_url: string | null;
+            /** @description Text classification: the text (NFC), its first 10000 characters; empty for an image. */
+            readonly text: string;
+            /** @description Text classification: the whole text's length in characters (0 for an image); longer than text's when text was cut. */
+            readonly text_length: number;
             annotations: components["schemas"]["AnnotationOutput"][];
             /** @description Object detection: checked, the image holds nothing to box (a background image; in versions with no boxes). Set with PUT boxes/ {boxes: [], no_objects: true}; any box written clears it. */
             no_objects: boolean;
@@ -2976,9 +3031,10 @@ export interface components {
         /**
          * @description * `image_classification` - Image Classification
          *     * `object_detection` - Object Detection
+         *     * `text_classification` - Text Classification
          * @enum {string}
          */
-        TaskTypeEnum: "image_classification" | "object_detection";
+        TaskTypeEnum: "image_classification" | "object_detection" | "text_classification";
         TelemetryOutput: {
             /** Format: date-time */
             received_at: string;
@@ -3668,6 +3724,72 @@ export interface operations {
             };
         };
     };
+    audit_list: {
+        parameters: {
+            query?: {
+                /** @description Only events of this action (token.create), or of every action of a kind when it ends with a dot (token.). */
+                action?: string;
+                /** @description Only the events done by the user of this username. */
+                actor?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /** @description Only this project's events. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventOutputList"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not signed in: no session or Bearer token, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a staff account (your own events: GET /api/v1/auth/me/audit/; a project's: its owners). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such page: `page` is past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     auth_csrf: {
         parameters: {
             query?: never;
@@ -3812,6 +3934,68 @@ export interface operations {
             };
             /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    auth_me_audit: {
+        parameters: {
+            query?: {
+                /** @description Only events of this action (token.create), or of every action of a kind when it ends with a dot (token.). */
+                action?: string;
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventOutputList"];
+                };
+            };
+            /** @description Invalid input: ``field`` names the field, ``code`` says what is wrong. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not signed in: no session or Bearer token, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your role in the project does not allow this, or a session write came without its CSRF token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such page: `page` is past the last one. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5950,6 +6134,8 @@ export interface operations {
                 ordering?: "created_at" | "-uncertainty";
                 page?: number;
                 page_size?: number;
+                /** @description Only samples whose text (text datasets) or original file name holds this, case-insensitive. */
+                search?: string;
                 /**
                  * @description With version: only samples in this split.
                  *

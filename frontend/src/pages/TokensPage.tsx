@@ -1,18 +1,96 @@
 // The signed-in user's personal API tokens (user menu > API tokens): list with their last use,
-// create one (its secret is shown once, with a copy button), revoke after a confirmation.
+// create one (its secret is shown once, with a copy button), revoke after a confirmation; and the
+// account's recent activity (tokens created and revoked, sign-ins and failed tries of the password).
 import { KeyOutlined } from "@ant-design/icons";
 import { Alert, App, Button, Form, Input, InputNumber, Modal, Popconfirm, Space, Table, Tag, Typography } from "antd";
 import { useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import type { Schemas } from "../api/client";
-import { useCreateToken, useRevokeToken, useTokens, type ApiTokenRow, type IssuedToken } from "../api/queries/accounts";
+import { useCreateToken, useMyActivity, useRevokeToken, useTokens, type ApiTokenRow, type AuditEvent, type IssuedToken } from "../api/queries/accounts";
 import { ErrorAlert, useReportError } from "../components/errors";
 import { formatDate } from "../format";
 
 /** The longest life and the default life of a token, days (services.MAX_TOKEN_DAYS / DEFAULT_TOKEN_DAYS). */
 const MAX_DAYS = 365;
 const DEFAULT_DAYS = 90;
+
+/** The actions recorded for an account, outside any project (AuditEventOutput.action), and their locale keys. */
+export const ACTIVITY_ACTIONS = {
+  "token.create": "token_create",
+  "token.revoke": "token_revoke",
+  "login.succeeded": "login_succeeded",
+  "login.failed": "login_failed",
+  "user.create": "user_create",
+  "project.delete": "project_delete",
+} as const;
+type ActivityAction = keyof typeof ACTIVITY_ACTIONS;
+
+const ACTIVITY_PAGE_SIZE = 10;
+
+/** A string field of an event's details, or "". */
+function detail(event: AuditEvent, key: string): string {
+  const details = event.details as Record<string, unknown> | null;
+  const value = details && typeof details === "object" ? details[key] : undefined;
+  return typeof value === "string" || typeof value === "number" ? String(value) : "";
+}
+
+/** The account's own events of no project, newest first, a page at a time. */
+function RecentActivity() {
+  const { t } = useTranslation();
+  const [page, setPage] = useState(1);
+  const activity = useMyActivity(page, ACTIVITY_PAGE_SIZE);
+
+  // an action the console does not know yet (a newer server) is shown as the server names it
+  const actionLabel = (value: string) =>
+    value in ACTIVITY_ACTIONS ? t(`tokens.activity.actions.${ACTIVITY_ACTIONS[value as ActivityAction]}`) : value;
+
+  const object = (event: AuditEvent) => {
+    if (event.action.startsWith("token.")) {
+      return (
+        <Space size="small">
+          <Typography.Text>{detail(event, "name")}</Typography.Text>
+          {detail(event, "prefix") && <Typography.Text code>{detail(event, "prefix")}…</Typography.Text>}
+        </Space>
+      );
+    }
+    if (event.action.startsWith("login.")) return t("tokens.activity.fromAddress", { address: detail(event, "address") });
+    if (event.action === "user.create") return t("tokens.activity.accountBy", { username: detail(event, "username"), actor: event.actor || t("audit.system") });
+    if (event.action === "project.delete") return detail(event, "name");
+    return [event.target_type, event.target_id].filter(Boolean).join(" ");
+  };
+
+  return (
+    <>
+      <Typography.Title level={4} style={{ margin: 0 }}>
+        {t("tokens.activity.title")}
+      </Typography.Title>
+      {activity.isError ? (
+        <ErrorAlert error={activity.error} onRetry={() => void activity.refetch()} />
+      ) : (
+        <Table<AuditEvent>
+          data-testid="activity"
+          rowKey="id"
+          size="small"
+          loading={activity.isPending}
+          dataSource={activity.data?.results}
+          locale={{ emptyText: t("tokens.activity.none") }}
+          pagination={{ current: page, pageSize: ACTIVITY_PAGE_SIZE, total: activity.data?.count ?? 0, onChange: setPage, showSizeChanger: false, hideOnSinglePage: true }}
+          columns={[
+            { title: t("audit.time"), dataIndex: "created_at", width: 200, render: (value: string) => formatDate(value) },
+            {
+              title: t("audit.action"),
+              dataIndex: "action",
+              width: 240,
+              render: (value: string) => (value === "login.failed" ? <Tag color="orange">{actionLabel(value)}</Tag> : actionLabel(value)),
+            },
+            { title: t("audit.object"), key: "object", render: (_: unknown, event) => object(event) },
+          ]}
+        />
+      )}
+    </>
+  );
+}
 
 export function TokensPage() {
   const { t } = useTranslation();
@@ -118,6 +196,7 @@ export function TokensPage() {
           {t("tokens.usage")}
         </Typography.Paragraph>
       </Modal>
+      <RecentActivity />
     </Space>
   );
 }

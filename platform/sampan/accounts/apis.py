@@ -9,7 +9,8 @@ from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import ensure_csrf_cookie
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -17,12 +18,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sampan.accounts import lifecycle, login_limits, selectors, services
-from sampan.accounts.audit import audit_list
+from sampan.accounts.audit import audit_list, audit_list_all, audit_list_personal
 from sampan.accounts.models import ApiToken, Role
 from sampan.core.apis import ARCHIVED_PARAMETER, ProjectApi, archived_filter
-from sampan.core.errors import AuthenticationFailed, ValidationFailed
+from sampan.core.errors import AuthenticationFailed, Forbidden, ValidationFailed
 from sampan.core.origin import require_same_origin
 from sampan.core.pagination import Pagination
+from sampan.core.schema import ERROR
 from sampan.core.validation import NameField, TextField
 
 
@@ -70,9 +72,11 @@ class LoginApi(APIView):
         user = authenticate(request, **data.validated_data)
         if user is None:
             login_limits.failed(username, address)
+            services.login_failed_record(username=username, address=address)
             raise AuthenticationFailed(_("wrong username or password"))
         login_limits.succeeded(username, address)
         login(request._request, user)
+        services.login_succeeded_record(user=user, address=address)
         get_token(request._request)
         return Response(UserSerializer(user).data)
 
@@ -274,7 +278,9 @@ class AuditEventOutput(serializers.Serializer):
                                    "training.create, compression.create, deployment.create, "
                                    "rollout.create, rollout.rollback, device.update, "
                                    "device.re_enroll, enrollment_token.create, "
-                                   "alert_rule.delete")
+                                   "alert_rule.delete; of no project: token.create, "
+                                   "token.revoke, login.succeeded, login.failed, user.create, "
+                                   "project.delete")
     target_type = serializers.CharField()
     target_id = serializers.CharField()
     details = serializers.JSONField()
@@ -295,3 +301,67 @@ class ProjectAuditApi(ProjectApi):
         return self.paginate(request, audit_list(project=self.get_project(request),
                                                  action=request.query_params.get("action")),
                              AuditEventOutput)
+
+
+class AuditActionInput(serializers.Serializer):
+    action = serializers.CharField(
+        required=False, allow_blank=True, max_length=64,
+        help_text="Only events of this action (token.create), or of every action of a kind "
+        "when it ends with a dot (token.).")
+
+
+class AuditFilterInput(AuditActionInput):
+    project = serializers.UUIDField(required=False, help_text="Only this project's events.")
+    actor = serializers.CharField(required=False, allow_blank=True, max_length=150,
+                                  help_text="Only the events done by the user of this "
+                                  "username.")
+
+
+_AUDIT_ERRORS = {
+    401: OpenApiResponse(ERROR, description="Not signed in: no session or Bearer token, or a "
+                         "wrong one."),
+    404: OpenApiResponse(ERROR, description="No such page: `page` is past the last one."),
+}
+
+
+def _audit_page(view: APIView, request: Request, events: Any) -> Response:
+    paginator = Pagination()
+    page = paginator.paginate_queryset(events, request, view=view)
+    return paginator.get_paginated_response(AuditEventOutput(page, many=True).data)
+
+
+class MyAuditApi(APIView):
+    """The caller's own events of no project, newest first: API tokens created and revoked,
+    sign-ins (and failed tries of the password), user accounts created, projects deleted."""
+
+    pagination_class = Pagination
+
+    @extend_schema(parameters=[AuditActionInput], operation_id="auth_me_audit",
+                   responses={200: AuditEventOutput(many=True), **_AUDIT_ERRORS})
+    def get(self, request: Request) -> Response:
+        data = AuditActionInput(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        return _audit_page(self, request, audit_list_personal(
+            user=request.user, action=data.validated_data.get("action")))
+
+
+class AuditListApi(APIView):
+    """Every event of every project and account, newest first: staff only."""
+
+    pagination_class = Pagination
+
+    @extend_schema(parameters=[AuditFilterInput], operation_id="audit_list",
+                   responses={200: AuditEventOutput(many=True), **_AUDIT_ERRORS,
+                              403: OpenApiResponse(ERROR, description="Not a staff account "
+                                                   "(your own events: GET /api/v1/auth/me/"
+                                                   "audit/; a project's: its owners).")})
+    def get(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise Forbidden(_("the whole audit log is for staff; your own events are at "
+                              "/api/v1/auth/me/audit/, a project's for its owners"))
+        data = AuditFilterInput(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        return _audit_page(self, request, audit_list_all(
+            action=data.validated_data.get("action"),
+            project_id=data.validated_data.get("project"),
+            actor=data.validated_data.get("actor")))

@@ -148,7 +148,7 @@ def files_delete_after_commit(*, sample_files: set[str], prefixes: set[str]) -> 
     def delete() -> None:
         still_used = set(Sample.objects.filter(file__in=sample_files)
                          .values_list("file", flat=True))
-        for name in sorted(sample_files - still_used):
+        for name in sorted(n for n in sample_files - still_used if n):  # text samples: ""
             try:
                 storage.delete(name)
             except Exception:  # noqa: BLE001 - see the docstring

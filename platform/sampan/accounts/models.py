@@ -73,9 +73,10 @@ class AuditEvent(models.Model):
     """Who did what, when, to which object (``sampan.accounts.audit``). Append-only.
 
     ``action``: a dotted name (``member.set``, ``training.create``, ``deployment.create``, ...);
-    ``project`` null for events of an account (its API tokens); ``actor`` null once the user is
-    deleted (``actor_name`` keeps the name); ``target_type`` / ``target_id`` name the object;
-    ``details``: a small JSON object (what changed)."""
+    ``project`` null for events of an account (its API tokens, its sign-ins) and a project's
+    deletion; ``actor`` null for the system, for a failed sign-in (its target is the account)
+    and once the user is deleted (``actor_name`` keeps the name); ``target_type`` /
+    ``target_id`` name the object; ``details``: a small JSON object (what changed)."""
 
     id = models.BigAutoField(primary_key=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -1,4 +1,4 @@
-"""Writes for accounts: projects, memberships, API tokens."""
+"""Writes for accounts: projects, memberships, API tokens, sign-ins recorded."""
 
 from __future__ import annotations
 
@@ -152,6 +152,31 @@ def api_token_revoke(*, user: Any, token_id: Any) -> ApiToken:
                  details={"name": token.name, "prefix": token.prefix})
     token.refresh_from_db()
     return token
+
+
+def login_succeeded_record(*, user: Any, address: str) -> None:
+    """Record ``login.succeeded`` (a console sign-in with the password) in the user's own log,
+    with the address it came from. Only the password's holder can add these."""
+    audit_record(actor=user, action="login.succeeded", target=user,
+                 details={"address": address[:64]})
+
+
+def login_failed_record(*, username: str, address: str) -> None:
+    """Record ``login.failed`` (a wrong password, or a refused account) in the log of the user
+    named ``username``, with no actor (whoever tried is not known) and the address it came
+    from. Nothing for a name no user has: no person to show it to, and nothing an attacker
+    could fill the table with by inventing names. The writes are bounded by
+    ``login_limits``: a username takes ``SAMPAN_LOGIN_MAX_FAILURES`` failures a window
+    (wherever they come from) before every attempt is refused unrecorded, which also keeps the
+    few samples too few to time this write against the hasher to learn whether a name
+    exists."""
+    User = get_user_model()
+    try:  # as ModelBackend finds the user (the exact username)
+        user = User._default_manager.get_by_natural_key(username)
+    except User.DoesNotExist:
+        return
+    audit_record(actor=None, action="login.failed", target=user,
+                 details={"address": address[:64]})
 
 
 def user_create(*, username: str, password: str, email: str = "") -> Any:

@@ -11,6 +11,8 @@ from rest_framework.response import Response
 
 from sampan.compression import selectors, services
 from sampan.compression.models import METHODS, CompressionJob
+from sampan.compression.stored_texts import (COMPRESSION_ERRORS, PICK_REASONS, WARNINGS,
+                                             candidate_text)
 from sampan.core.stored_text import StoredTextField
 from sampan.core.apis import IDEMPOTENCY_KEY_PARAMETER, ProjectApi, created_or_replayed
 from sampan.core.idempotency import idempotency_key, idempotent_create
@@ -56,20 +58,23 @@ class CompressionJobOutput(serializers.Serializer):
                   "p99_ms, mean_ms, throughput_ips, load_s, peak_memory_bytes, serving_p99_ms, "
                   "...} or null, compatible, incompatibilities, n_evaluated, "
                   "val_accuracy_drop_pt, elapsed_s.")
-    warnings = serializers.ListField(child=serializers.CharField())
+    warnings = serializers.ListField(child=StoredTextField(templates=WARNINGS))
     picked = serializers.CharField(help_text="Key of the registered candidate; empty: none.")
-    pick_reason = serializers.CharField()
+    pick_reason = StoredTextField(templates=PICK_REASONS)
     model_version_id = serializers.UUIDField(allow_null=True)
     model_version = ModelVersionRefOutput(allow_null=True)
-    error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
+    error = StoredTextField(templates=COMPRESSION_ERRORS,
+                            help_text="Why the job failed or was cancelled, in the "
                                       "request's language where the platform wrote it.")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
 
     def get_candidates(self, job: Any) -> list[dict[str, Any]]:
-        # the worker's file paths are its own business (and gone after the job)
-        return [{k: v for k, v in c.items() if k != "onnx_path"} for c in job.candidates or []]
+        # the worker's file paths are its own business (and gone after the job); the reasons
+        # in the request's language
+        return [candidate_text({k: v for k, v in c.items() if k != "onnx_path"})
+                for c in job.candidates or []]
 
 
 class CompressionJobListQuery(serializers.Serializer):

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
@@ -35,6 +36,7 @@ from sampan.fleet.benchmarks import (benchmark_package_delete, benchmark_package
                                      device_benchmark_cancel, device_benchmark_create,
                                      device_benchmark_expire)
 from sampan.fleet.models import BENCHMARK_OPEN, BenchmarkStatus, Device, DeviceBenchmark
+from sampan.fleet.stored_texts import benchmark_incompatibilities
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
 from sampan.registry.services import MIN_ONNXRUNTIME, PACKAGE_SCHEMA, model_version_register
@@ -53,6 +55,9 @@ MAX_ACCURACY_BUDGET_PT = 50.0
 BENCHMARK_RUNS = 200
 BENCHMARK_WARMUP = 10
 BENCHMARK_INPUTS = 16
+#: a job's ``error`` when its inputs cannot be read (stored in English, read in the request's
+#: language: sampan.compression.stored_texts)
+READING_SOURCE_FAILED = gettext_noop("reading the source model or its images failed: %(error)s")
 
 
 def compression_job_create(*, project: Project, source: ModelVersion, device: Device | None,
@@ -182,8 +187,7 @@ def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
         rows = dataset_version_local_rows(job.source.dataset_version)
         checkpoint = _checkpoint(job.source, out_dir)
     except Exception as exc:  # noqa: BLE001 - storage, missing files: the job says which
-        compression_job_fail(job_id=job.pk, message=f"reading the source model or its images "
-                                                    f"failed: {exc}")
+        compression_job_fail(job_id=job.pk, message=READING_SOURCE_FAILED % {"error": exc})
         return None
     training = job.source.training_job
     held_out = rows[Split.TEST] or rows[Split.VAL]
@@ -311,7 +315,7 @@ def _benchmark_fields(benchmark: DeviceBenchmark) -> dict[str, Any]:
                           "error": benchmark.error},
             "latency": dict(benchmark.result) if succeeded else None,
             "compatible": not incompatible,
-            "incompatibilities": [r for r in benchmark.error.split("; ") if r]
+            "incompatibilities": benchmark_incompatibilities(benchmark.error)
             if incompatible else []}
 
 

@@ -123,13 +123,17 @@ class ImportCreateApi(ProjectApi):
             source.is_valid(raise_exception=True)
             job = imports.import_job_create_from_upload(
                 dataset=dataset, user=request.user, upload_id=source.validated_data["upload_id"],
-                label=source.validated_data["label"])
+                label=source.validated_data["label"], options=source.text_options())
             return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
         data = s.ImportInput(data={"files": request.FILES.getlist("files"),
-                                   "label": request.data.get("label", "")})
+                                   "label": request.data.get("label", ""),
+                                   **{key: request.data[key] for key in (
+                                       "text_column", "label_column", "encoding")
+                                      if key in request.data}})
         data.is_valid(raise_exception=True)
         job = imports.import_job_create(dataset=dataset, files=data.validated_data["files"],
-                                         label=data.validated_data["label"])
+                                         label=data.validated_data["label"],
+                                         options=data.text_options())
         return Response(s.ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -159,7 +163,7 @@ class SampleListApi(ProjectApi):
         queryset = selectors.sample_list(
             dataset=dataset, label=filters.get("label"), unlabeled=filters["unlabeled"],
             no_objects=filters["no_objects"], split_version=version, split=filters.get("split"),
-            ordering=filters["ordering"])
+            ordering=filters["ordering"], search=filters.get("search", ""))
         return self.paginate(request, queryset.select_related("dataset"), s.SampleOutput)
 
 
@@ -195,6 +199,8 @@ class SampleImageApi(ProjectApi):
                    operation_id="samples_image")
     def get(self, request: Request, project_id: str, sample_id: str) -> HttpResponseBase:
         sample = selectors.sample_get(project=self.get_project(request), sample_id=sample_id)
+        if not sample.file:
+            raise NotFound(_("this sample is a text: it has no image"))
         # a sample's image never changes (content-addressed): browsers keep it, so scrolling back
         # through the gallery costs no request. Private: it needs the project's credentials.
         url = shared_storage.download_url(sample.file, content_type="image/png")

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.core.names import InvalidName, clean_name
 from sampan.datasets.zip_names import entry_names
@@ -73,7 +74,27 @@ MAX_LABEL_CHARS = 200  # ClassLabel.name max_length
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SUFFIX = re.compile(r"^\.[a-z0-9]{1,10}$")
 _NUMBER = re.compile(r"([0-9]+)")
-_WINDOWS_JUNK = {"thumbs.db": "Windows thumbnail cache", "desktop.ini": "Windows folder settings"}
+# Why a file of the zip is not imported: the import report's "ignored" and "rejected" reasons,
+# stored in English (the imports worker writes them) and read in the request's language
+# (sampan.datasets.report_texts).
+MACOS_RESOURCE_FORK = gettext_noop("macOS resource fork")
+JUPYTER_CHECKPOINT = gettext_noop("Jupyter checkpoint")
+APPLEDOUBLE_FILE = gettext_noop("AppleDouble file")
+MACOS_FOLDER_METADATA = gettext_noop("macOS folder metadata")
+HIDDEN_FILE = gettext_noop("hidden file")
+NOT_AN_IMAGE_DOCUMENT = gettext_noop("documentation or text file, not an image")
+MEMBER_TOO_LARGE = gettext_noop("larger than %(limit)d bytes, the limit for one file")
+DAMAGED_IN_ZIP = gettext_noop("damaged in the zip: %(error)s")
+_WINDOWS_JUNK = {"thumbs.db": gettext_noop("Windows thumbnail cache"),
+                 "desktop.ini": gettext_noop("Windows folder settings")}
+#: why a folder name is no class name (an ArchiveError's, inside a VOC object's skip reason or a
+#: warning of a Sampan export's labels)
+EMPTY_CLASS_NAME = gettext_noop("empty class name %(name)r")
+CLASS_NAME_REFUSED = gettext_noop("class name %(name)r %(reason)s")
+#: every reason above, for the reader
+SKIP_REASONS = (MACOS_RESOURCE_FORK, JUPYTER_CHECKPOINT, APPLEDOUBLE_FILE, MACOS_FOLDER_METADATA,
+                HIDDEN_FILE, *_WINDOWS_JUNK.values(), NOT_AN_IMAGE_DOCUMENT, MEMBER_TOO_LARGE,
+                DAMAGED_IN_ZIP)
 _DOC_STEMS = ("readme", "license", "licence", "copying", "notice", "changelog", "citation",
               "authors")
 _DOC_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
@@ -169,10 +190,9 @@ def normalise_label(name: str) -> str:
         return clean_name(name, max_length=MAX_LABEL_CHARS)
     except InvalidName as exc:
         if not name.strip():
-            raise InvalidName(_("empty class name %(name)r") % {"name": name}) from None
+            raise InvalidName(_(EMPTY_CLASS_NAME) % {"name": name}) from None
         shown = name if len(name) <= 40 else name[:20] + "..."
-        raise InvalidName(_("class name %(name)r %(reason)s") % {"name": shown, "reason": exc}
-                          ) from None
+        raise InvalidName(_(CLASS_NAME_REFUSED) % {"name": shown, "reason": exc}) from None
 
 
 def _natural_key(label: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -217,16 +237,16 @@ def _unsafe_reason(info: zipfile.ZipInfo, name: str) -> str | None:
 def _junk_reason(parts: tuple[str, ...]) -> str | None:
     for part in parts:
         if part == "__MACOSX":
-            return "macOS resource fork"
+            return MACOS_RESOURCE_FORK
         if part == ".ipynb_checkpoints":
-            return "Jupyter checkpoint"
+            return JUPYTER_CHECKPOINT
     base = parts[-1]
     if base.startswith("._"):
-        return "AppleDouble file"
+        return APPLEDOUBLE_FILE
     if base == ".DS_Store":
-        return "macOS folder metadata"
+        return MACOS_FOLDER_METADATA
     if any(part.startswith(".") for part in parts):
-        return "hidden file"
+        return HIDDEN_FILE
     return _WINDOWS_JUNK.get(base.casefold())
 
 
@@ -234,9 +254,9 @@ def _document_reason(base: str, *, keep_text: bool = False) -> str | None:
     folded = base.casefold()
     suffix = PurePosixPath(folded).suffix
     if folded.split(".")[0] in _DOC_STEMS and suffix not in IMAGE_SUFFIXES:
-        return "documentation or text file, not an image"
+        return NOT_AN_IMAGE_DOCUMENT
     if suffix in _DOC_SUFFIXES and not (keep_text and suffix == ".txt"):
-        return "documentation or text file, not an image"
+        return NOT_AN_IMAGE_DOCUMENT
     return None
 
 
@@ -248,13 +268,15 @@ def _is_split_layout(paths: list[tuple[str, ...]]) -> bool:
 
 def plan_archive(
     archive: zipfile.ZipFile, limits: ArchiveLimits = ArchiveLimits(), *,
-    folder_classes: bool = True,
+    folder_classes: bool = True, texts: bool = False,
 ) -> tuple[list[ArchiveMember], list[tuple[str, str]]]:
     """Check every entry and decide what to import; reads names only, writes nothing.
 
     Returns (members to import in archive order, ignored ``(path_in_zip, reason)``).
     ``folder_classes=False`` reads the detection layout (module docstring): no labels, no split,
-    no stripped top folder, ``.txt`` files kept.
+    no stripped top folder, ``.txt`` files kept. ``texts`` (text classification): the folder
+    layout with ``.txt`` files kept as members (documentation names such as ``README.txt`` are
+    still ignored).
     Raises ArchiveError on the first unsafe entry, a duplicate name, an empty or refused class
     name (folder layout) or more than ``limits.max_members`` entries.
     """
@@ -278,7 +300,8 @@ def plan_archive(
         if name.endswith("/"):
             continue
         parts = tuple(name.split("/"))
-        skip = _junk_reason(parts) or _document_reason(parts[-1], keep_text=not folder_classes)
+        skip = _junk_reason(parts) or _document_reason(parts[-1],
+                                                           keep_text=texts or not folder_classes)
         if skip:
             ignored.append((name, skip))
         else:
@@ -410,9 +433,8 @@ def _copy_counted(
         while chunk := source.read(CHUNK_BYTES):
             written += len(chunk)
             if written > limits.max_member_bytes:
-                raise _MemberTooLarge(
-                    f"larger than {limits.max_member_bytes} bytes, the limit for one file",
-                    written)
+                raise _MemberTooLarge(MEMBER_TOO_LARGE % {"limit": limits.max_member_bytes},
+                                      written)
             if total_so_far + written > limits.max_total_bytes:
                 raise ArchiveError(
                     f"archive expands to more than {limits.max_total_bytes} bytes "
@@ -437,6 +459,7 @@ def _copy_counted(
 def extract_archive(
     zip_path: str | Path, dest_dir: str | Path, *, limits: ArchiveLimits = ArchiveLimits(),
     folder_classes: bool = True, on_member: Callable[[int, int], None] | None = None,
+    texts: bool = False,
 ) -> ArchiveScan:
     """Validate and extract ``zip_path`` into a fresh temporary folder under ``dest_dir``.
 
@@ -444,16 +467,17 @@ def extract_archive(
     decompressed one by one with the limits counted on actual output. A damaged entry (bad CRC,
     broken compressed stream, unsupported compression method) is listed in ``rejected`` and the
     others are extracted. On any other error the temporary folder is removed and nothing remains.
-    ``folder_classes`` as in ``plan_archive``. ``on_member(done, count)`` is called after each
-    member (the import job's heartbeat: a 2 GiB archive takes minutes to extract). Returns an
-    ``ArchiveScan`` whose ``directory`` the
-    caller removes after import. Raises ArchiveError for an unsafe, unreadable, oversized or
-    unsupported archive; OSError for disk errors on ``dest_dir``.
+    ``folder_classes`` and ``texts`` as in ``plan_archive``. ``on_member(done, count)`` is
+    called after each member (the import job's heartbeat: a 2 GiB archive takes minutes to
+    extract). Returns an ``ArchiveScan`` whose ``directory`` the caller removes after import.
+    Raises ArchiveError for an unsafe, unreadable, oversized or unsupported archive; OSError for
+    disk errors on ``dest_dir``.
     """
     zip_path = Path(zip_path)
     archive = open_archive(zip_path, limits)
     with archive:
-        members, ignored = plan_archive(archive, limits, folder_classes=folder_classes)
+        members, ignored = plan_archive(archive, limits, folder_classes=folder_classes,
+                                        texts=texts)
         directory = Path(tempfile.mkdtemp(prefix="archive-", dir=dest_dir))
         scan = ArchiveScan(directory=directory, ignored=ignored)
         try:
@@ -478,7 +502,8 @@ def extract_archive(
                     # one damaged entry is that file's problem, as an undecodable image is:
                     # rejected by name, the others imported (the limits above still stop all)
                     local.unlink(missing_ok=True)
-                    scan.rejected.append((member.path_in_zip, f"damaged in the zip: {exc}"))
+                    scan.rejected.append((member.path_in_zip,
+                                          DAMAGED_IN_ZIP % {"error": exc}))
                     continue
                 total += size
                 scan.members.append(ExtractedFile(member.path_in_zip, member.label, local,

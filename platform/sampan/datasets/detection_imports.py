@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.utils.translation import gettext_noop
 from PIL import Image
 
 from sampan.datasets.archives import ArchiveScan
@@ -24,6 +25,11 @@ from sampan.datasets.models import Annotation, AnnotationKind, ClassLabel, Sampl
 
 #: entries kept in each list of the report; the totals count them all
 MAX_LISTED = 50_000
+
+# why an image of a COCO or VOC zip has no boxes (stored in English, read in the request's
+# language: sampan.datasets.report_texts)
+NOT_IN_COCO = gettext_noop("no COCO file lists it: imported without boxes")
+NOT_IN_VOC = gettext_noop("no VOC XML describes it: imported without boxes")
 
 
 class DetectionTally:
@@ -73,9 +79,7 @@ class DetectionTally:
         if placement.warning:
             self.warnings.append(placement.warning)
         if not annotations.annotated and fmt in ("coco", "voc"):
-            self.note("unannotated_images", name, (
-                f"no {'COCO file lists' if fmt == 'coco' else 'VOC XML describes'} it: imported "
-                "without boxes"))
+            self.note("unannotated_images", name, NOT_IN_COCO if fmt == "coco" else NOT_IN_VOC)
 
     def as_report(self) -> dict[str, Any]:
         report: dict[str, Any] = {

@@ -48,7 +48,8 @@ def _open_sample(name: str) -> tuple[IO[bytes], int | None]:
 def dataset_version_export(*, version: DatasetVersion, export_format: str | None = None
                            ) -> VersionExport:
     """The zip of ``version`` in ``export_format`` (``coco`` | ``voc`` | ``yolo`` for object
-    detection, ``imagenet`` for image classification; None: ``coco`` or ``imagenet``).
+    detection, ``imagenet`` for image classification, ``csv`` for text classification; None:
+    the task's first).
 
     Raises ValidationFailed (field ``format``) for a format that does not fit the version's
     task, and for ``imagenet`` when a class name cannot be a folder name (``a/b``, ``.x``).
@@ -61,6 +62,12 @@ def dataset_version_export(*, version: DatasetVersion, export_format: str | None
             % {"format": chosen, "task_type": version.task_type,
                "allowed": _(" or ").join(allowed)}, field="format")
     labels = list(version.labels)
+    if chosen == "csv":
+        from sampan.datasets.text_export import text_version_chunks
+
+        stem = f"{version.dataset.name}-v{version.number}"
+        return VersionExport(filename=f"{stem}-csv.zip", chunks=_logged(
+            text_version_chunks(version, f"{stem}.csv"), version))
     if chosen == "imagenet":
         for label in labels:
             problem = folder_name_problem(label)

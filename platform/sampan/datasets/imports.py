@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from edge_agent.imaging import ImageDecodeError, decode_image
 from sampan.core import storage as shared_storage
@@ -27,7 +28,7 @@ from sampan.core.errors import ValidationFailed
 from sampan.core.jobs import JobStatus, job_transition
 from sampan.core.names import display_name
 from sampan.core.services import job_publish, job_report_progress
-from sampan.datasets import detection_imports, storage
+from sampan.datasets import detection_imports, storage, text_imports
 from sampan.datasets.import_undo import import_job_undo
 from sampan.datasets.archives import (ArchiveError, ArchiveLimits, extract_archive,
                                       normalise_label, open_archive, plan_archive, sort_labels)
@@ -42,6 +43,27 @@ log = logging.getLogger(__name__)
 
 #: seconds between heartbeats while an archive is extracted (the reaper's timeout is 45 s)
 EXTRACT_HEARTBEAT_S = 5.0
+
+# Why a file is not imported (the report's "rejected" and "duplicates"), stored in English and
+# read in the request's language (sampan.datasets.report_texts). An image that cannot be decoded
+# is rejected with edge_agent.imaging's own English (``str(ImageDecodeError)``, which does not
+# import Django): its sentences are repeated here as msgids.
+IMAGE_PROBLEMS = (
+    gettext_noop("empty file"),
+    gettext_noop("unsupported format '%(format)s'"),
+    gettext_noop("image too large (%(width)sx%(height)s px; at most %(limit)s pixels)"),
+    gettext_noop("image too large (%(pixels)s pixels; at most %(limit)s pixels)"),
+    gettext_noop("image too large (at most %(limit)s pixels)"),
+    gettext_noop("corrupt %(format)s image"),
+    gettext_noop("truncated image"),
+)
+BOXES_NOT_IMPORTED = gettext_noop("%(problem)s; its %(boxes)d box(es) were not imported")
+SAME_CONTENT = gettext_noop("same content as %(name)s")
+SAME_CONTENT_BOXES = gettext_noop("same content as %(name)s; its %(boxes)d box(es) were not "
+                                  "added again")
+SAME_CONTENT_AT_ONCE = gettext_noop("same content as a file imported at the same time")
+SAME_CONTENT_AT_ONCE_BOXES = gettext_noop("same content as a file imported at the same time; "
+                                          "its %(boxes)d box(es) were not added again")
 
 
 def _staging_dir() -> Path:
@@ -63,7 +85,7 @@ def _check_loose_label(dataset: Dataset, label: str) -> None:
 
 
 def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
-                      label: str = "") -> ImportJob:
+                      label: str = "", options: dict[str, Any] | None = None) -> ImportJob:
     """Stage uploaded files (a zip in ImageNet-folder layout, or images) and enqueue the import.
 
     A zip is checked entry by entry before anything is queued: an unsafe entry (``../x``, ``/x``,
@@ -71,6 +93,9 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
     Into an object detection dataset a zip must be COCO, Pascal VOC or YOLO
     (``sampan.datasets.formats``): one without any annotation file is a 400 naming the formats,
     and loose images take no ``label`` (a 400 on ``label``).
+    Into a text classification dataset: CSV / TSV tables, ``.txt`` files, or a zip of them
+    (class folders of ``.txt`` files); ``options`` says how tables are read
+    (``text_imports.TextOptions``: ``text_column``, ``label_column``, ``encoding``).
     The staged files go to the shared storage under ``staging/import-<hex>/`` (the job's
     ``staging_dir``), streamed: the imports worker, on any host, reads them from there.
     """
@@ -78,6 +103,11 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
     if not files:
         raise ValidationFailed(_("upload at least one file"), field="files")
     _check_loose_label(dataset, label)
+    if dataset.task_type == TaskType.TEXT_CLASSIFICATION:
+        try:
+            text_imports.check_text_upload([upload.name or "" for upload in files])
+        except ArchiveError as exc:
+            raise ValidationFailed(str(exc), field="files") from None
     scratch = _staging_dir()
     prefix = storage.new_staging_prefix()
     try:
@@ -95,7 +125,8 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
                                           (upload.name or f"file-{index}").encode("utf-8"))
         with transaction.atomic():
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
-                                           staging_dir=prefix, default_label=label.strip())
+                                           staging_dir=prefix, default_label=label.strip(),
+                                           options=options or {})
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
             job_enqueue_on_commit(ImportJob, job.pk)
     except BaseException:
@@ -108,7 +139,8 @@ def import_job_create(*, dataset: Dataset, files: list[UploadedFile],
 
 
 def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any,
-                                  label: str = "") -> ImportJob:
+                                  label: str = "",
+                                  options: dict[str, Any] | None = None) -> ImportJob:
     """Import a complete resumable upload (``sampan.uploads``) of ``user``: a zip (by its name,
     or its first bytes when the name says nothing) is checked as in ``import_job_create``; any
     other file is one image. The upload's file MOVES into the import's staging folder in the
@@ -136,6 +168,11 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
             magic = handle.read(4)
         suffix = Path(upload.filename).suffix.lower()
         is_zip = suffix == ".zip" or (suffix == "" and magic in (b"PK\x03\x04", b"PK\x05\x06"))
+        if dataset.task_type == TaskType.TEXT_CLASSIFICATION and not is_zip:
+            try:
+                text_imports.check_text_upload([upload.filename or ""])
+            except ArchiveError as exc:
+                raise ValidationFailed(str(exc), field="upload_id") from None
         if is_zip:
             try:
                 _check_archive(source, shown, dataset.task_type)
@@ -150,7 +187,8 @@ def import_job_create_from_upload(*, dataset: Dataset, user: Any, upload_id: Any
                 shared_storage.save_bytes(f"{prefix}/files/000000.name",
                                           (upload.filename or shown).encode("utf-8"))
             job = ImportJob.objects.create(project=dataset.project, dataset=dataset,
-                                           staging_dir=prefix, default_label=label.strip())
+                                           staging_dir=prefix, default_label=label.strip(),
+                                           options=options or {})
             job_transition(ImportJob, job.pk, JobStatus.QUEUED)
             job_enqueue_on_commit(ImportJob, job.pk)
     except BaseException:
@@ -180,7 +218,8 @@ def _check_archive(path: Path, shown_name: str,
     detection = task_type == TaskType.OBJECT_DETECTION
     try:
         with open_archive(path, _limits()) as archive:
-            members, _ignored = plan_archive(archive, _limits(), folder_classes=not detection)
+            members, _ignored = plan_archive(archive, _limits(), folder_classes=not detection,
+                                             texts=task_type == TaskType.TEXT_CLASSIFICATION)
         if detection and not could_hold_annotations([m.name for m in members]):
             raise ArchiveError(_(NO_ANNOTATIONS))  # marked in formats.common
     except ArchiveError as exc:
@@ -243,7 +282,8 @@ def _staged_files(job: ImportJob, work: Path, report: dict[str, Any],
 
     for archive in sorted(staging.glob("archive-*.zip")):
         scan = extract_archive(archive, work, limits=_limits(), folder_classes=not detection,
-                               on_member=extracting)
+                               on_member=extracting,
+                               texts=job.dataset.task_type == TaskType.TEXT_CLASSIFICATION)
         archive.unlink()  # its members are extracted: a 2 GiB archive is not kept twice
         report["ignored"].extend({"name": n, "reason": r} for n, r in scan.ignored)
         report["rejected"].extend({"name": n, "reason": r} for n, r in scan.rejected)
@@ -281,13 +321,14 @@ def _import_one(job: ImportJob, staged: StagedFile, labels: dict[str, ClassLabel
     try:
         image = decode_image(data)
     except ImageDecodeError as exc:  # its boxes go with it, and the report says so
-        lost = f"; its {boxes} box(es) were not imported" if boxes else ""
-        return "rejected", f"{exc}{lost}", set()
+        if boxes:
+            return "rejected", BOXES_NOT_IMPORTED % {"problem": exc, "boxes": boxes}, set()
+        return "rejected", str(exc), set()
     digest = hashlib.sha256(data).hexdigest()
-    not_added = f"; its {boxes} box(es) were not added again" if boxes else ""
     existing = Sample.objects.filter(dataset=job.dataset, content_sha256=digest).first()
     if existing is not None:
-        return "duplicate", f"same content as {existing.original_name}{not_added}", set()
+        same = SAME_CONTENT_BOXES if boxes else SAME_CONTENT
+        return "duplicate", same % {"name": existing.original_name, "boxes": boxes}, set()
     placement = None
     if staged.annotations is not None:
         placement = detection_imports.place(data, image, staged.annotations, name)
@@ -301,7 +342,8 @@ def _import_one(job: ImportJob, staged: StagedFile, labels: dict[str, ClassLabel
                     detection_imports.is_background(staged.annotations, staged.format,
                                                     placement)))
     except IntegrityError:  # another import stored the same bytes meanwhile
-        return "duplicate", f"same content as a file imported at the same time{not_added}", set()
+        at_once = SAME_CONTENT_AT_ONCE_BOXES if boxes else SAME_CONTENT_AT_ONCE
+        return "duplicate", at_once % {"boxes": boxes}, set()
     if placement is not None and staged.annotations is not None:
         tally.add_image(name, staged.annotations, staged.format, placement)
         return "imported", None, {box[0] for box in placement.boxes}
@@ -339,6 +381,10 @@ def import_job_run(*, job_id: Any) -> None:
     work = _staging_dir()
     try:
         files = _staged_files(job, work, report, tally)
+        if job.dataset.task_type == TaskType.TEXT_CLASSIFICATION:
+            if not _import_texts(job, files, report):
+                return
+            files = []
         labels = {c.name: c for c in ClassLabel.objects.filter(dataset=job.dataset)}
         reported = time.monotonic()
         for index, staged in enumerate(files, start=1):
@@ -382,7 +428,8 @@ def import_job_run(*, job_id: Any) -> None:
         # a class folder whose files were all rejected must not leave an empty class behind
         (ClassLabel.objects.filter(dataset=job.dataset).exclude(pk__in=before)
          .exclude(pk__in=Annotation.objects.values("class_label_id")).delete())
-    report["counts"] = {"imported": report["imported"], "duplicates": len(report["duplicates"]),
+    duplicates_total = report.get("text", {}).get("duplicates", len(report["duplicates"]))
+    report["counts"] = {"imported": report["imported"], "duplicates": duplicates_total,
                         "ignored": len(report["ignored"]), "rejected": len(report["rejected"])}
     if tally.formats:
         report["detection"] = tally.as_report()
@@ -395,6 +442,32 @@ def import_job_run(*, job_id: Any) -> None:
     job_transition(ImportJob, job.pk, JobStatus.SUCCEEDED, report=report,
                    progress={"fraction": 1.0, "message": "done"})
     job_publish(ImportJob, job.pk, {"status": JobStatus.SUCCEEDED, "report": report}, force=True)
+
+
+def _import_texts(job: ImportJob, files: list[StagedFile], report: dict[str, Any]) -> bool:
+    """The rows of a text dataset's files (``sampan.datasets.text_imports``) into ``report``;
+    False when the job was cancelled or reaped meanwhile (what it added is taken back)."""
+    result = text_imports.TextImport()
+    rows = text_imports.read_rows([(f.name, f.path, f.label or job.default_label or None)
+                                   for f in files], text_imports.TextOptions.from_json(
+                                       job.options), result)
+
+    def heartbeat(done: int, total: int) -> bool:
+        return job_report_progress(ImportJob, job.pk, {
+            "fraction": done / max(total, 1), "done": done, "total": total,
+            "message": f"imported {done}/{total} texts"})
+
+    finished = text_imports.import_rows(dataset=job.dataset, job=job, rows=rows, result=result,
+                                        heartbeat=heartbeat)
+    if not finished:
+        import_job_undo(job.pk)
+        return False
+    text_report = result.report()
+    report["imported"] += text_report.pop("imported")
+    report["duplicates"].extend(text_report.pop("duplicates"))
+    report["rejected"].extend(text_report.pop("rejected"))
+    report.update(text_report)
+    return True
 
 
 def _import_fail(job: ImportJob, message: str, report: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from sampan.core.models import BaseModel, Job
 class TaskType(models.TextChoices):
     IMAGE_CLASSIFICATION = "image_classification"
     OBJECT_DETECTION = "object_detection"
+    TEXT_CLASSIFICATION = "text_classification"
 
 
 class Split(models.TextChoices):
@@ -66,7 +67,10 @@ class ClassLabel(BaseModel):
 
 
 class Sample(BaseModel):
-    """One image, decoded and normalised by the one image rule, stored once by content hash.
+    """One image, decoded and normalised by the one image rule, stored once by content hash; or,
+    in a text classification dataset, one text (``text``, stored whole; ``file`` empty, ``width``
+    and ``height`` 0; ``content_sha256`` the sha256 of its normalised UTF-8 bytes:
+    ``sampan.datasets.text_imports``).
 
     ``file`` is a storage name (``sampan.core.storage``: relative to MEDIA_ROOT, or a key in the
     bucket); ``width`` and ``height`` (px) are those of the upright image.
@@ -88,6 +92,7 @@ class Sample(BaseModel):
     source = models.CharField(max_length=32, default="upload")  # upload | device
     no_objects = models.BooleanField(default=False)
     uncertainty = models.FloatField(null=True, blank=True)
+    text = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -188,6 +193,8 @@ class ImportJob(Job):
     staging_dir = models.CharField(max_length=500)
     default_label = models.CharField(max_length=200, blank=True, default="")
     report = models.JSONField(default=dict, blank=True)
+    #: how tables are read into a text dataset (``text_imports.TextOptions``)
+    options = models.JSONField(default=dict, blank=True)
 
 
 class DatasetVersion(BaseModel):

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ManifestError, ModelLoadError
@@ -40,6 +41,10 @@ from sampan.accounts.lifecycle import ensure_active
 log = logging.getLogger(__name__)
 
 ACTIVE = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING)
+#: why an image has no suggestions (the report's ``failed``, stored in English and read in the
+#: request's language: sampan.datasets.report_texts; or the image's own ImageDecodeError)
+IMAGE_FILE_MISSING = gettext_noop("the image file is missing from the storage")
+
 #: seconds between progress writes (each is also the heartbeat the reaper reads)
 PROGRESS_EVERY_S = 1.0
 #: images named in the report's ``failed`` list; ``counts`` has them all
@@ -221,7 +226,7 @@ class _Run:
         try:
             rows, uncertainty = self.predict(sample, shared_storage.read_bytes(sample.file))
         except FileNotFoundError:
-            self.fail(sample, "the image file is missing from the storage")
+            self.fail(sample, IMAGE_FILE_MISSING)
             return
         except ImageDecodeError as exc:
             self.fail(sample, str(exc))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import (Count, Exists, F, IntegerField, OuterRef, Prefetch, QuerySet,
-                              Subquery, Sum)
+from django.db.models import (Count, Exists, F, IntegerField, OuterRef, Prefetch, Q,
+                              QuerySet, Subquery, Sum)
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
@@ -55,12 +57,17 @@ def _with_labels(queryset: QuerySet[Sample]) -> QuerySet[Sample]:
 
 def sample_list(*, dataset: Dataset, label: str | None = None, unlabeled: bool = False,
                 no_objects: bool = False, split_version: DatasetVersion | None = None,
-                split: str | None = None, ordering: str = "created_at") -> QuerySet[Sample]:
+                split: str | None = None, ordering: str = "created_at",
+                search: str = "") -> QuerySet[Sample]:
     """Samples of a dataset with their annotations and suggestions; filter by class label name,
     unlabeled (no annotation and not checked "no objects"), checked "no objects" (background
     images), or the split of a dataset version. ``ordering``: ``created_at`` (oldest first) or
-    ``-uncertainty`` (most uncertain first, samples no model looked at last, then oldest)."""
+    ``-uncertainty`` (most uncertain first, samples no model looked at last, then oldest).
+    ``search``: only samples whose text or original name holds it (case-insensitive; NFC)."""
     queryset = _with_labels(dataset.samples.all())
+    if search:
+        wanted = unicodedata.normalize("NFC", search)
+        queryset = queryset.filter(Q(text__icontains=wanted) | Q(original_name__icontains=wanted))
     if label:
         queryset = queryset.filter(annotations__class_label__name=label).distinct()
     if unlabeled:

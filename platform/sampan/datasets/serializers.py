@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+
 import math
 from typing import Any
 
@@ -12,6 +14,7 @@ from sampan.core.stored_text import StoredTextField
 from sampan.core.validation import NameField, TextField
 from sampan.datasets.etags import annotations_etag
 from sampan.datasets.models import Split, TaskType
+from sampan.datasets.report_texts import ImportReportField, PrelabelReportField, VersionFlagsField
 from sampan.datasets.selectors import SAMPLE_ORDERINGS, dataset_version_pixels
 from sampan.datasets.versions import DEFAULT_TEST_FRACTION, DEFAULT_VAL_FRACTION
 from sampan.training.budget import minimum_budget_s
@@ -98,6 +101,10 @@ class SuggestionOutput(serializers.Serializer):
     model_version_id = serializers.UUIDField()
 
 
+#: a sample's text in a list is cut to this many characters (a 1 MB text is stored whole)
+SHOWN_TEXT_CHARS = 10_000
+
+
 class SampleOutput(serializers.Serializer):
     id = serializers.UUIDField()
     dataset_id = serializers.UUIDField()
@@ -108,6 +115,12 @@ class SampleOutput(serializers.Serializer):
     source = serializers.CharField()
     created_at = serializers.DateTimeField()
     image_url = serializers.SerializerMethodField()
+    text = serializers.SerializerMethodField(
+        help_text=f"Text classification: the text (NFC), its first {SHOWN_TEXT_CHARS} "
+                  "characters; empty for an image.")
+    text_length = serializers.SerializerMethodField(
+        help_text="Text classification: the whole text's length in characters (0 for an "
+                  "image); longer than text's when text was cut.")
     annotations = AnnotationOutput(many=True, source="annotations.all")
     no_objects = serializers.BooleanField(
         help_text="Object detection: checked, the image holds nothing to box (a background "
@@ -126,8 +139,16 @@ class SampleOutput(serializers.Serializer):
                   "write of them. Send it as If-Match: \"<etag>\" with a label or boxes write, "
                   "and a write made meanwhile by someone else is refused with 412.")
 
-    def get_image_url(self, sample: Any) -> str:
+    def get_image_url(self, sample: Any) -> str | None:
+        if not sample.file:  # a text
+            return None
         return f"/api/v1/projects/{sample.dataset.project_id}/samples/{sample.pk}/image/"
+
+    def get_text(self, sample: Any) -> str:
+        return str(sample.text[:SHOWN_TEXT_CHARS])
+
+    def get_text_length(self, sample: Any) -> int:
+        return len(sample.text)
 
     def get_etag(self, sample: Any) -> str:
         # from the prefetched annotations: no query per sample in a page of the list
@@ -136,6 +157,10 @@ class SampleOutput(serializers.Serializer):
 
 class SampleListQuery(serializers.Serializer):
     label = serializers.CharField(required=False, help_text="Only samples with this class label.")
+    search = serializers.CharField(
+        required=False, allow_blank=True, max_length=200,
+        help_text="Only samples whose text (text datasets) or original file name holds this, "
+                  "case-insensitive.")
     unlabeled = serializers.BooleanField(
         required=False, default=False,
         help_text="Only samples without annotations (and not checked \"no objects\").")
@@ -224,7 +249,7 @@ class PrelabelJobOutput(serializers.Serializer):
     score_threshold = serializers.FloatField(allow_null=True)
     status = serializers.CharField()
     progress = serializers.JSONField(help_text="fraction, done, total, suggestions, message")
-    report = serializers.JSONField(
+    report = PrelabelReportField(
         help_text="model_version, samples, counts {done, suggestions, suggested_samples, "
                   "labeled_meanwhile, failed}, failed [{name, reason}], other_classes, "
                   "score_threshold, uncertainty (the rule)")
@@ -235,7 +260,40 @@ class PrelabelJobOutput(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-class ImportInput(serializers.Serializer):
+class TextOptionsInput(serializers.Serializer):
+    """How a text classification dataset reads CSV / TSV tables (ignored for images)."""
+
+    text_column = serializers.CharField(
+        required=False, allow_blank=True, max_length=200,
+        help_text="Text datasets: the column of the texts, a 1-based number or a header name; "
+                  "empty: a header column named text/content/review/文本/内容..., else the "
+                  "column with the most distinct values.")
+    label_column = serializers.CharField(
+        required=False, allow_blank=True, max_length=200,
+        help_text="Text datasets: the column of the labels (number or header name); 0: no "
+                  "labels; empty: a header column named label/class/category/标签/类别..., "
+                  "else the other column.")
+    encoding = serializers.CharField(
+        required=False, allow_blank=True, max_length=40,
+        help_text="Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: "
+                  "detected (byte-order mark, else UTF-8, else GB18030) and reported.")
+
+    def validate_encoding(self, value: str) -> str:
+        if value:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise serializers.ValidationError(
+                    _("unknown encoding %(encoding)r") % {"encoding": value}) from None
+        return value
+
+    def text_options(self) -> dict[str, str]:
+        return {key: self.validated_data[key]
+                for key in ("text_column", "label_column", "encoding")
+                if self.validated_data.get(key)}
+
+
+class ImportInput(TextOptionsInput):
     # an empty file is rejected by name in the import report (as inside a zip), not a 400 for all
     files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), min_length=1)
     label = NameField(required=False, allow_blank=True, default="",
@@ -243,7 +301,7 @@ class ImportInput(serializers.Serializer):
                                 "by an object detection dataset.")
 
 
-class ImportFromUploadInput(serializers.Serializer):
+class ImportFromUploadInput(TextOptionsInput):
     upload_id = serializers.UUIDField(
         help_text="A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in "
                   "ImageNet-folder layout (COCO, Pascal VOC or YOLO for an object detection "
@@ -257,7 +315,7 @@ class ImportJobOutput(serializers.Serializer):
     dataset_id = serializers.UUIDField()
     status = serializers.CharField()
     progress = serializers.JSONField()
-    report = serializers.JSONField()
+    report = ImportReportField()
     error = StoredTextField(help_text="Why the job failed or was cancelled, in the "
                                       "request's language where the platform wrote it.")
     created_at = serializers.DateTimeField()
@@ -287,7 +345,7 @@ class DatasetVersionOutput(serializers.Serializer):
     seed = serializers.IntegerField()
     split_fractions = serializers.JSONField()
     digest = serializers.CharField()
-    flags = serializers.JSONField()
+    flags = VersionFlagsField()
     stats = serializers.JSONField()
     note = serializers.CharField()
     created_at = serializers.DateTimeField()

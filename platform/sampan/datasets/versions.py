@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
@@ -27,6 +28,31 @@ MIN_SAMPLES_FOR_TEST = 10
 # it neglects the small class (it is 25 % or less of a two-class set), so the console points at
 # macro F1 and at labelling more of the small class; milder imbalance is common and harmless.
 CLASS_IMBALANCE_RATIO = 3.0
+
+# A version's flags: ``message`` is stored in English (a version is frozen once; the request that
+# froze it may have asked for another language) and read in the request's language
+# (sampan.datasets.report_texts); ``code`` is for programs.
+CLASS_WITHOUT_TEST_SPLIT = gettext_noop(
+    "class %(name)r has %(samples)d samples: too few for a test split (needs %(needed)d); it is "
+    "left out of the test report")
+CLASS_TOO_SMALL = gettext_noop("class %(name)r has %(samples)d sample(s): too few to appear in "
+                               "validation")
+NO_CLASS_FOR_TEST_SPLIT = gettext_noop(
+    "no class has the %(needed)d labelled samples a test split needs (the largest has "
+    "%(largest)d): this version has train and val splits only, and training reports on the "
+    "validation split")
+TEST_FRACTION_ZERO = gettext_noop(
+    "the test fraction is 0: this version has train and val splits only, and training reports "
+    "on the validation split, which also chose the model kept")
+CLASS_IMBALANCE = gettext_noop(
+    "classes are imbalanced: %(large)r has %(large_samples)d samples, %(small)r only "
+    "%(small_samples)d (%(ratio).1fx); accuracy can hide errors on the small class: look at "
+    "macro F1 and per-class recall, or label more %(small)r samples")
+#: the sentence of a class's flag, by code (``stratified_split`` says it without the class name)
+CLASS_FLAGS = {"no_test_split_for_class": CLASS_WITHOUT_TEST_SPLIT,
+               "class_too_small": CLASS_TOO_SMALL}
+FLAG_MESSAGES = (CLASS_WITHOUT_TEST_SPLIT, CLASS_TOO_SMALL, NO_CLASS_FOR_TEST_SPLIT,
+                 TEST_FRACTION_ZERO, CLASS_IMBALANCE)
 
 
 def _rank(seed: int, content_sha256: str) -> str:
@@ -72,16 +98,12 @@ def stratified_split(groups: dict[int, list[str]], *, val: float, test: float, s
                           "message": f"has {n} sample(s): too few to appear in validation"})
     if test_flags and len(test_flags) == len(groups):
         largest = max((len(h) for h in groups.values()), default=0)
-        flags.insert(0, {"code": "no_test_split", "message": (
-            f"no class has the {MIN_SAMPLES_FOR_TEST} labelled samples a test split needs (the "
-            f"largest has {largest}): this version has train and val splits only, and training "
-            "reports on the validation split")})
+        flags.insert(0, {"code": "no_test_split", "message": NO_CLASS_FOR_TEST_SPLIT % {
+            "needed": MIN_SAMPLES_FOR_TEST, "largest": largest}})
     else:
         flags = test_flags + flags
     if test <= 0 and groups:
-        flags.insert(0, {"code": "no_test_split", "message": (
-            "the test fraction is 0: this version has train and val splits only, and training "
-            "reports on the validation split, which also chose the model kept")})
+        flags.insert(0, {"code": "no_test_split", "message": TEST_FRACTION_ZERO})
     return assignment, flags
 
 
@@ -95,10 +117,9 @@ def class_imbalance_flag(counts: dict[str, int]) -> dict[str, Any] | None:
     ratio = n_large / max(n_small, 1)
     if ratio < CLASS_IMBALANCE_RATIO:
         return None
-    return {"code": "class_imbalance", "ratio": round(ratio, 2), "message": (
-        f"classes are imbalanced: {large!r} has {n_large} samples, {small!r} only {n_small} "
-        f"({ratio:.1f}x); accuracy can hide errors on the small class: look at macro F1 and "
-        f"per-class recall, or label more {small!r} samples")}
+    return {"code": "class_imbalance", "ratio": round(ratio, 2), "message": CLASS_IMBALANCE % {
+        "large": large, "large_samples": n_large, "small": small, "small_samples": n_small,
+        "ratio": ratio}}
 
 
 # The group key of background images (detection samples checked "no objects") in the split: they
@@ -141,15 +162,18 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
 
     per_sample: dict[Any, tuple[int | None, list[Annotation]]] = {}
     used: set[Any] = set()
+    # a text classifier, like an image classifier, learns one class per sample
+    classification = dataset.task_type in (TaskType.IMAGE_CLASSIFICATION,
+                                           TaskType.TEXT_CLASSIFICATION)
     for s in samples:
         anns = annotations.get(s.pk, [])
         cls = next((a.class_label_id for a in anns if a.kind == AnnotationKind.CLASS), None)
         boxes = [a for a in anns if a.kind == AnnotationKind.BOX]
-        if dataset.task_type == TaskType.IMAGE_CLASSIFICATION and cls is None:
+        if classification and cls is None:
             continue
         if dataset.task_type == TaskType.OBJECT_DETECTION and not boxes and not s.no_objects:
             continue
-        if dataset.task_type == TaskType.IMAGE_CLASSIFICATION:
+        if classification:
             boxes = []  # a classifier learns image-level labels only
         else:
             cls = None  # a detector learns boxes only
@@ -184,7 +208,9 @@ def _create(dataset: Dataset, seed: int, val: float, test: float, note: str) -> 
     for flag in flags:
         if "class_index" in flag:
             flag["class"] = labels[flag["class_index"]]
-            flag["message"] = f"class {flag['class']!r} {flag['message']}"
+            flag["message"] = CLASS_FLAGS[flag["code"]] % {
+                "name": flag["class"], "samples": len(groups[flag["class_index"]]),
+                "needed": MIN_SAMPLES_FOR_TEST}
 
     items, digest_rows, shorter_sides = [], [], []
     stats: dict[str, Any] = {"samples": 0, "pixels": 0, "splits": defaultdict(int),

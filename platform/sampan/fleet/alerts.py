@@ -32,6 +32,7 @@ import requests
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from sampan.fleet.models import Alert, AlertKind, AlertRule, AlertState, Device, Telemetry
 
@@ -39,6 +40,17 @@ log = logging.getLogger(__name__)
 
 #: seconds a webhook may take
 WEBHOOK_TIMEOUT_S = 5.0
+
+# An alert's ``message``, stored in English: the notifications (webhook, e-mail) send it as
+# stored, the API reads it in the request's language (sampan.fleet.stored_texts).
+DEVICE_OFFLINE = gettext_noop("%(device)s: no heartbeat for %(minutes).0f min (rule: "
+                              "%(threshold)g min)")
+ERROR_RATE = gettext_noop("%(device)s: %(rate)s of requests failed over %(window)d min (rule: "
+                          "%(threshold)s)")
+LOW_CONFIDENCE = gettext_noop("%(device)s: mean confidence %(confidence).2f (rule: below "
+                              "%(threshold).2f)")
+P95_LATENCY = gettext_noop("%(device)s: p95 latency %(latency).1f ms (rule: %(threshold)g ms)")
+ALERT_MESSAGES = (DEVICE_OFFLINE, ERROR_RATE, LOW_CONFIDENCE, P95_LATENCY)
 
 
 def _offline_minutes(device: Device, now: datetime) -> float:
@@ -91,14 +103,16 @@ def rule_met(rule: AlertRule, value: float | None) -> bool:
 
 def _message(rule: AlertRule, device: Device, value: float) -> str:
     if rule.kind == AlertKind.DEVICE_OFFLINE:
-        return f"{device.name}: no heartbeat for {value:.0f} min (rule: {rule.threshold:g} min)"
+        return DEVICE_OFFLINE % {"device": device.name, "minutes": value,
+                                 "threshold": rule.threshold}
     if rule.kind == AlertKind.ERROR_RATE:
-        return (f"{device.name}: {value:.1%} of requests failed over {rule.window_minutes} min "
-                f"(rule: {rule.threshold:.1%})")
+        # percentages as Python writes them ("2.5%"): the template takes them as text
+        return ERROR_RATE % {"device": device.name, "rate": f"{value:.1%}",
+                             "window": rule.window_minutes, "threshold": f"{rule.threshold:.1%}"}
     if rule.kind == AlertKind.LOW_CONFIDENCE:
-        return (f"{device.name}: mean confidence {value:.2f} (rule: below "
-                f"{rule.threshold:.2f})")
-    return f"{device.name}: p95 latency {value:.1f} ms (rule: {rule.threshold:g} ms)"
+        return LOW_CONFIDENCE % {"device": device.name, "confidence": value,
+                                 "threshold": rule.threshold}
+    return P95_LATENCY % {"device": device.name, "latency": value, "threshold": rule.threshold}
 
 
 def _notify(alert: Alert, event: str) -> None:

@@ -22,8 +22,9 @@ from typing import Any
 from django.conf import settings
 from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from edge_agent.runtime import file_sha256
 from sampan.fleet.fastpath import fleet_changed_on_commit
@@ -46,6 +47,17 @@ MAX_WARMUP = 100
 #: Longest error text kept (characters).
 MAX_ERROR_CHARS = 4000
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+# A benchmark's ``error`` is stored in English, as an agent reports its own and as a worker asks
+# for it, and read in the request's language (sampan.fleet.stored_texts): the sentences the
+# platform writes. The compression worker expires what its device did not measure with the last
+# two (workers/tasks/compression.py; repeated here as msgids).
+CANCELLED_BY_REQUESTER = gettext_noop("cancelled by the requester")
+EXPIRED = gettext_noop("expired")
+NOT_MEASURED_IN_TIME = gettext_noop("not measured within the job's time budget")
+DEVICE_WENT_OFFLINE = gettext_noop("the device went offline before measuring it")
+#: what joins a benchmark's incompatibilities in its ``error``
+REASONS_SEPARATOR = "; "
 
 
 @dataclass(frozen=True)
@@ -141,7 +153,8 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
     except ValueError:
         raise ValidationFailed(_("compression_job_id must be a UUID"),
                                field="compression_job_id") from None
-    reasons = model_incompatibilities(manifest, device.known_runtime())
+    with translation.override("en"):  # stored in English whoever asks (module constants)
+        reasons = model_incompatibilities(manifest, device.known_runtime())
     now = timezone.now()
     return DeviceBenchmark.objects.create(
         project_id=device.project_id, device=device, package_dir=package_dir.rstrip("/"),
@@ -150,7 +163,8 @@ def device_benchmark_create(*, device: Device, package_dir: str, manifest: dict[
         compression_job_id=job_id,
         candidate=str(candidate)[:200],
         status=BenchmarkStatus.INCOMPATIBLE if reasons else BenchmarkStatus.PENDING,
-        error="; ".join(reasons)[:MAX_ERROR_CHARS], finished_at=now if reasons else None)
+        error=REASONS_SEPARATOR.join(reasons)[:MAX_ERROR_CHARS],
+        finished_at=now if reasons else None)
 
 
 def _close(benchmark: DeviceBenchmark, status: str, error: str) -> DeviceBenchmark:
@@ -164,13 +178,13 @@ def _close(benchmark: DeviceBenchmark, status: str, error: str) -> DeviceBenchma
 
 def device_benchmark_cancel(*, benchmark: DeviceBenchmark) -> DeviceBenchmark:
     """pending/running -> cancelled (a finished one stays as it is). Returns it as stored."""
-    return _close(benchmark, BenchmarkStatus.CANCELLED, "cancelled by the requester")
+    return _close(benchmark, BenchmarkStatus.CANCELLED, CANCELLED_BY_REQUESTER)
 
 
 def device_benchmark_expire(*, benchmark: DeviceBenchmark, reason: str) -> DeviceBenchmark:
     """pending/running -> expired with ``reason`` in ``error`` (a finished one stays as it is).
     Returns it as stored."""
-    return _close(benchmark, BenchmarkStatus.EXPIRED, reason or "expired")
+    return _close(benchmark, BenchmarkStatus.EXPIRED, reason or EXPIRED)
 
 
 def device_benchmark_report(*, device: Device, benchmark_id: Any, status: str,

@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 COMPATIBILITY_URL = "https://onnxruntime.ai/docs/reference/compatibility.html"
 
@@ -78,6 +79,23 @@ OPERATOR_MIN_ONNXRUNTIME: dict[str, tuple[str, str]] = {
 
 CPU_PROVIDER = "CPUExecutionProvider"
 
+# The reasons, in the active language when they are made; a benchmark stores them in English
+# (sampan.fleet.benchmarks) and the API reads them back in the request's (BENCHMARK_ERRORS).
+NEEDS_NEWER_ONNXRUNTIME = gettext_noop("the model needs onnxruntime >= %(needed)s; the device "
+                                       "has %(reported)s")
+OPSET_TOO_NEW = gettext_noop("the model uses ONNX opset %(opset)d; onnxruntime %(reported)s "
+                             "implements opsets up to %(max_opset)d (%(url)s)")
+IR_VERSION_TOO_NEW = gettext_noop("the model has ONNX IR version %(ir_version)d; onnxruntime "
+                                  "%(reported)s supports IR versions up to %(max_ir)d (%(url)s)")
+OPERATOR_TOO_NEW = gettext_noop("the model uses %(operator)s, which onnxruntime's CPU provider "
+                                "runs from %(since)s on; the device has %(reported)s "
+                                "(%(source)s)")
+PROVIDERS_MISSING = gettext_noop("the model needs the execution provider(s) %(missing)s; the "
+                                 "device offers %(offered)s")
+NO_PROVIDER = gettext_noop("none")
+INCOMPATIBILITIES = (NEEDS_NEWER_ONNXRUNTIME, OPSET_TOO_NEW, IR_VERSION_TOO_NEW, OPERATOR_TOO_NEW,
+                     PROVIDERS_MISSING)
+
 
 def version_tuple(text: Any) -> tuple[int, ...] | None:
     """``"1.20.1"`` -> (1, 20, 1); ``"1.17"`` -> (1, 17, 0); None when it holds no number."""
@@ -127,20 +145,18 @@ def model_incompatibilities(manifest: dict[str, Any], runtime: dict[str, Any]) -
         needed_text = manifest.get("min_onnxruntime")
         needed = version_tuple(needed_text)
         if needed is not None and have < needed:
-            reasons.append(_("the model needs onnxruntime >= %(needed)s; the device has "
-                             "%(reported)s") % {"needed": needed_text, "reported": reported})
+            reasons.append(_(NEEDS_NEWER_ONNXRUNTIME) % {"needed": needed_text,
+                                                         "reported": reported})
         support = onnx_support(have)
         if support is not None:
             max_opset, max_ir = support
             opset, ir_version = _int(onnx.get("opset")), _int(onnx.get("ir_version"))
             if opset is not None and opset > max_opset:
-                reasons.append(_("the model uses ONNX opset %(opset)d; onnxruntime "
-                                 "%(reported)s implements opsets up to %(max_opset)d (%(url)s)")
+                reasons.append(_(OPSET_TOO_NEW)
                                % {"opset": opset, "reported": reported, "max_opset": max_opset,
                                   "url": COMPATIBILITY_URL})
             if ir_version is not None and ir_version > max_ir:
-                reasons.append(_("the model has ONNX IR version %(ir_version)d; onnxruntime "
-                                 "%(reported)s supports IR versions up to %(max_ir)d (%(url)s)")
+                reasons.append(_(IR_VERSION_TOO_NEW)
                                % {"ir_version": ir_version, "reported": reported,
                                   "max_ir": max_ir, "url": COMPATIBILITY_URL})
         operators = onnx.get("operators")
@@ -149,9 +165,7 @@ def model_incompatibilities(manifest: dict[str, Any], runtime: dict[str, Any]) -
                 continue
             since, source = OPERATOR_MIN_ONNXRUNTIME[operator]
             if have < (version_tuple(since) or (0, 0, 0)):
-                reasons.append(_("the model uses %(operator)s, which onnxruntime's CPU "
-                                 "provider runs from %(since)s on; the device has %(reported)s "
-                                 "(%(source)s)")
+                reasons.append(_(OPERATOR_TOO_NEW)
                                % {"operator": operator, "since": since, "reported": reported,
                                   "source": source})
     required = onnx.get("execution_providers")
@@ -160,8 +174,7 @@ def model_incompatibilities(manifest: dict[str, Any], runtime: dict[str, Any]) -
         missing = [p for p in required if isinstance(p, str) and p not in providers
                    and p != CPU_PROVIDER]
         if missing:
-            reasons.append(_("the model needs the execution provider(s) %(missing)s; the "
-                             "device offers %(offered)s")
+            reasons.append(_(PROVIDERS_MISSING)
                            % {"missing": ", ".join(missing),
-                              "offered": ", ".join(map(str, providers)) or _("none")})
+                              "offered": ", ".join(map(str, providers)) or _(NO_PROVIDER)})
     return reasons

@@ -56,6 +56,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
@@ -75,6 +76,29 @@ MAX_ROWS = 20_000
 #: a p95 regression must also be this many ms slower: a 0.5 ms model measured at 0.8 ms is
 #: scheduling noise, not a regression (the ratio alone flags it)
 LATENCY_SLACK_MS = 2.0
+
+# What a rollout stores in English (beat writes most of it, outside any request), read in the
+# request's language (sampan.fleet.stored_texts): the regressions of a comparison (joined by
+# REASONS_SEPARATOR into a rollback's ``reason``), the other reasons, a device's ``note``.
+AGENT_RESTARTED = gettext_noop("the agent restarted %(restarts)d time(s) on the new version "
+                               "(allowed: %(allowed)d)")
+ERROR_RATE_UP = gettext_noop("error rate %(rate)s of %(requests)d requests against %(before)s "
+                             "before (allowed: +%(allowed)s)")
+LATENCY_UP = gettext_noop("p95 latency %(p95).1f ms against %(before).1f ms before (allowed: "
+                          "x%(allowed)g)")
+CONFIDENCE_DOWN = gettext_noop("mean confidence %(confidence).2f against %(before).2f before "
+                               "(allowed: -%(allowed).2f)")
+REGRESSIONS = (AGENT_RESTARTED, ERROR_RATE_UP, LATENCY_UP, CONFIDENCE_DOWN)
+REASONS_SEPARATOR = "; "
+DEVICES_FAILED = gettext_noop("%(failed)d device(s) could not run the new version: %(device)s: "
+                              "%(error)s")
+DEPLOYMENT_FAILED = gettext_noop("deployment failed")
+ROLLED_BACK_BY_HAND = gettext_noop("rolled back by hand")
+DEVICES_KEPT = gettext_noop("%(reason)s; %(kept)d device(s) ran no model before and keep this "
+                            "one")
+LEFT_BY_HAND = gettext_noop("deployed to by hand during the rollout: left it")
+CANARY_WAITING = gettext_noop("the canary has served %(requests)d of the %(needed)d requests it "
+                              "needs")
 
 
 @dataclass
@@ -148,24 +172,26 @@ def compare(rollout: Rollout, candidate: Measurement, baseline: Measurement) -> 
     rollout's thresholds (module docstring); empty when none."""
     found = []
     if candidate.restarts > rollout.max_restarts:
-        found.append(f"the agent restarted {candidate.restarts} time(s) on the new version "
-                     f"(allowed: {rollout.max_restarts})")
+        found.append(AGENT_RESTARTED % {"restarts": candidate.restarts,
+                                        "allowed": rollout.max_restarts})
     rate = candidate.error_rate
     if rate is not None and candidate.requests >= rollout.min_requests:
         before = baseline.error_rate or 0.0
         if rate - before > rollout.max_error_rate_increase:
-            found.append(f"error rate {rate:.1%} of {candidate.requests} requests against "
-                         f"{before:.1%} before (allowed: +{rollout.max_error_rate_increase:.1%})")
+            # percentages as Python writes them ("2.5%"): the template takes them as text
+            found.append(ERROR_RATE_UP % {
+                "rate": f"{rate:.1%}", "requests": candidate.requests, "before": f"{before:.1%}",
+                "allowed": f"{rollout.max_error_rate_increase:.1%}"})
     if candidate.p95_ms is not None and baseline.p95_ms:
         if candidate.p95_ms > rollout.max_latency_ratio * baseline.p95_ms \
                 and candidate.p95_ms - baseline.p95_ms > LATENCY_SLACK_MS:
-            found.append(f"p95 latency {candidate.p95_ms:.1f} ms against {baseline.p95_ms:.1f} "
-                         f"ms before (allowed: x{rollout.max_latency_ratio:g})")
+            found.append(LATENCY_UP % {"p95": candidate.p95_ms, "before": baseline.p95_ms,
+                                       "allowed": rollout.max_latency_ratio})
     if candidate.confidence is not None and baseline.confidence is not None:
         if baseline.confidence - candidate.confidence > rollout.max_confidence_drop:
-            found.append(f"mean confidence {candidate.confidence:.2f} against "
-                         f"{baseline.confidence:.2f} before (allowed: "
-                         f"-{rollout.max_confidence_drop:.2f})")
+            found.append(CONFIDENCE_DOWN % {"confidence": candidate.confidence,
+                                            "before": baseline.confidence,
+                                            "allowed": rollout.max_confidence_drop})
     return found
 
 
@@ -309,7 +335,7 @@ def _send_batch(rollout: Rollout, batch: int, user: Any) -> None:
     sending = [t for t in targets if t.device_id not in by_hand]
     for target in targets:
         if target.device_id in by_hand:
-            target.note = "deployed to by hand during the rollout: left it"
+            target.note = LEFT_BY_HAND
         else:
             target.previous_model_version_id = target.device.current_model_version_id
     created = deployment_create(project=rollout.project, user=user,
@@ -363,7 +389,7 @@ def rollout_rollback(*, rollout: Rollout, user: Any, reason: str) -> bool:
             RolloutDevice.objects.bulk_update(targets, ["rollback"])
         if kept:
             Rollout.objects.filter(pk=rollout.pk).update(
-                reason=f"{reason}; {kept} device(s) ran no model before and keep this one")
+                reason=DEVICES_KEPT % {"reason": reason, "kept": kept})
         audit_record(actor=user, action="rollout.rollback", project=rollout.project,
                      target=rollout.model_version, details={"reason": reason,
                                                             "devices": len(reached)})
@@ -378,9 +404,9 @@ def _advance(rollout: Rollout, now: datetime) -> str:
               and t.deployment.state == DeploymentState.FAILED]
     if failed:
         first = failed[0]
-        rollout_rollback(rollout=rollout, user=None, reason=(
-            f"{len(failed)} device(s) could not run the new version: {first.device.name}: "
-            f"{first.deployment.error or 'deployment failed'}"))  # type: ignore[union-attr]
+        rollout_rollback(rollout=rollout, user=None, reason=DEVICES_FAILED % {
+            "failed": len(failed), "device": first.device.name,
+            "error": first.deployment.error or DEPLOYMENT_FAILED})  # type: ignore[union-attr]
         return "rolled_back"
     candidate, baseline = measurements(rollout, now)
     regressions = compare(rollout, candidate, baseline)
@@ -388,7 +414,7 @@ def _advance(rollout: Rollout, now: datetime) -> str:
                   "regressions": regressions, "at": now.isoformat()}
     Rollout.objects.filter(pk=rollout.pk).update(comparison=comparison, updated_at=now)
     if regressions:
-        rollout_rollback(rollout=rollout, user=None, reason="; ".join(regressions))
+        rollout_rollback(rollout=rollout, user=None, reason=REASONS_SEPARATOR.join(regressions))
         return "rolled_back"
     # a device deployed to by someone else since has left the rollout
     waiting = [t for t in sent if t.deployment is not None
@@ -407,8 +433,8 @@ def _advance(rollout: Rollout, now: datetime) -> str:
         # whose requests never get counted) keeps the rollout observing until it has served
         # min_requests, or someone rolls it back
         Rollout.objects.filter(pk=rollout.pk).update(comparison={
-            **comparison, "waiting_for": f"the canary has served {candidate.requests} of the "
-                                         f"{rollout.min_requests} requests it needs"})
+            **comparison, "waiting_for": CANARY_WAITING % {"requests": candidate.requests,
+                                                           "needed": rollout.min_requests}})
         return "observing"
     if rollout.current_batch + 1 < rollout.batches:
         _send_batch(rollout, rollout.current_batch + 1, rollout.created_by)

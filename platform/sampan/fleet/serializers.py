@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
+from sampan.core.stored_text import StoredTextField
 from sampan.core.validation import NameField, TextField
 from sampan.fleet.models import (
     BENCHMARK_REPORTABLE,
@@ -21,6 +22,9 @@ from sampan.fleet.models import (
     RolloutState,
     RolloutStrategy,
 )
+from sampan.fleet.rollouts import ROLLED_BACK_BY_HAND
+from sampan.fleet.stored_texts import (ALERT_MESSAGES, BENCHMARK_ERRORS, ROLLBACK_REASONS,
+                                       ROLLOUT_NOTES, RolloutComparisonField)
 
 
 class StrictCharField(serializers.CharField):
@@ -148,7 +152,7 @@ class BenchmarkOutput(serializers.Serializer):
         "The device's figures (p50_ms, p99_ms, mean_ms, throughput_ips, load_s, "
         "peak_memory_bytes, runs, warmup, serving_p99_ms, serving_requests, onnxruntime, "
         "providers); {} until it succeeded."))
-    error = serializers.CharField()
+    error = StoredTextField(templates=BENCHMARK_ERRORS)
     created_at = serializers.DateTimeField()
     delivered_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -504,7 +508,7 @@ class AlertOutput(serializers.Serializer):
     device_name = serializers.CharField(source="device.name")
     state = serializers.ChoiceField(choices=AlertState.choices)
     value = serializers.FloatField(allow_null=True)
-    message = serializers.CharField()
+    message = StoredTextField(templates=ALERT_MESSAGES)
     started_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
     notified = serializers.JSONField(help_text="Per event, each channel's outcome.")
@@ -570,7 +574,7 @@ class RolloutInput(serializers.Serializer):
 
 
 class RolloutRollbackInput(serializers.Serializer):
-    reason = TextField(max_length=500, required=False, default="rolled back by hand",
+    reason = TextField(max_length=500, required=False, default=ROLLED_BACK_BY_HAND,
                        allow_blank=False)
 
 
@@ -583,7 +587,8 @@ class RolloutDeviceOutput(serializers.Serializer):
                                          help_text="The new version's deployment, once sent.")
     rollback = DeploymentSummaryOutput(allow_null=True, help_text=(
         "The deployment that returned the device to its previous version."))
-    note = serializers.CharField(help_text="Why the device left the rollout, if it did.")
+    note = StoredTextField(templates=ROLLOUT_NOTES,
+                           help_text="Why the device left the rollout, if it did.")
 
 
 class RolloutOutput(serializers.Serializer):
@@ -592,7 +597,7 @@ class RolloutOutput(serializers.Serializer):
     strategy = serializers.ChoiceField(choices=RolloutStrategy.choices)
     tag = serializers.CharField()
     state = serializers.ChoiceField(choices=RolloutState.choices)
-    reason = serializers.CharField(help_text="Why it was rolled back.")
+    reason = StoredTextField(templates=ROLLBACK_REASONS, help_text="Why it was rolled back.")
     devices_total = serializers.IntegerField()
     devices_running = serializers.IntegerField(
         help_text="Devices whose new-version deployment is running.")
@@ -608,7 +613,7 @@ class RolloutOutput(serializers.Serializer):
     max_confidence_drop = serializers.FloatField()
     max_restarts = serializers.IntegerField()
     min_requests = serializers.IntegerField()
-    comparison = serializers.JSONField(help_text=(
+    comparison = RolloutComparisonField(help_text=(
         "The last comparison: {candidate, baseline} each {devices, samples, requests, errors, "
         "error_rate, restarts, p95_ms, confidence}, regressions (sentences), at."))
     created_by = serializers.CharField(source="created_by.username", allow_null=True,

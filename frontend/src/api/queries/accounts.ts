@@ -1,4 +1,4 @@
-// The signed-in user's API tokens, user accounts made by staff, and a project's audit log.
+// The signed-in user's API tokens and own activity, user accounts made by staff, and a project's audit log.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 
 import { api, type Schemas } from "../client";
@@ -12,6 +12,7 @@ export type AuditEvent = Schemas["AuditEventOutput"];
 
 export const accountKeys = {
   tokens: ["auth", "tokens"] as const,
+  myAudit: ["auth", "me", "audit"] as const,
   audit: (projectId: string) => ["projects", projectId, "audit"] as const,
 };
 
@@ -28,7 +29,8 @@ export function useCreateToken() {
   const queryClient = useQueryClient();
   return useMutation({
     mutationFn: async (body: Schemas["TokenInputRequest"]) => unwrap(await api().POST("/api/v1/auth/tokens/", { body })),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: accountKeys.tokens }),
+    onSuccess: () =>
+      Promise.all([queryClient.invalidateQueries({ queryKey: accountKeys.tokens }), queryClient.invalidateQueries({ queryKey: accountKeys.myAudit })]),
   });
 }
 
@@ -37,7 +39,8 @@ export function useRevokeToken() {
   return useMutation({
     mutationFn: async (tokenId: string) =>
       unwrap(await api().DELETE("/api/v1/auth/tokens/{token_id}/", { params: { path: { token_id: tokenId } } })),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: accountKeys.tokens }),
+    onSuccess: () =>
+      Promise.all([queryClient.invalidateQueries({ queryKey: accountKeys.tokens }), queryClient.invalidateQueries({ queryKey: accountKeys.myAudit })]),
   });
 }
 
@@ -62,6 +65,16 @@ export function useAuditLog(projectId: string, page: number, pageSize: number, a
           params: { path: { project_id: projectId }, query: { page, page_size: pageSize, ...(action ? { action } : {}) } },
         }),
       ),
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** One page of the caller's own events of no project (tokens created and revoked, sign-ins and
+ * failed tries, the account created), newest first. */
+export function useMyActivity(page: number, pageSize: number) {
+  return useQuery({
+    queryKey: [...accountKeys.myAudit, page, pageSize],
+    queryFn: async () => unwrap(await api().GET("/api/v1/auth/me/audit/", { params: { query: { page, page_size: pageSize } } })),
     placeholderData: keepPreviousData,
   });
 }

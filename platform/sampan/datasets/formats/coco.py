@@ -18,6 +18,7 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
+from django.utils.translation import gettext_noop
 from pycocotools.coco import COCO
 
 from sampan.datasets.archives import normalise_label
@@ -26,6 +27,30 @@ from sampan.datasets.formats.common import (DetectionRead, ImageAnnotations, Ima
                                             split_of_path)
 
 COCO_KEYS = ("images", "annotations", "categories")
+
+# What the import report says of a COCO file (stored in English, read in the request's language:
+# sampan.datasets.report_texts): warnings, why an annotation is skipped, why an image is missing
+CATEGORY_WITHOUT_ID = gettext_noop("%(file)s: categories[%(position)d] has no usable id; "
+                                   "ignored")
+CATEGORY_TWICE = gettext_noop("%(file)s: category id %(id)s is listed twice; the first "
+                              "(%(name)r) is kept")
+CATEGORY_NAME_REFUSED = gettext_noop("%(file)s: category id %(id)s: %(error)s; its annotations "
+                                     "are skipped")
+IMAGE_WITHOUT_ID = gettext_noop("%(file)s: images[%(position)d] has no usable id or file_name; "
+                                "ignored")
+IMAGE_TWICE = gettext_noop("%(file)s: image id %(id)s is listed twice (%(first)r, %(second)r); "
+                           "the first is kept")
+LISTED_AGAIN = gettext_noop("%(image)s is listed again in %(file)s (image id %(id)s); its first "
+                            "listing is kept, these %(boxes)d box(es) are not")
+NOT_AN_OBJECT = gettext_noop("not a JSON object")
+IMAGE_ID_UNKNOWN = gettext_noop("image_id %(id)r is not in images")
+CATEGORY_ID_UNKNOWN = gettext_noop("category_id %(id)r is not in categories")
+CROWD_REGION = gettext_noop("a crowd region (iscrowd: 1), not an object box")
+BBOX_NOT_XYWH = gettext_noop("bbox is not [x, y, width, height]")
+BBOX_NOT_FINITE = gettext_noop("bbox %(bbox)r holds a value that is not a finite number")
+BBOX_NEGATIVE = gettext_noop("bbox %(bbox)r has a negative width or height")
+LISTED_BUT = gettext_noop("listed in %(file)s (image id %(id)s, %(boxes)d box(es)) but "
+                          "%(problem)s")
 
 
 def is_coco(data: Any) -> bool:
@@ -51,30 +76,30 @@ def _categories(path: str, data: dict[str, Any], read: DetectionRead
     for position, category in enumerate(data["categories"]):
         cid = _key(category.get("id")) if isinstance(category, dict) else None
         if cid is None:
-            read.warnings.append(f"{path}: categories[{position}] has no usable id; ignored")
+            read.warnings.append(CATEGORY_WITHOUT_ID % {"file": path, "position": position})
             continue
         if cid in names:
-            read.warnings.append(f"{path}: category id {cid} is listed twice; the first "
-                                 f"({names[cid]!r}) is kept")
+            read.warnings.append(CATEGORY_TWICE % {"file": path, "id": cid,
+                                                   "name": names[cid]})
             continue
         try:
             names[cid] = normalise_label(str(category.get("name", "")))
         except ValueError as exc:
-            read.warnings.append(f"{path}: category id {cid}: {exc}; its annotations are "
-                                 "skipped")
+            read.warnings.append(CATEGORY_NAME_REFUSED % {"file": path, "id": cid,
+                                                          "error": exc})
     return names
 
 
 def _box(annotation: dict[str, Any]) -> tuple[tuple[float, float, float, float] | None, str]:
     bbox = annotation.get("bbox")
     if not isinstance(bbox, list) or len(bbox) != 4:
-        return None, "bbox is not [x, y, width, height]"
+        return None, BBOX_NOT_XYWH
     values = [number(v) if not isinstance(v, str) else None for v in bbox]
     if any(v is None for v in values):
-        return None, f"bbox {bbox!r} holds a value that is not a finite number"
+        return None, BBOX_NOT_FINITE % {"bbox": bbox}
     x, y, w, h = (float(v) for v in values)  # type: ignore[arg-type]
     if w < 0 or h < 0:
-        return None, f"bbox {bbox!r} has a negative width or height"
+        return None, BBOX_NEGATIVE % {"bbox": bbox}
     return (x, y, x + w, y + h), ""
 
 
@@ -103,11 +128,11 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
         iid = _key(image.get("id")) if isinstance(image, dict) else None
         name = image.get("file_name") if isinstance(image, dict) else None
         if iid is None or not isinstance(name, str) or not name.strip():
-            read.warnings.append(f"{path}: images[{position}] has no usable id or file_name; "
-                                 "ignored")
+            read.warnings.append(IMAGE_WITHOUT_ID % {"file": path, "position": position})
         elif iid in images:
-            read.warnings.append(f"{path}: image id {iid} is listed twice ("
-                                 f"{images[iid]['file_name']!r}, {name!r}); the first is kept")
+            read.warnings.append(IMAGE_TWICE % {"file": path, "id": iid,
+                                                "first": images[iid]["file_name"],
+                                                "second": name})
         else:
             images[iid] = {"id": iid, "file_name": name, "width": image.get("width"),
                            "height": image.get("height")}
@@ -115,21 +140,21 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
     skipped: dict[int | str, int] = {}  # image id -> its annotations that were skipped
     for position, annotation in enumerate(data["annotations"]):
         if not isinstance(annotation, dict):
-            read.skip(f"{path} annotations[{position}]", "not a JSON object")
+            read.skip(f"{path} annotations[{position}]", NOT_AN_OBJECT)
             continue
         aid = _key(annotation.get("id"))
         ref = (f"{path} annotation id {aid}" if aid is not None
                else f"{path} annotations[{position}] (no id)")
         iid, cid = _key(annotation.get("image_id")), _key(annotation.get("category_id"))
         if iid is None or iid not in images:
-            read.skip(ref, f"image_id {annotation.get('image_id')!r} is not in images")
+            read.skip(ref, IMAGE_ID_UNKNOWN % {"id": annotation.get("image_id")})
             continue
         if cid is None or cid not in categories:
-            read.skip(ref, f"category_id {annotation.get('category_id')!r} is not in categories")
+            read.skip(ref, CATEGORY_ID_UNKNOWN % {"id": annotation.get("category_id")})
             skipped[iid] = skipped.get(iid, 0) + 1
             continue
         if annotation.get("iscrowd") in (1, True):
-            read.skip(ref, "a crowd region (iscrowd: 1), not an object box")
+            read.skip(ref, CROWD_REGION)
             skipped[iid] = skipped.get(iid, 0) + 1
             continue
         box, problem = _box(annotation)
@@ -153,12 +178,12 @@ def _read_file(path: str, data: dict[str, Any], categories: dict[int | str, str]
         shown = entry["file_name"]
         found, problem = index.find(shown, near=(folder, parent(folder)))
         if found is None:
-            read.missing_images.append({"name": shown, "reason": (
-                f"listed in {path} (image id {iid}, {len(boxes)} box(es)) but {problem}")})
+            read.missing_images.append({"name": shown, "reason": LISTED_BUT % {
+                "file": path, "id": iid, "boxes": len(boxes), "problem": problem}})
             continue
         if read.images.get(found, ImageAnnotations()).annotated:
-            read.warnings.append(f"{found} is listed again in {path} (image id {iid}); its "
-                                 f"first listing is kept, these {len(boxes)} box(es) are not")
+            read.warnings.append(LISTED_AGAIN % {"image": found, "file": path, "id": iid,
+                                                 "boxes": len(boxes)})
             continue
         width, height = number(entry["width"]), number(entry["height"])
         declared = (int(width), int(height)) if width and height and width > 0 and height > 0 \

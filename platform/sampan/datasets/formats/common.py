@@ -38,6 +38,15 @@ NO_ANNOTATIONS = gettext_noop(
     "labels/<split>/*.txt and data.yaml naming the classes). A zip of one folder per class is "
     "for image classification datasets; plain images (not zipped) import unlabeled.")
 
+# Why an annotation file's reference finds no image (inside the import report's reasons, stored
+# in English and read in the request's language: sampan.datasets.report_texts)
+NO_FILE_NAME = gettext_noop("no file name")
+NOT_IN_THE_ZIP = gettext_noop("not in the zip")
+MATCHES_SEVERAL = gettext_noop("matches %(count)d images in the zip (%(names)s)")
+#: why an XML file is not read (a skipped annotation file's reason)
+XML_REFUSED = gettext_noop("XML with a DOCTYPE or ENTITY declaration is refused (entities are "
+                           "never expanded)")
+
 
 @dataclass(frozen=True)
 class AnnotationLimits:
@@ -180,7 +189,7 @@ class ImageIndex:
                 return below[0], None
         shown = ", ".join(sorted(candidates)[:SHOWN_CANDIDATES])
         more = "" if len(candidates) <= SHOWN_CANDIDATES else ", ..."
-        return None, f"matches {len(candidates)} images in the zip ({shown}{more})"
+        return None, MATCHES_SEVERAL % {"count": len(candidates), "names": shown + more}
 
     def find(self, reference: str, *, near: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
         """(path in the zip, None) of the image ``reference`` names (a file name, a relative
@@ -192,14 +201,14 @@ class ImageIndex:
         ref = ref.lstrip("/")
         base = ref.rpartition("/")[2]
         if not base:
-            return None, "no file name"
+            return None, NO_FILE_NAME
         by_base = self._by_base.get(base, [])
         exact = [p for p in by_base if p == ref or p.endswith("/" + ref)]
         if exact:
             return self._pick(exact, near)
         candidates = by_base or self._by_folded.get(base.casefold(), [])
         if not candidates:
-            return None, "not in the zip"
+            return None, NOT_IN_THE_ZIP
         if len(candidates) > 1:  # the most trailing folders in common with the reference win
             wanted = ref.casefold().split("/")[::-1]
             shared = {c: _common_prefix(c.casefold().split("/")[::-1], wanted)
@@ -213,7 +222,7 @@ class ImageIndex:
         ``a.jpg``), as :meth:`find`."""
         candidates = self._by_stem.get(stem, [])
         if not candidates:
-            return None, "not in the zip"
+            return None, NOT_IN_THE_ZIP
         return self._pick(candidates, near)
 
 
@@ -230,8 +239,7 @@ def parse_xml(data: bytes) -> ElementTree.Element:
     parser = expat.ParserCreate()
 
     def refuse(*_: Any) -> None:
-        raise RefusedXml("XML with a DOCTYPE or ENTITY declaration is refused (entities are "
-                         "never expanded)")
+        raise RefusedXml(XML_REFUSED)
 
     parser.StartDoctypeDeclHandler = refuse
     parser.EntityDeclHandler = refuse

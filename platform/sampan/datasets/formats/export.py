@@ -9,6 +9,9 @@ which marks the reasons ``folder_name_problem`` gives for translation).
   ``data.yaml``;
 - ``imagenet`` (classification): ``<split>/<class>/<name>.png`` (what
   ``sampan.datasets.archives`` reads as the split layout).
+- ``csv`` (text classification): one ``<dataset>-v<n>.csv``, UTF-8 with a byte-order mark (so
+  that Excel shows Chinese), columns ``text,label,split`` (what the text import reads back):
+  ``sampan.datasets.text_export``.
 
 Images are the stored, upright, EXIF-free PNGs, so coordinates need no turn on the way back in.
 Detection exports carry ``sampan.json`` (``EXPORT_SCHEMA``: dataset, version, digest, format,
@@ -33,8 +36,9 @@ from sampan.datasets.formats.reader import EXPORT_SCHEMA
 from sampan.datasets.formats.zipstream import ZipStream
 
 FORMATS_BY_TASK = {"image_classification": ("imagenet",),
-                   "object_detection": ("coco", "voc", "yolo")}
-ALL_FORMATS = ("coco", "voc", "yolo", "imagenet")
+                   "object_detection": ("coco", "voc", "yolo"),
+                   "text_classification": ("csv",)}
+ALL_FORMATS = ("coco", "voc", "yolo", "imagenet", "csv")
 SPLITS = ("train", "val", "test")
 COCO_FOLDERS = {"train": "train", "val": "valid", "test": "test"}
 ANNOTATIONS_FILE = "_annotations.coco.json"

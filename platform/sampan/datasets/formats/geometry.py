@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
 from PIL import Image
 
 from sampan.datasets.formats.common import ImageAnnotations
@@ -24,6 +25,18 @@ ORIENTATION_TAG = 0x0112  # EXIF Orientation (TIFF/EP, JEITA CP-3451)
 DECIMALS = 3  # stored coordinates are rounded to 1/1000 px: xywh and xyxy then give equal boxes
 _CLIP_EPSILON = 1e-6  # px; a box this little outside the image is not counted as clipped
 _PILLOW_FORMATS = ["JPEG", "PNG", "GIF", "BMP", "WEBP", "TIFF"]
+
+# Why a box is skipped, and the note on an image whose stated size is neither of its own (the
+# import report's, stored in English: sampan.datasets.report_texts reads them back)
+ZERO_SIZE_BOX = gettext_noop("zero width or height: box (%(x1)s, %(y1)s, %(x2)s, %(y2)s) px, "
+                             "xyxy")
+BOX_OUTSIDE = gettext_noop("outside the %(width)sx%(height)s px image (no area left after "
+                           "clipping): box (%(x1)s, %(y1)s, %(x2)s, %(y2)s) px, xyxy")
+BOX_TOO_NARROW = gettext_noop("narrower than %(least)s px inside the %(width)sx%(height)s px "
+                              "image: box (%(x1)s, %(y1)s, %(x2)s, %(y2)s) px, xyxy")
+SIZE_DIFFERS = gettext_noop("%(image)s: the annotations say %(stated_width)sx%(stated_height)s "
+                            "px, the image is %(width)sx%(height)s; boxes were read as pixels "
+                            "of the image")
 
 
 @dataclass(frozen=True)
@@ -96,8 +109,9 @@ def place_boxes(annotations: ImageAnnotations, frame: Frame, shown: str) -> Plac
             width, height = frame.upright_size
             turned = Frame(width, height, 1)
         elif declared != frame.upright_size:
-            warning = (f"{shown}: the annotations say {declared[0]}x{declared[1]} px, the image "
-                       f"is {width}x{height}; boxes were read as pixels of the image")
+            warning = SIZE_DIFFERS % {"image": shown, "stated_width": declared[0],
+                                      "stated_height": declared[1], "width": width,
+                                      "height": height}
     placement = Placement([], [], warning=warning)
     for box in annotations.boxes:
         x1, y1, x2, y2 = box.x1, box.y1, box.x2, box.y2
@@ -106,14 +120,15 @@ def place_boxes(annotations: ImageAnnotations, frame: Frame, shown: str) -> Plac
         cx1, cy1 = min(max(x1, 0.0), width), min(max(y1, 0.0), height)
         cx2, cy2 = min(max(x2, 0.0), width), min(max(y2, 0.0), height)
         if round(cx2 - cx1, DECIMALS) <= 0 or round(cy2 - cy1, DECIMALS) <= 0:
+            values = {"x1": _px(x1), "y1": _px(y1), "x2": _px(x2), "y2": _px(y2),
+                      "width": width, "height": height, "least": f"{10 ** -DECIMALS:g}"}
             if x2 - x1 <= 0 or y2 - y1 <= 0:
-                why = "zero width or height"
+                why = ZERO_SIZE_BOX
             elif cx2 - cx1 <= 0 or cy2 - cy1 <= 0:
-                why = f"outside the {width}x{height} px image (no area left after clipping)"
+                why = BOX_OUTSIDE
             else:
-                why = f"narrower than {10 ** -DECIMALS:g} px inside the {width}x{height} px image"
-            placement.skipped.append((box.ref, f"{why}: box ({_px(x1)}, {_px(y1)}, {_px(x2)}, "
-                                               f"{_px(y2)}) px, xyxy"))
+                why = BOX_TOO_NARROW
+            placement.skipped.append((box.ref, why % values))
             continue
         if max(abs(cx1 - x1), abs(cy1 - y1), abs(cx2 - x2), abs(cy2 - y2)) > _CLIP_EPSILON:
             placement.clipped += 1

@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree import ElementTree
 
+from django.utils.translation import gettext_noop
+
 from edge_agent.imaging import ImageDecodeError, sniff_format
 from sampan.datasets.archives import ExtractedFile, normalise_label
 from sampan.datasets.formats import common, coco, voc, yolo
@@ -27,6 +29,30 @@ EXPORT_SCHEMA = "sampan.dataset-export/1"
 ANNOTATION_SUFFIXES = {".json", ".xml", ".txt", ".yaml", ".yml", ".names"}
 MAX_EXPORT_LABELS = 10_000
 _HEAD_BYTES = 64
+
+# What the import report says of the zip's files (stored in English, read in the request's
+# language: sampan.datasets.report_texts): why a file is not used, and the warnings
+NOT_IMAGE_OR_ANNOTATION = gettext_noop("not an image or an annotation file")
+NOT_READABLE_JSON = gettext_noop("not readable JSON: %(error)s")
+JSON_NOT_COCO = gettext_noop("JSON that is not COCO instances (needs images, annotations and "
+                             "categories lists)")
+XML_NOT_VOC = gettext_noop("XML that is not a Pascal VOC annotation (root element "
+                           "<annotation>)")
+READ_AS_COCO = gettext_noop("annotations of another format: this zip was read as COCO")
+WHOLE_FILE = gettext_noop("the whole file: %(problem)s")
+NOT_VOC_OR_IMAGE_SET = gettext_noop("not a Pascal VOC annotation or image set")
+READ_AS_VOC = gettext_noop("annotations of another format: this zip was read as Pascal VOC")
+CLASSES_NAMED_BY = gettext_noop("not used: %(file)s names the classes")
+YAML_WITHOUT_NAMES = gettext_noop("YAML without class names")
+LABEL_WITHOUT_IMAGE = gettext_noop("a label file with no image of the same name (looked for it "
+                                   "under images/ and beside the file)")
+TEXT_NOT_YOLO = gettext_noop("a text file that is not a YOLO label file (no image of the same "
+                             "name)")
+EXPORT_LABELS_NOT_LIST = gettext_noop("%(file)s: labels is not a list of class names; ignored")
+EXPORT_LABEL_REFUSED = gettext_noop("%(file)s: %(error)s; its class order is ignored")
+CLASSES_BY_ID = gettext_noop("no data.yaml or classes.txt: classes are named by their ids "
+                             "(0, 1, ...)")
+CLASSES_WITHOUT_BOXES = gettext_noop("classes without any box are not created: %(classes)s")
 
 
 def could_hold_annotations(names: list[str]) -> bool:
@@ -67,12 +93,12 @@ def _export_source(path: str, data: dict[str, Any], read: DetectionRead) -> None
     labels = data.get("labels")
     if not isinstance(labels, list) or len(labels) > MAX_EXPORT_LABELS \
             or not all(isinstance(label, str) for label in labels):
-        read.warnings.append(f"{path}: labels is not a list of class names; ignored")
+        read.warnings.append(EXPORT_LABELS_NOT_LIST % {"file": path})
         return
     try:
         ordered = [normalise_label(label) for label in labels]
     except ValueError as exc:
-        read.warnings.append(f"{path}: {exc}; its class order is ignored")
+        read.warnings.append(EXPORT_LABEL_REFUSED % {"file": path, "error": exc})
         return
     read.source = {"path": path, "labels": ordered,
                    **{k: data[k] for k in ("dataset", "version", "format", "digest")
@@ -100,7 +126,7 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
         kinds.setdefault(_kind(member.name, member.local_path), []).append(member.name)
     images = kinds.get("image", [])
     read = DetectionRead(format="")
-    ignored: list[tuple[str, str]] = [(n, "not an image or an annotation file")
+    ignored: list[tuple[str, str]] = [(n, NOT_IMAGE_OR_ANNOTATION)
                                       for n in kinds.get("other", [])]
 
     coco_files: list[tuple[str, dict[str, Any]]] = []
@@ -110,7 +136,7 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:
             # json.JSONDecodeError says "Expecting ... : line 3 column 5 (char 41)"
-            ignored.append((name, f"not readable JSON: {str(exc)[:200]}"))
+            ignored.append((name, NOT_READABLE_JSON % {"error": str(exc)[:200]}))
             continue
         if coco.is_coco(data):
             coco_files.append((name, data))
@@ -118,8 +144,7 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
                 and read.source is None:
             _export_source(name, data, read)
         else:
-            ignored.append((name, "JSON that is not COCO instances (needs images, annotations "
-                                  "and categories lists)"))
+            ignored.append((name, JSON_NOT_COCO))
     voc_files: list[tuple[str, ElementTree.Element]] = []
     broken_xml: list[tuple[str, str]] = []
     for name in kinds.get("xml", []):
@@ -129,8 +154,7 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
         elif problem is not None:
             broken_xml.append((name, problem))
         else:
-            ignored.append((name, "XML that is not a Pascal VOC annotation (root element "
-                                  "<annotation>)"))
+            ignored.append((name, XML_NOT_VOC))
     texts = {n: local[n] for n in kinds.get("text", [])}
     yamls = kinds.get("yaml", [])
 
@@ -139,19 +163,16 @@ def read_detection_archive(members: list[ExtractedFile], rejected: list[tuple[st
         read.format = "coco"
         classes = coco.read_coco(coco_files, index, read)
         others = [*(n for n, _ in voc_files), *(n for n, _ in broken_xml), *texts, *yamls]
-        ignored.extend((n, "annotations of another format: this zip was read as COCO")
-                       for n in others)
+        ignored.extend((n, READ_AS_COCO) for n in others)
     elif voc_files or broken_xml:
         read.format = "voc"
         lists = [(n, texts[n]) for n in texts if "ImageSets" in n.split("/")[:-1]]
         splits, used_lists = voc.image_sets(lists, limits, read)
         for name, problem in broken_xml:
-            read.skip(name, f"the whole file: {problem}")
+            read.skip(name, WHOLE_FILE % {"problem": problem})
         classes = voc.read_voc(voc_files, index, read, splits)
-        ignored.extend((n, "not a Pascal VOC annotation or image set") for n in texts
-                       if n not in used_lists)
-        ignored.extend((n, "annotations of another format: this zip was read as Pascal VOC")
-                       for n in yamls)
+        ignored.extend((n, NOT_VOC_OR_IMAGE_SET) for n in texts if n not in used_lists)
+        ignored.extend((n, READ_AS_VOC) for n in yamls)
     else:
         classes = _read_yolo_zip(images, texts, yamls, local, limits, read, ignored)
     for image in images:
@@ -175,13 +196,13 @@ def _read_yolo_zip(images: list[str], texts: dict[str, Path], yamls: list[str],
             if found is not None:
                 names, names_from = found, name
                 continue
-        ignored.append((name, f"not used: {names_from} names the classes" if names_from
-                        else "YAML without class names"))
+        ignored.append((name, CLASSES_NAMED_BY % {"file": names_from} if names_from
+                        else YAML_WITHOUT_NAMES))
     for name in _depth_order(class_lists):
         if names is None:
             names, names_from = yolo.names_from_list(name, local[name], limits), name
         else:
-            ignored.append((name, f"not used: {names_from} names the classes"))
+            ignored.append((name, CLASSES_NAMED_BY % {"file": names_from}))
     labelled = any(yolo.is_label_path(n) for n in texts)
     if not (paired or labelled or names is not None):
         # a JSON that could not be read is most likely the COCO file the person meant: name it
@@ -193,19 +214,15 @@ def _read_yolo_zip(images: list[str], texts: dict[str, Path], yamls: list[str],
         raise FormatError(NO_ANNOTATIONS)
     read.format = "yolo"
     if names is None:
-        read.warnings.append("no data.yaml or classes.txt: classes are named by their ids "
-                             "(0, 1, ...)")
+        read.warnings.append(CLASSES_BY_ID)
     used = yolo.read_yolo(images, texts, names, limits, read)
     for name in texts:
         if name in used or name in class_lists:
             continue
         if yolo.is_label_path(name):
-            read.missing_images.append({"name": name, "reason": (
-                "a label file with no image of the same name (looked for it under images/ "
-                "and beside the file)")})
+            read.missing_images.append({"name": name, "reason": LABEL_WITHOUT_IMAGE})
         else:
-            ignored.append((name, "a text file that is not a YOLO label file (no image of the "
-                                  "same name)"))
+            ignored.append((name, TEXT_NOT_YOLO))
     if names is not None:
         return names
     ids = {b.label for a in read.images.values() for b in a.boxes}
@@ -222,5 +239,5 @@ def _class_order(classes: list[str], read: DetectionRead) -> list[str]:
     unused = [c for c in classes if c not in used]
     if unused:
         shown = ", ".join(repr(c) for c in unused[:20]) + (", ..." if len(unused) > 20 else "")
-        read.warnings.append(f"classes without any box are not created: {shown}")
+        read.warnings.append(CLASSES_WITHOUT_BOXES % {"classes": shown})
     return [c for c in ordered if c in used]

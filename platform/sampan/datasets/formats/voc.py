@@ -20,12 +20,28 @@ from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree
 from xml.parsers import expat
 
+from django.utils.translation import gettext_noop
+
 from sampan.datasets.archives import normalise_label, sort_labels
-from sampan.datasets.formats.common import (AnnotationLimits, DetectionRead, ImageAnnotations,
-                                            ImageIndex, RefusedXml, SourceBox, number, parent,
-                                            parse_xml, read_capped, split_of_path, split_word)
+from sampan.datasets.formats.common import (NOT_IN_THE_ZIP, AnnotationLimits, DetectionRead,
+                                            ImageAnnotations, ImageIndex, RefusedXml, SourceBox,
+                                            number, parent, parse_xml, read_capped,
+                                            split_of_path, split_word)
 
 _CORNERS = ("xmin", "ymin", "xmax", "ymax")
+
+# What the import report says of a VOC file (stored in English, read in the request's language:
+# sampan.datasets.report_texts)
+NO_FILENAME = gettext_noop("no <filename>")
+DESCRIBED_BUT = gettext_noop("described by %(file)s (%(objects)d object(s)) but %(problem)s")
+DESCRIBED_AGAIN = gettext_noop("%(image)s is described again by %(file)s; the first file is "
+                               "kept")
+NO_NAME = gettext_noop("no <name>")
+NO_BNDBOX = gettext_noop("no <bndbox>")
+BNDBOX_NOT_NUMBERS = gettext_noop("<bndbox> needs numbers xmin, ymin, xmax, ymax (%(values)s)")
+CORNERS_SWAPPED = gettext_noop("xmax < xmin or ymax < ymin (%(xmin)g, %(ymin)g, %(xmax)g, "
+                               "%(ymax)g)")
+NOT_WELL_FORMED = gettext_noop("not well-formed XML: %(error)s")
 
 
 def voc_root(data: bytes) -> ElementTree.Element | None:
@@ -66,21 +82,20 @@ def read_voc(files: list[tuple[str, ElementTree.Element]], index: ImageIndex,
         folder = parent(path)
         near = (folder, f"{parent(folder)}/JPEGImages".lstrip("/"), parent(folder))
         stem = PurePosixPath(path).stem
-        found, problem = None, "no <filename>"
+        found, problem = None, NO_FILENAME
         filename = (root.findtext("filename") or "").strip()
         if filename:
             found, problem = index.find(filename, near=near)
         if found is None:
             found, by_stem = index.find_stem(stem, near=near)
-            problem = problem if by_stem == "not in the zip" else by_stem
+            problem = problem if by_stem == NOT_IN_THE_ZIP else by_stem
         boxes = _objects(path, root, read)
         if found is None:
-            read.missing_images.append({"name": filename or stem, "reason": (
-                f"described by {path} ({len(boxes)} object(s)) but {problem}")})
+            read.missing_images.append({"name": filename or stem, "reason": DESCRIBED_BUT % {
+                "file": path, "objects": len(boxes), "problem": problem}})
             continue
         if read.images.get(found, ImageAnnotations()).annotated:
-            read.warnings.append(f"{found} is described again by {path}; the first file is "
-                                 "kept")
+            read.warnings.append(DESCRIBED_AGAIN % {"image": found, "file": path})
             continue
         names.update(box.label for box in boxes)
         size = root.find("size")
@@ -103,7 +118,7 @@ def _objects(path: str, root: ElementTree.Element, read: DetectionRead) -> list[
         ref = f"{path} object #{number_}"
         raw_name = obj.findtext("name")
         if raw_name is None:
-            read.skip(ref, "no <name>")
+            read.skip(ref, NO_NAME)
             continue
         try:
             label = normalise_label(raw_name)
@@ -112,16 +127,16 @@ def _objects(path: str, root: ElementTree.Element, read: DetectionRead) -> list[
             continue
         box = obj.find("bndbox")
         if box is None:
-            read.skip(ref, "no <bndbox>")
+            read.skip(ref, NO_BNDBOX)
             continue
         values = [number(box.findtext(corner)) for corner in _CORNERS]
         if any(v is None for v in values):
             shown = ", ".join(f"{c}={box.findtext(c)!r}" for c in _CORNERS)
-            read.skip(ref, f"<bndbox> needs numbers xmin, ymin, xmax, ymax ({shown})")
+            read.skip(ref, BNDBOX_NOT_NUMBERS % {"values": shown})
             continue
         x1, y1, x2, y2 = (float(v) for v in values)  # type: ignore[arg-type]
         if x2 < x1 or y2 < y1:
-            read.skip(ref, f"xmax < xmin or ymax < ymin ({x1:g}, {y1:g}, {x2:g}, {y2:g})")
+            read.skip(ref, CORNERS_SWAPPED % {"xmin": x1, "ymin": y1, "xmax": x2, "ymax": y2})
             continue
         boxes.append(SourceBox(ref, label, x1, y1, x2, y2))
     return boxes
@@ -137,7 +152,7 @@ def parse_voc_file(path: str, local: Path, limits: AnnotationLimits
     except RefusedXml as exc:
         return None, str(exc)
     except expat.ExpatError as exc:
-        return None, f"not well-formed XML: {exc}"
+        return None, NOT_WELL_FORMED % {"error": exc}
 
 
 # ------------------------------------------------------------------------------------ out

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+from django.utils.translation import gettext_noop
 
 from sampan.datasets.archives import normalise_label
 from sampan.datasets.formats.common import (AnnotationLimits, DetectionRead, FormatError,
@@ -29,6 +30,21 @@ from sampan.datasets.formats.common import (AnnotationLimits, DetectionRead, For
 #: 1e-3 of a 640 px image is 0.64 px); boxes inside the margin are clipped to the image
 TOLERANCE = 1e-3
 CLASS_LIST_NAMES = {"classes.txt", "obj.names", "classes.names"}
+
+# Why a label file or line is skipped (the import report's, stored in English, read in the
+# request's language: sampan.datasets.report_texts)
+NOT_UTF8 = gettext_noop("not UTF-8 text; the whole file is skipped")
+FIELD_COUNT = gettext_noop("expected 5 fields (class x_center y_center width height), found "
+                           "%(count)d")
+CLASS_ID_NOT_WHOLE = gettext_noop("class id %(id)r is not a whole number")
+CLASS_ID_OUT_OF_RANGE = gettext_noop("class id %(id)d is out of range: the class names list "
+                                     "%(count)d classes (ids 0 to %(last)d)")
+CLASS_ID_WITHOUT_CLASSES = gettext_noop("class id %(id)d is out of range: the class names list "
+                                        "no class")
+COORDINATE_NOT_NUMBER = gettext_noop("a coordinate is not a number")
+VALUE_OUTSIDE = gettext_noop("value %(value)g is outside [0, 1] (YOLO coordinates are fractions "
+                             "of the image width and height)")
+NEGATIVE_SIZE = gettext_noop("negative width or height (%(width)g, %(height)g)")
 
 
 class _NamesLoader(yaml.SafeLoader):
@@ -113,7 +129,7 @@ def read_label_file(path: str, local: Path, names: list[str] | None, limits: Ann
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        read.skip(path, "not UTF-8 text; the whole file is skipped")
+        read.skip(path, NOT_UTF8)
         return []
     boxes = []
     for line_number, line in enumerate(text.splitlines(), start=1):
@@ -133,33 +149,33 @@ def _line_box(fields: list[str], names: list[str] | None
               ) -> tuple[tuple[str, float, float, float, float] | None, str]:
     polygon = len(fields) >= 7 and len(fields) % 2 == 1
     if len(fields) != 5 and not polygon:
-        return None, (f"expected 5 fields (class x_center y_center width height), found "
-                      f"{len(fields)}")
+        return None, FIELD_COUNT % {"count": len(fields)}
     try:
         as_float = float(fields[0])
     except ValueError:
         as_float = float("nan")
     if not as_float.is_integer():
-        return None, f"class id {fields[0]!r} is not a whole number"
+        return None, CLASS_ID_NOT_WHOLE % {"id": fields[0]}
     class_id = int(as_float)
     if class_id < 0 or (names is not None and class_id >= len(names)):
-        known = f"{len(names)} classes (ids 0 to {len(names) - 1})" if names else "no class"
-        return None, f"class id {class_id} is out of range: the class names list {known}"
+        if names:
+            return None, CLASS_ID_OUT_OF_RANGE % {"id": class_id, "count": len(names),
+                                                  "last": len(names) - 1}
+        return None, CLASS_ID_WITHOUT_CLASSES % {"id": class_id}
     label = names[class_id] if names is not None else str(class_id)
     try:
         values = [float(v) for v in fields[1:]]
     except ValueError:
-        return None, "a coordinate is not a number"
+        return None, COORDINATE_NOT_NUMBER
     for value in values:
         if not -TOLERANCE <= value <= 1 + TOLERANCE:  # NaN fails both
-            return None, (f"value {value:g} is outside [0, 1] (YOLO coordinates are fractions "
-                          "of the image width and height)")
+            return None, VALUE_OUTSIDE % {"value": value}
     if polygon:
         xs, ys = values[0::2], values[1::2]
         return (label, min(xs), min(ys), max(xs), max(ys)), ""
     xc, yc, w, h = values
     if w < 0 or h < 0:
-        return None, f"negative width or height ({w:g}, {h:g})"
+        return None, NEGATIVE_SIZE % {"width": w, "height": h}
     return (label, xc - w / 2, yc - h / 2, xc + w / 2, yc + h / 2), ""
 
 
