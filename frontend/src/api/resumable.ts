@@ -7,7 +7,7 @@ import { api } from "./client";
 import { csrfHeaders } from "./csrf";
 import { languageHeaders } from "./language";
 import { apiErrorFrom, networkError, unwrap } from "./errors";
-import type { ImportJob } from "./upload";
+import { textImportEntries, type ImportJob, type TextImportFields } from "./upload";
 
 export const UPLOADS_ENDPOINT = "/api/v1/uploads/";
 /** Bytes per PATCH: a cut costs at most this much again, and proxies see bounded requests. */
@@ -84,11 +84,17 @@ export async function importFromUpload(options: {
   datasetId: string;
   uploadId: string;
   label?: string;
+  /** text datasets: the columns and encoding chosen in the upload panel */
+  text?: TextImportFields;
 }): Promise<ImportJob> {
   return unwrap(
     await api().POST("/api/v1/projects/{project_id}/datasets/{dataset_id}/imports/", {
       params: { path: { project_id: options.projectId, dataset_id: options.datasetId } },
-      body: { upload_id: options.uploadId, ...(options.label ? { label: options.label } : {}) },
+      body: {
+        upload_id: options.uploadId,
+        ...(options.label ? { label: options.label } : {}),
+        ...Object.fromEntries(textImportEntries(options.text)),
+      },
     }),
   );
 }

@@ -5210,14 +5210,15 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description coco, voc or yolo for an object detection version (default coco); imagenet (one folder per class) for an image classification version (its default).
+                 * @description coco, voc or yolo for an object detection version (default coco); imagenet (one folder per class) for an image classification version (its default); csv (text,label,split) for a text classification version (its default).
                  *
                  *     * `coco` - coco
                  *     * `voc` - voc
                  *     * `yolo` - yolo
                  *     * `imagenet` - imagenet
+                 *     * `csv` - csv
                  */
-                format?: "coco" | "voc" | "yolo" | "imagenet";
+                format?: "coco" | "voc" | "yolo" | "imagenet" | "csv";
             };
             header?: never;
             path: {

@@ -9,6 +9,15 @@ type ImportsPost = paths["/api/v1/projects/{project_id}/datasets/{dataset_id}/im
 export type ImportJob = ImportsPost["responses"]["202"]["content"]["application/json"];
 type ImportForm = ImportsPost["requestBody"]["content"]["multipart/form-data"];
 
+/** How a text classification dataset reads CSV / TSV tables: optional form fields of an import
+ * (empty or absent: the server chooses). */
+export type TextImportFields = Partial<Pick<ImportForm, "text_column" | "label_column" | "encoding">>;
+
+/** The fields of `text` that are set (an empty value is the server's choice, so it is not sent). */
+export function textImportEntries(text: TextImportFields | undefined): [keyof TextImportFields, string][] {
+  return Object.entries(text ?? {}).filter((entry): entry is [keyof TextImportFields, string] => typeof entry[1] === "string" && entry[1] !== "");
+}
+
 /**
  * Django refuses a request with more files than DATA_UPLOAD_MAX_NUMBER_FILES (default 100),
  * so many loose files go up in batches of this size, one import job per batch.
@@ -30,12 +39,15 @@ export function uploadImport(options: {
   datasetId: string;
   files: File[];
   label?: ImportForm["label"];
+  /** text datasets: the columns and encoding chosen in the upload panel */
+  text?: TextImportFields;
   onProgress?: (progress: UploadProgress) => void;
   signal?: AbortSignal;
 }): Promise<ImportJob> {
   const form = new FormData();
   for (const file of options.files) form.append("files", file, file.name);
   if (options.label) form.append("label", options.label);
+  for (const [name, value] of textImportEntries(options.text)) form.append(name, value);
 
   return new Promise<ImportJob>((resolve, reject) => {
     const xhr = new XMLHttpRequest();

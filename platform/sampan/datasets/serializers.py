@@ -362,9 +362,10 @@ class DatasetVersionOutput(serializers.Serializer):
 
 class DatasetVersionExportQuery(serializers.Serializer):
     format = serializers.ChoiceField(
-        choices=["coco", "voc", "yolo", "imagenet"], required=False,
+        choices=["coco", "voc", "yolo", "imagenet", "csv"], required=False,
         help_text="coco, voc or yolo for an object detection version (default coco); imagenet "
-                  "(one folder per class) for an image classification version (its default).")
+                  "(one folder per class) for an image classification version (its default); "
+                  "csv (text,label,split) for a text classification version (its default).")
 
 
 #: sample ids one request of a version's items may name (the console asks for a page of 48)

@@ -164,7 +164,8 @@ def test_a_version_exports_as_a_csv_that_imports_back(ctx: dict[str, Any]) -> No
     run(ctx, {"v.csv": ("text,label\n" + "\n".join(rows) + "\n").encode()})
     version = ctx["client"].post(f"{ctx['base']}/datasets/{ctx['dataset']['id']}/versions/",
                                  {"split": {"val": 0.25, "test": 0.0}}, format="json").json()
-    answer = ctx["client"].get(f"{ctx['base']}/dataset-versions/{version['id']}/export/")
+    answer = ctx["client"].get(f"{ctx['base']}/dataset-versions/{version['id']}/export/",
+                               {"format": "csv"})
     assert answer.status_code == 200, answer.content[:300]
     data = b"".join(answer.streaming_content)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:

@@ -8,7 +8,7 @@ export type Dataset = Schemas["DatasetOutput"];
 export type Sample = Schemas["SampleOutput"];
 export type ImportJob = Schemas["ImportJobOutput"];
 export type TaskType = Schemas["TaskTypeEnum"];
-export const TASK_TYPES: readonly TaskType[] = ["image_classification", "object_detection"];
+export const TASK_TYPES: readonly TaskType[] = ["image_classification", "object_detection", "text_classification"];
 
 /** Job states (platform/sampan/core/jobs.py); the terminal ones end polling. */
 export const TERMINAL_JOB_STATES = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
@@ -174,6 +174,8 @@ export interface SampleFilter {
   order?: "oldest" | "uncertainty";
   version?: string;
   split?: Split;
+  /** text or original file name holds this, case-insensitive (the text list's search box) */
+  search?: string;
 }
 
 /** Samples a page: the API's largest page (platform/sampan/core/pagination.py allows up to 500). */
@@ -204,11 +206,40 @@ export function useSampleList(projectId: string, datasetId: string, filter: Samp
               ...(filter.noObjects ? { no_objects: true } : {}),
               ...(filter.order === "uncertainty" ? { ordering: "-uncertainty" as const } : {}),
               ...(filter.version && filter.split ? { version: filter.version, split: filter.split } : {}),
+              ...(filter.search ? { search: filter.search } : {}),
             },
           },
         }),
       ),
     getNextPageParam: (last, _pages, lastPageParam) => (last.next ? lastPageParam + 1 : undefined),
+    placeholderData: keepPreviousData,
+  });
+}
+
+/**
+ * One page of a dataset's samples matching `filter` (the text list pages through them, 1-based
+ * `page`); the previous page stays shown while the next one loads. Under `datasetKeys.samples`,
+ * so label writes (`replaceCachedSample`) and their refetches reach it.
+ */
+export function useSamplePage(projectId: string, datasetId: string, filter: SampleFilter, page: number, pageSize: number) {
+  return useQuery({
+    queryKey: [...datasetKeys.samples(projectId, datasetId), "page", filter, page, pageSize],
+    queryFn: async () =>
+      unwrap(
+        await api().GET("/api/v1/projects/{project_id}/datasets/{dataset_id}/samples/", {
+          params: {
+            path: { project_id: projectId, dataset_id: datasetId },
+            query: {
+              page,
+              page_size: pageSize,
+              ...(filter.label ? { label: filter.label } : {}),
+              ...(filter.unlabeled ? { unlabeled: true } : {}),
+              ...(filter.order === "uncertainty" ? { ordering: "-uncertainty" as const } : {}),
+              ...(filter.search ? { search: filter.search } : {}),
+            },
+          },
+        }),
+      ),
     placeholderData: keepPreviousData,
   });
 }

@@ -11,6 +11,7 @@ import { LifecycleActions } from "../../components/LifecycleActions";
 import { EditorOnly } from "../../components/ReadOnly";
 import { PrelabelPanel } from "./PrelabelPanel";
 import { SampleGallery } from "./SampleGallery";
+import { TextSampleList } from "./TextSampleList";
 import { UploadPanel } from "./UploadPanel";
 import { VersionsPanel } from "./VersionsPanel";
 
@@ -62,7 +63,12 @@ export function DatasetPage() {
         activeKey={tab}
         onChange={(key) => setParams((p) => ({ ...Object.fromEntries(p), tab: key }), { replace: true })}
         items={[
-          { key: "samples", label: t("datasets.tabs.samples"), children: <SampleGallery projectId={projectId} dataset={d} /> },
+          {
+            key: "samples",
+            label: t("datasets.tabs.samples"),
+            // texts are a list to read and label, not a gallery of thumbnails
+            children: d.task_type === "text_classification" ? <TextSampleList projectId={projectId} dataset={d} /> : <SampleGallery projectId={projectId} dataset={d} />,
+          },
           { key: "upload", label: t("datasets.tabs.upload"), children: <UploadPanel projectId={projectId} datasetId={datasetId} /> },
           { key: "versions", label: t("datasets.tabs.versions"), children: <VersionsPanel projectId={projectId} datasetId={datasetId} /> },
         ]}

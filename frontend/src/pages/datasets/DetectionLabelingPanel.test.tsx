@@ -35,6 +35,8 @@ function sample(id: string, boxes: [string, number, number, number, number][]): 
     source: "upload",
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
+    text: "",
+    text_length: 0,
     etag: `etag-${id}`,
     no_objects: false,
     suggestions: [],

@@ -339,7 +339,7 @@ function SampleBoxesEditor(props: EditorProps) {
         {scale > 0 && (
           <Suspense fallback={<Spin />}>
             <BoxAnnotator
-              src={sample.image_url}
+              src={sample.image_url ?? ""}
               alt={sample.original_name}
               width={sample.width}
               height={sample.height}

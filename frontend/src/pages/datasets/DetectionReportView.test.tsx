@@ -57,5 +57,6 @@ describe("DetectionReportView", () => {
     expect(totalOf(partial, "skipped_annotations")).toBe(0);
     expect(exportFormatsFor("object_detection")).toEqual(["coco", "voc", "yolo"]);
     expect(exportFormatsFor("image_classification")).toEqual(["imagenet"]);
+    expect(exportFormatsFor("text_classification")).toEqual(["csv"]);
   });
 });

@@ -16,6 +16,8 @@ import { ErrorAlert } from "../../components/errors";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { detectionReportOf } from "./detectionReport";
 import { DetectionReportView } from "./DetectionReportView";
+import { TextImportReportView } from "./TextImportReportView";
+import { textReportOf } from "./textReport";
 
 /** One import job: its progress while it runs (polled every second), then its report. */
 export function ImportJobCard({ projectId, datasetId, jobId }: { projectId: string; datasetId: string; jobId: string }) {
@@ -54,6 +56,7 @@ function JobBody({ job }: { job: ImportJob }) {
   const progress = progressOf(job);
   const report = importReportOf(job);
   const detection = detectionReportOf(job.report);
+  const text = textReportOf(job.report);
 
   if (!TERMINAL_JOB_STATES.has(job.status)) {
     return (
@@ -68,8 +71,17 @@ function JobBody({ job }: { job: ImportJob }) {
   return (
     <Space orientation="vertical" style={{ width: "100%" }}>
       {job.status === "FAILED" && <Alert type="error" showIcon title={job.error} />}
-      {report && <ImportReportView imported={report.imported} duplicates={report.duplicates} ignored={report.ignored} rejected={report.rejected} />}
+      {report && (
+        <ImportReportView
+          imported={report.imported}
+          duplicates={report.duplicates}
+          duplicateCount={text?.duplicates}
+          ignored={report.ignored}
+          rejected={report.rejected}
+        />
+      )}
       {detection && <DetectionReportView report={detection} />}
+      {text && <TextImportReportView report={text} />}
     </Space>
   );
 }
@@ -77,6 +89,8 @@ function JobBody({ job }: { job: ImportJob }) {
 export function ImportReportView(props: {
   imported: number;
   duplicates: ImportFileOutcome[];
+  /** every duplicate, when the report lists only some (a text import lists at most 200) */
+  duplicateCount?: number;
   ignored: ImportFileOutcome[];
   rejected: ImportFileOutcome[];
 }) {
@@ -86,7 +100,7 @@ export function ImportReportView(props: {
     <Space orientation="vertical" style={{ width: "100%" }}>
       <Space size="large" wrap>
         <Statistic title={t("imports.imported")} value={props.imported} />
-        <Statistic title={t("imports.duplicates")} value={props.duplicates.length} />
+        <Statistic title={t("imports.duplicates")} value={Math.max(props.duplicateCount ?? 0, props.duplicates.length)} />
         <Statistic title={t("imports.ignored")} value={props.ignored.length} />
         <Statistic
           title={t("imports.rejected")}

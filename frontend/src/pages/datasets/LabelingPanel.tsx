@@ -141,7 +141,7 @@ export function LabelingPanel(props: LabelingPanelProps & { history: LabelUndo }
     >
       <Space orientation="vertical" style={{ width: "100%" }}>
         <img
-          src={props.current.image_url}
+          src={props.current.image_url ?? undefined}
           alt={props.current.original_name}
           style={{ width: "100%", height: 136, objectFit: "contain", background: "#fafafa", imageRendering: props.current.width < 120 ? "pixelated" : "auto" }}
         />

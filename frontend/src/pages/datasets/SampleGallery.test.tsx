@@ -42,6 +42,8 @@ function sample(index: number): Sample {
     source: "upload",
     created_at: "2026-11-29T00:00:00Z",
     image_url: `/img/${index}.png`,
+    text: "",
+    text_length: 0,
     etag: `etag-${index}`,
     no_objects: false,
     suggestions: [],

@@ -146,7 +146,7 @@ const Thumbnail = memo(function Thumbnail(props: {
 }) {
   const { sample } = props;
   const image = useRef<HTMLImageElement>(null);
-  const url = sample.image_url;
+  const url = sample.image_url ?? ""; // null only for a text sample, never in this grid
   useEffect(() => {
     const img = image.current;
     // StrictMode (npm run dev) runs the cleanup and this again on a mounted thumbnail

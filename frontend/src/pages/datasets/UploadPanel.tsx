@@ -2,20 +2,23 @@
 // left, and a notice while a cut connection resumes), then each import job shows the job's
 // progress and, when it ends, its report. Zips and large files go up resumably (tus), small
 // loose images in multipart batches. An object detection dataset explains the COCO, Pascal VOC
-// and YOLO layouts it takes instead of class folders, and has no class for loose images.
+// and YOLO layouts it takes instead of class folders, and has no class for loose images. A text
+// classification dataset takes CSV / TSV / .txt / zip and previews a table's columns first
+// (TextUploadOptions.tsx); the columns and encoding chosen go with the upload.
 import { InboxOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
 import { useRef, useState } from "react";
 import { useTranslation } from "react-i18next";
 
 import { importFromUpload, uploadResumable } from "../../api/resumable";
-import { stepFiles, uploadImport, uploadPlan, type ImportJob } from "../../api/upload";
+import { stepFiles, uploadImport, uploadPlan, type ImportJob, type TextImportFields } from "../../api/upload";
 import { useDataset } from "../../api/queries/datasets";
 import { useCanEdit } from "../../api/queries/projects";
 import { useReportError } from "../../components/errors";
 import { formatBytes } from "../../format";
 import { DetectionFormatsHelp } from "./DetectionFormatsHelp";
 import { ImportJobCard } from "./ImportJobCard";
+import { TextFormatsHelp, TextImportOptions } from "./TextUploadOptions";
 import { formatDuration, formatSpeed, RateMeter } from "./transferRate";
 
 interface Sending {
@@ -36,12 +39,17 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
   const [sending, setSending] = useState<Sending | null>(null);
   const [jobIds, setJobIds] = useState<string[]>([]);
   const canEdit = useCanEdit(projectId);
-  const detection = useDataset(projectId, datasetId).data?.task_type === "object_detection";
+  const taskType = useDataset(projectId, datasetId).data?.task_type;
+  const detection = taskType === "object_detection";
+  const text = taskType === "text_classification";
+  // a text dataset's columns and encoding (null: the text column must still be chosen)
+  const [textFields, setTextFields] = useState<TextImportFields | null>({});
 
   const totalBytes = pending.reduce((sum, f) => sum + f.size, 0);
 
   async function start() {
     const looseLabel = detection ? undefined : label.trim() || undefined;
+    const textOptions = text ? (textFields ?? undefined) : undefined;
     const steps = uploadPlan(pending);
     const all = Math.max(totalBytes, 1);
     let sentBefore = 0;
@@ -76,13 +84,14 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
               setSending((current) => (current ? { ...current, reconnecting: true, bytesPerSecond: null, secondsLeft: null } : current));
             },
           });
-          job = await importFromUpload({ projectId, datasetId, uploadId, label: looseLabel });
+          job = await importFromUpload({ projectId, datasetId, uploadId, label: looseLabel, text: textOptions });
         } else {
           job = await uploadImport({
             projectId,
             datasetId,
             files: step.files,
             label: looseLabel,
+            text: textOptions,
             // multipart framing makes `total` a little larger than the files themselves
             onProgress: ({ loaded, total }) => show(total > 0 ? loaded / total : 0),
           });
@@ -104,7 +113,7 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
       {!canEdit && <Alert type="info" showIcon title={t("role.readOnly")} description={t("role.needsEditor")} />}
       <Upload.Dragger
         multiple
-        accept=".zip,image/*"
+        accept={text ? ".csv,.tsv,.tab,.txt,.zip" : ".zip,image/*"}
         showUploadList={false}
         disabled={sending !== null || !canEdit}
         beforeUpload={(file) => {
@@ -115,10 +124,11 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
         <p className="ant-upload-drag-icon">
           <InboxOutlined />
         </p>
-        <p className="ant-upload-text">{t("upload.dropTitle")}</p>
-        <p className="ant-upload-hint">{t(detection ? "upload.detectionHint" : "upload.dropHint")}</p>
+        <p className="ant-upload-text">{t(text ? "text.upload.dropTitle" : "upload.dropTitle")}</p>
+        <p className="ant-upload-hint">{t(detection ? "upload.detectionHint" : text ? "text.upload.dropHint" : "upload.dropHint")}</p>
       </Upload.Dragger>
       {detection && <DetectionFormatsHelp />}
+      {text && <TextFormatsHelp />}
 
       {pending.length > 0 && (
         <Card size="small">
@@ -126,14 +136,15 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
             <Typography.Text strong data-testid="pending-files">
               {t("upload.pending", { count: pending.length, size: formatBytes(totalBytes) })}
             </Typography.Text>
+            {text && <TextImportOptions files={pending} onChange={setTextFields} />}
             <Form layout="inline">
               {!detection && (
-                <Form.Item label={t("upload.looseLabel")} tooltip={t("upload.looseLabelHint")}>
+                <Form.Item label={t(text ? "text.upload.looseLabel" : "upload.looseLabel")} tooltip={t(text ? "text.upload.looseLabelHint" : "upload.looseLabelHint")}>
                   <Input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={200} style={{ width: 200 }} />
                 </Form.Item>
               )}
               <Space>
-                <Button type="primary" onClick={() => void start()} loading={sending !== null} disabled={!canEdit}>
+                <Button type="primary" onClick={() => void start()} loading={sending !== null} disabled={!canEdit || (text && textFields === null)}>
                   {t("upload.start")}
                 </Button>
                 <Button onClick={() => setPending([])} disabled={sending !== null}>

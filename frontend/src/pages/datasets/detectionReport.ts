@@ -58,8 +58,9 @@ export function totalOf(report: DetectionReport, kind: DetectionList): number {
 }
 
 /** The export formats a dataset version of `taskType` can be downloaded in, default first. */
-export function exportFormatsFor(taskType: string): ("coco" | "voc" | "yolo" | "imagenet")[] {
-  return taskType === "object_detection" ? ["coco", "voc", "yolo"] : ["imagenet"];
+export function exportFormatsFor(taskType: string): ("coco" | "voc" | "yolo" | "imagenet" | "csv")[] {
+  // a text version is one CSV table (text, label, split: platform/sampan/datasets/formats/export.py)
+  return taskType === "object_detection" ? ["coco", "voc", "yolo"] : taskType === "text_classification" ? ["csv"] : ["imagenet"];
 }
 
 export function exportUrl(projectId: string, versionId: string, format: string): string {

@@ -14,6 +14,8 @@ function sample(id: string, label: string | null): Sample {
     source: "upload",
     created_at: "2026-11-29T12:00:00Z",
     image_url: `/img/${id}`,
+    text: "",
+    text_length: 0,
     etag: `etag-${id}`,
     no_objects: false,
     suggestions: [],

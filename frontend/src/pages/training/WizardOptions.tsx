@@ -73,7 +73,7 @@ export function AugmentationPreview(props: { projectId: string; datasetId?: stri
           (draws[i] ?? []).map((d, k) => (
             <div key={`${sample.id}-${k}`} style={{ width: 72, height: 72, overflow: "hidden", borderRadius: 4, background: "#f5f5f5" }}>
               <img
-                src={sample.image_url}
+                src={sample.image_url ?? undefined}
                 alt={sample.original_name}
                 data-testid="augmented"
                 width={72}
