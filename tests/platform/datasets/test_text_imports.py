@@ -182,7 +182,7 @@ def test_a_version_exports_as_a_csv_that_imports_back(ctx: dict[str, Any]) -> No
 
 
 def test_the_text_report_reads_in_chinese(ctx: dict[str, Any]) -> None:
-    job = run(ctx, {"t.csv": "text,label\nok,a\n,b\nok,b\n".encode(),
+    job = run(ctx, {"t.csv": b"text,label\nok,a\n,b\nok,b\n",
                     "latin.csv": "text\ncafé\n".encode("cp1252")})
     answer = ctx["client"].get(f"{ctx['base']}/imports/{job['id']}/",
                                HTTP_ACCEPT_LANGUAGE="zh-hans").json()
