@@ -26,6 +26,7 @@ from edge_agent.runtime import (
 )
 from edge_agent.sessions import ModelSession, open_session
 from edge_agent.telemetry import Telemetry
+from edge_agent.text_session import TextClassifierSession, image_model_got
 
 __all__ = ["Agent", "NoModelError", "agent_version"]
 
@@ -149,19 +150,25 @@ class Agent:
 
     def predict(self, data: bytes, top_k: int = 5, score_threshold: float | None = None
                 ) -> dict[str, Any]:
-        """Image bytes -> the served model's answer, by its task (docs/contracts.md, "Agent
-        HTTP API"): ``{"model_version_id", "task": "image_classification", "predictions":
-        [{"label", "index", "probability"}], "latency_ms"}`` (the ``top_k`` most probable), or
-        ``{"model_version_id", "task": "object_detection", "width", "height", "tiles",
-        "detections": [{"label", "index", "score", "box": [x1, y1, x2, y2]}], "latency_ms"}``
-        (boxes xyxy in px of the upright image; ``score_threshold`` replaces the manifest's).
-        ``top_k`` is ignored by detectors and ``score_threshold`` by classifiers; both are
-        checked. Latency in ms, decode to answer.
+        """A request body (image bytes; JSON for a text model) -> the served model's answer,
+        by its task (docs/contracts.md, "Agent HTTP API"): ``{"model_version_id", "task":
+        "image_classification", "predictions": [{"label", "index", "probability"}],
+        "latency_ms"}`` (the ``top_k`` most probable), or ``{"model_version_id", "task":
+        "object_detection", "width", "height", "tiles", "detections": [{"label", "index",
+        "score", "box": [x1, y1, x2, y2]}], "latency_ms"}`` (boxes xyxy in px of the upright
+        image; ``score_threshold`` replaces the manifest's), or for ``{"text"}`` to a text model
+        ``{"model_version_id", "task": "text_classification", "predictions": [{"label",
+        "index", "score"}], "truncated", "latency_ms"}`` and for ``{"texts": [...]}``
+        ``{"model_version_id", "task", "results": [{"predictions", "truncated"}],
+        "latency_ms"}``. ``top_k`` is ignored by detectors and ``score_threshold`` by
+        classifiers; both are checked. Latency in ms, decode to answer.
 
         Raises:
             NoModelError: no model is loaded.
             ImageDecodeError: the bytes are not a usable image.
-            ValueError: ``top_k`` < 1 or ``score_threshold`` outside [0, 1].
+            WrongInputError: JSON sent to an image model, an image sent to a text model.
+            ValueError: ``top_k`` < 1 or ``score_threshold`` outside [0, 1]; a text request
+                that is not valid (``edge_agent.text_session.parse_text_body``), an empty text.
             ModelLoadError: onnxruntime failed while running.
         """
         started = time.perf_counter()
@@ -181,10 +188,16 @@ class Agent:
                 if isinstance(session, DetectorSession):
                     answer = session.predict_image(data, score_threshold=score_threshold)
                     labels = [found["label"] for found in answer["detections"]]
+                elif isinstance(session, TextClassifierSession):
+                    answer = session.answer(data, top_k=top_k)
                 else:
                     answer = {"predictions": session.predict_image(data, top_k=top_k)}
-            except (ImageDecodeError, ValueError):
+            except (ImageDecodeError, ValueError) as error:
                 outcome = "bad_request"
+                if isinstance(error, ImageDecodeError):  # JSON sent to an image model?
+                    wrong = image_model_got(session.task, data)
+                    if wrong is not None:
+                        raise wrong from None
                 raise
             outcome = "ok"
         finally:
@@ -194,6 +207,9 @@ class Agent:
             self.telemetry.record_detections(labels)
             if answer["detections"]:
                 self.telemetry.record_confidence(max(d["score"] for d in answer["detections"]))
+        elif isinstance(session, TextClassifierSession):
+            for result in answer.get("results", [answer]):  # each text is an answer
+                self.telemetry.record_confidence(result["predictions"][0]["score"])
         elif answer["predictions"]:
             self.telemetry.record_confidence(answer["predictions"][0]["probability"])
         return {

@@ -14,7 +14,10 @@ runs them one at a time (a benchmark already done or in progress is not started 
    ``DetectorSession``, :func:`edge_agent.sessions.open_session`; one intra-op thread;
    ``load_s``), runs ``W`` untimed then ``R`` timed ``predict_image`` calls (decode,
    preprocess, batch 1; a detector's include its post-processing: NMS, boxes back to the
-   image's pixels, tiles) cycling through the inputs, and prints ONE JSON line;
+   image's pixels, tiles) cycling through the inputs, and prints ONE JSON line; a text model
+   (``TextClassifierSession``) is timed on the agent's own :data:`BENCHMARK_TEXTS` instead,
+   one text per run (featurised and classified, as ``POST /v1/predict`` with ``{"text"}``
+   does), the request's inputs unused, and its result adds ``p95_ms``;
 4. report ``succeeded`` with p50/p99/mean latency (ms), throughput (images/s = runs / timed
    seconds), peak memory (the child's VmHWM), onnxruntime version and providers, plus the p99
    and count of the ``/v1/predict`` requests this agent served while the child ran
@@ -60,6 +63,21 @@ _SPEC_KEYS = ("benchmark_id", "manifest_url", "artifact_url", "sha256", "size", 
               "warmup", "runs")
 #: Seconds between attempts of a download or a report that failed retryably.
 RETRY_DELAYS_S = (1.0, 4.0, 15.0)
+#: What a text model is timed on, one text per run in this order (cycling): the reference
+#: texts (Chinese, English, mixed, emoji) and longer ones, a review and a paragraph past the
+#: default 4,096 characters, so a text's featurisation is measured over typical lengths.
+BENCHMARK_TEXTS = (
+    "这家餐厅的菜很好吃，服务也很周到，下次还会再来！",
+    "The battery died after two days and support never answered my emails.",
+    "物流太慢了😡 but the quality is great 👍👍 五星好评",
+    "🎉🎉 Happy New Year 2026! 新年快乐，万事如意 🧧",
+    "I ordered the 13-inch model in March. The screen is bright and sharp, the keyboard is "
+    "quiet, and the fan only spins up when I export video. Two complaints: the charger is "
+    "bulky and the webcam is grainy in a dim room. For the price it is still the best laptop "
+    "I have owned, and the battery lasts a full working day.",
+    "收到货后第一时间试用了，做工扎实，包装也很用心。" * 20
+    + " Overall: would buy again, 推荐给朋友。" * 100,
+)
 
 
 def runtime_info() -> dict[str, Any]:
@@ -370,20 +388,23 @@ def measure(directory: Path, warmup: int, runs: int) -> dict[str, Any]:
     "failed", "error"}``: onnxruntime cannot load the model or its task is not served here
     (``incompatible``), an input does not decode, the model fails to run (``failed``).
     Classifiers and detectors alike: each run is the session's ``predict_image`` with its
-    defaults (a detector's includes its post-processing).
+    defaults (a detector's includes its post-processing). A text model's run is one of
+    :data:`BENCHMARK_TEXTS` through ``predict_texts`` (featurisation included); the images
+    are not used, and the result adds ``p95_ms``.
     """
     import numpy as np
-    import onnxruntime
 
     from edge_agent.imaging import ImageDecodeError
     from edge_agent.runtime import ManifestError, ModelLoadError
     from edge_agent.sessions import UnsupportedTaskError, open_session
+    from edge_agent.text_session import TASK as TEXT_TASK
+    from edge_agent.text_session import TextClassifierSession
 
     inputs_dir = directory / "inputs"
     paths = sorted(inputs_dir.iterdir(), key=lambda path: int(path.name)) if (
         inputs_dir.is_dir()) else []
     images = [path.read_bytes() for path in paths]
-    if not images:
+    if not images and _package_task(directory) != TEXT_TASK:
         return {"status": "failed", "error": "the benchmark has no input images"}
     started = time.perf_counter()
     try:
@@ -395,6 +416,19 @@ def measure(directory: Path, warmup: int, runs: int) -> dict[str, Any]:
     load_s = time.perf_counter() - started
     latencies = np.empty(runs, dtype=np.float64)
     index = 0
+    if isinstance(session, TextClassifierSession):
+        try:
+            for index in range(warmup):
+                session.predict_texts([BENCHMARK_TEXTS[index % len(BENCHMARK_TEXTS)]])
+            timed = time.perf_counter()
+            for index in range(runs):
+                begin = time.perf_counter()
+                session.predict_texts([BENCHMARK_TEXTS[index % len(BENCHMARK_TEXTS)]])
+                latencies[index] = time.perf_counter() - begin
+            total_s = time.perf_counter() - timed
+        except ModelLoadError as error:
+            return {"status": "failed", "error": str(error)}
+        return _succeeded(latencies, total_s, load_s, runs, warmup, p95=True)
     try:
         for index in range(warmup):
             session.predict_image(images[index % len(images)])
@@ -408,12 +442,34 @@ def measure(directory: Path, warmup: int, runs: int) -> dict[str, Any]:
         return {"status": "failed", "error": f"input {index % len(images)}: {error}"}
     except ModelLoadError as error:
         return {"status": "failed", "error": str(error)}
+    return _succeeded(latencies, total_s, load_s, runs, warmup)
+
+
+def _package_task(directory: Path) -> str | None:
+    """The ``task`` of ``directory/manifest.json`` (None when it cannot be read)."""
+    from edge_agent.sessions import manifest_task
+
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        return manifest_task(manifest) if isinstance(manifest, dict) else None
+    except (OSError, ValueError):  # ManifestError is a ValueError
+        return None
+
+
+def _succeeded(latencies: Any, total_s: float, load_s: float, runs: int, warmup: int,
+               p95: bool = False) -> dict[str, Any]:
+    """The child's ``succeeded`` outcome for ``latencies`` (s) of ``runs`` timed runs."""
+    import numpy as np
+    import onnxruntime
+
     latencies_ms = latencies * 1000.0
-    p50, p99 = (float(value) for value in np.percentile(latencies_ms, [50, 99]))
+    p50, p95_ms, p99 = (float(value) for value in np.percentile(latencies_ms, [50, 95, 99]))
+    figures = {"p95_ms": round(p95_ms, 4)} if p95 else {}
     return {
         "status": "succeeded",
         "result": {
             "p50_ms": round(p50, 4),
+            **figures,
             "p99_ms": round(p99, 4),
             "mean_ms": round(float(latencies_ms.mean()), 4),
             "throughput_ips": round(runs / total_s, 3) if total_s > 0 else None,

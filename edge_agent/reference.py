@@ -11,6 +11,12 @@ The inputs are drawn, not shipped: ``numpy.random.RandomState(seed + i).standard
 the model's normalised input space, (1, 3, H, W) float32. The legacy ``RandomState`` stream is
 frozen by NumPy's compatibility policy (NEP 19), so every NumPy draws the same numbers.
 
+A text model (``task`` ``text_classification``) is checked on texts instead: the record holds
+them (``"texts"``: :data:`REFERENCE_TEXTS` when it is made, Chinese, English, mixed and emoji),
+each classified alone (a batch of one, featurised by :mod:`edge_agent.text`), and the check runs
+the texts the record names, so a later change of :data:`REFERENCE_TEXTS` cannot fail a package
+recorded before it. A text record without ``"texts"`` uses the first of :data:`REFERENCE_TEXTS`.
+
 Fingerprint of one output array: ``{"shape", "head", "sum", "abs_sum"}``: its first
 :data:`HEAD` values (flattened, C order), the float64 sum and sum of absolute values. Two
 fingerprints match when the shapes are equal, every head value is within ``RTOL`` of the
@@ -27,8 +33,8 @@ import math
 
 import numpy as np
 
-__all__ = ["CASES", "SCHEMA", "HealthCheckError", "reference_check", "reference_inputs",
-           "reference_record"]
+__all__ = ["CASES", "REFERENCE_TEXTS", "SCHEMA", "HealthCheckError", "reference_check",
+           "reference_inputs", "reference_record"]
 
 SCHEMA = "sampan.reference/1"
 CASES = 2
@@ -38,6 +44,16 @@ SEED = 20261202
 HEAD = 64
 RTOL = 1e-3
 ATOL = 1e-4
+#: The reference inputs of a text model (module docstring): Chinese, English, Chinese and
+#: English mixed with emoji, a greeting of emoji, digits, English and Chinese.
+REFERENCE_TEXTS = (
+    "这家餐厅的菜很好吃，服务也很周到，下次还会再来！",
+    "The battery died after two days and support never answered my emails.",
+    "物流太慢了😡 but the quality is great 👍👍 五星好评",
+    "🎉🎉 Happy New Year 2026! 新年快乐，万事如意 🧧",
+)
+#: Longest reference text a record may name, characters (a check runs each one).
+MAX_TEXT_CHARS = 4096
 
 
 class HealthCheckError(Exception):
@@ -52,9 +68,18 @@ def reference_inputs(size: tuple[int, int], seed: int = SEED, count: int = CASES
             .astype(np.float32) for i in range(count)]
 
 
-def _outputs(session: Any, x: np.ndarray) -> list[np.ndarray]:
+def _is_text(session: Any) -> bool:
+    return getattr(session, "task", None) == "text_classification"
+
+
+def _outputs(session: Any, x: np.ndarray | str) -> list[np.ndarray]:
     """The raw outputs of a ClassifierSession (probabilities) or DetectorSession (boxes,
-    scores) for one input batch."""
+    scores) for one input batch, or of a TextClassifierSession (probabilities) for one text."""
+    if isinstance(x, str):
+        from edge_agent.text import classify_texts
+
+        return [np.asarray(classify_texts([x], session.settings,
+                                          session.predict_batch).probabilities)]
     if hasattr(session, "run_batch"):
         return [np.asarray(a) for a in session.run_batch(x)]
     return [np.asarray(session.predict_batch(x))]
@@ -70,10 +95,27 @@ def reference_record(session: Any, seed: int = SEED) -> dict[str, Any]:
     """The manifest's ``reference`` object for a loaded session: ``{"schema", "seed",
     "cases": [[fingerprint of each output] for each input]}``.
 
+    A text model's record also holds ``"texts"``: :data:`REFERENCE_TEXTS`, its inputs
+    (``seed`` is kept for the schema's sake; nothing is drawn).
+
     Raises ModelLoadError (edge_agent.runtime) when the model fails to run."""
+    if _is_text(session):
+        return {"schema": SCHEMA, "seed": seed, "texts": list(REFERENCE_TEXTS),
+                "cases": [[_fingerprint(a) for a in _outputs(session, text)]
+                          for text in REFERENCE_TEXTS]}
     inputs = reference_inputs(tuple(session.preprocessing.size), seed)
     return {"schema": SCHEMA, "seed": seed,
             "cases": [[_fingerprint(a) for a in _outputs(session, x)] for x in inputs]}
+
+
+def _reference_texts(reference: dict[str, Any], count: int) -> list[str]:
+    """The texts a text model's record names (its ``"texts"``, else the first ``count`` of
+    :data:`REFERENCE_TEXTS`). Raises HealthCheckError when they are malformed."""
+    texts = reference.get("texts", list(REFERENCE_TEXTS[:count]))
+    if not isinstance(texts, list) or len(texts) != count or not all(
+            isinstance(text, str) and 0 < len(text) <= MAX_TEXT_CHARS for text in texts):
+        raise HealthCheckError("the package's reference predictions are malformed")
+    return texts
 
 
 def _differs(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
@@ -118,7 +160,11 @@ def reference_check(session: Any, reference: dict[str, Any] | None) -> bool:
             or not all(isinstance(case, list) and all(isinstance(f, dict) for f in case)
                        for case in cases):
         raise HealthCheckError("the package's reference predictions are malformed")
-    inputs = reference_inputs(tuple(session.preprocessing.size), seed, len(cases))
+    inputs: list[np.ndarray | str] = []
+    if _is_text(session):
+        inputs += _reference_texts(reference, len(cases))
+    else:
+        inputs += reference_inputs(tuple(session.preprocessing.size), seed, len(cases))
     for number, (x, expected) in enumerate(zip(inputs, cases, strict=True), start=1):
         try:
             outputs = _outputs(session, x)

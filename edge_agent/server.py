@@ -6,8 +6,15 @@ of :mod:`edge_agent.http11` (a thread each, requests parsed by httptools).
   ``{"model_version_id", "task": "image_classification", "predictions": [{"label", "index",
   "probability"}], "latency_ms"}`` or ``{"model_version_id", "task": "object_detection",
   "width", "height", "tiles", "detections": [{"label", "index", "score", "box": [x1, y1, x2,
-  y2]}], "latency_ms"}`` (boxes in px of the upright image; :meth:`Agent.predict`);
+  y2]}], "latency_ms"}`` (boxes in px of the upright image; :meth:`Agent.predict`); for a
+  text model the body is JSON ``{"text": "..."}`` -> ``{"model_version_id", "task":
+  "text_classification", "predictions": [{"label", "index", "score"}], "truncated",
+  "latency_ms"}`` or ``{"texts": [...]}`` (at most 256) -> ``{"model_version_id", "task",
+  "results": [{"predictions", "truncated"}], "latency_ms"}``
+  (:mod:`edge_agent.text_session`);
   400 ``{"error"}`` for an undecodable image, a bad ``top_k`` or ``score_threshold`` (named),
+  a text request that is not valid (not UTF-8 JSON, no ``text``, an empty text, ...), an
+  image sent to a text model or JSON to an image model (the message says what it expects),
   a ``Content-Length`` that is not a non-negative integer or any other malformed request; 411
   without a length (neither ``Content-Length`` nor ``Transfer-Encoding: chunked``); 413 for a
   body over ``http11.MAX_BODY_BYTES``, whichever way it arrives; 431 for a request line and

@@ -2,10 +2,11 @@
 its benchmark child and the platform's "try it").
 
 ``image_classification`` -> :class:`edge_agent.runtime.ClassifierSession`, ``object_detection``
--> :class:`edge_agent.runtime.DetectorSession` (docs/contracts.md, "Model package" and
-"Detection models"). A package of another task is refused with :class:`UnsupportedTaskError`
-before onnxruntime sees it, so a deployment of it fails with that reason and the model being
-served keeps serving.
+-> :class:`edge_agent.runtime.DetectorSession`, ``text_classification`` ->
+:class:`edge_agent.text_session.TextClassifierSession` (docs/contracts.md, "Model package",
+"Detection models" and "Text models"). A package of another task is refused with
+:class:`UnsupportedTaskError` before onnxruntime sees it, so a deployment of it fails with that
+reason and the model being served keeps serving.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from edge_agent.runtime import (
     DetectorSession,
     ManifestError,
 )
+from edge_agent.text_session import TextClassifierSession
 
 __all__ = ["SESSIONS", "ModelSession", "UnsupportedTaskError", "manifest_task", "open_session"]
 
 #: A loaded model package of any task this agent serves.
-ModelSession = ClassifierSession | DetectorSession
+ModelSession = ClassifierSession | DetectorSession | TextClassifierSession
 
 #: task -> session class, for every task this agent serves.
-SESSIONS: dict[str, type[ClassifierSession] | type[DetectorSession]] = {
+SESSIONS: dict[str, type[ClassifierSession] | type[DetectorSession]
+               | type[TextClassifierSession]] = {
     ClassifierSession.task: ClassifierSession,
     DetectorSession.task: DetectorSession,
+    TextClassifierSession.task: TextClassifierSession,
 }
 
 

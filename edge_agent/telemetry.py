@@ -11,6 +11,9 @@ While a detection model serves (or has served since the agent started), ``detect
 the objects its answers held, cumulative like ``requests``, and ``detections_by_class`` the
 same per class label: the :data:`MAX_CLASSES_REPORTED` most frequent, so a heartbeat stays small
 whatever the model's classes. Classification agents send neither key.
+
+A text model's request is one request whatever the number of texts it carries (its latency is
+the whole batch's); each text is one answer for ``confidence_mean`` (its top-1 score).
 """
 
 from __future__ import annotations
@@ -130,7 +133,8 @@ class Telemetry:
 
     def record_confidence(self, score: float) -> None:
         """The confidence of one answer (0-1): a classifier's top-1 probability, a detector's
-        best detection score (an answer without detections records nothing)."""
+        best detection score (an answer without detections records nothing), a text model's
+        top-1 score (one per text of a batch)."""
         with self._lock:
             self._confidence.append((time.monotonic(), float(score)))
 

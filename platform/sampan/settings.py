@@ -415,6 +415,8 @@ SAMPAN_REQUEST_MAX_BYTES = env.int("SAMPAN_REQUEST_MAX_BYTES", default=64 * 1024
 # A user-API request body above this (or of undeclared length) is read only after its headers
 # authenticate (sampan.uploads.auth.AuthenticateBeforeLargeBodies), bytes.
 SAMPAN_ANONYMOUS_MAX_BYTES = env.int("SAMPAN_ANONYMOUS_MAX_BYTES", default=1024**2)
+# the largest JSON request body (sampan.uploads.limits: JSON costs ~20x its size in memory)
+SAMPAN_JSON_MAX_BYTES = env.int("SAMPAN_JSON_MAX_BYTES", default=4 * 1024**2)
 # An unfinished or unused resumable upload is deleted this long after its last byte, seconds.
 SAMPAN_UPLOAD_EXPIRE_S = env.float("SAMPAN_UPLOAD_EXPIRE_S", default=24 * 3600.0)
 

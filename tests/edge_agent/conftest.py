@@ -1,5 +1,5 @@
 """Shared pieces for the edge agent tests: a tiny signed ONNX classifier, a tiny detector with a
-fixed answer, and image bytes."""
+fixed answer, a tiny hashed n-gram text classifier, and image bytes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import re
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -267,6 +268,116 @@ def expected_pixels(box: tuple[float, float, float, float], width: int, height: 
             min(max(y1 * height / fitted_h, 0.0), height),
             min(max(x2 * width / fitted_w, 0.0), width),
             min(max(y2 * height / fitted_h, 0.0), height)]
+
+
+TEXT_LABELS = ["negative", "positive"]
+#: Small featurisation settings for the tiny text models (1,024 buckets, 64 characters).
+TEXT_SETTINGS = {"max_chars": 64, "char_ngrams": [1, 2], "word_ngrams": 1, "buckets": 1024,
+                 "sublinear_tf": True, "normalization": "NFC", "hash": "crc32"}
+#: Cue words of the tiny text model: their features vote for a class.
+TEXT_CUES = {"好": 1, "great": 1, "推荐": 1, "差": 0, "terrible": 0, "died": 0}
+
+
+def cue_bucket(cue: str, buckets: int = TEXT_SETTINGS["buckets"]) -> int:
+    """The hash bucket of a cue as one feature, computed here by the documented rule
+    (edge_agent.text): CRC-32 of ``w:`` + a Latin word, ``c:`` + a character n-gram."""
+    prefix = b"w:" if cue.isascii() else b"c:"
+    return zlib.crc32(prefix + cue.encode("utf-8")) % buckets
+
+
+def text_table(cues: dict[str, int] = TEXT_CUES, classes: int = 2, strength: float = 3.0,
+               buckets: int = TEXT_SETTINGS["buckets"], seed: int | None = None) -> np.ndarray:
+    """A (buckets, classes) embedding table: each cue's bucket (:func:`cue_bucket`) adds
+    ``strength`` to its class; with ``seed``, small random values everywhere first."""
+    table = np.zeros((buckets, classes), dtype=np.float32)
+    if seed is not None:
+        table += np.random.default_rng(seed).normal(0, 0.1, table.shape).astype(np.float32)
+    for cue, cls in cues.items():
+        table[cue_bucket(cue, buckets), cls] += strength
+    return table
+
+
+def build_text_classifier(table: np.ndarray | None = None, bias: np.ndarray | None = None,
+                          input_names: tuple[str, str] = ("indices", "weights"),
+                          index_type: int = TensorProto.INT64) -> bytes:
+    """A real ONNX text classifier with the graph of a Sampan text package: ``indices`` (N, L)
+    int64, ``weights`` (N, L) float32 -> Gather of ``table`` (buckets, C) rows, times the
+    weights, summed over L, plus ``bias``, Softmax -> ``probabilities`` (N, C)."""
+    table = text_table() if table is None else table
+    bias = np.zeros(table.shape[1], dtype=np.float32) if bias is None else bias
+    indices, weights = input_names
+    nodes = [
+        helper.make_node("Gather", ["table", indices], ["rows"], axis=0),
+        helper.make_node("Unsqueeze", [weights, "last_axis"], ["weights3"]),
+        helper.make_node("Mul", ["rows", "weights3"], ["weighted"]),
+        helper.make_node("ReduceSum", ["weighted", "length_axis"], ["summed"], keepdims=0),
+        helper.make_node("Add", ["summed", "bias"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probabilities"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_text_classifier",
+        [helper.make_tensor_value_info(indices, index_type, ["N", "L"]),
+         helper.make_tensor_value_info(weights, TensorProto.FLOAT, ["N", "L"])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
+                                       ["N", table.shape[1]])],
+        initializer=[numpy_helper.from_array(table.astype(np.float32), "table"),
+                     numpy_helper.from_array(bias.astype(np.float32), "bias"),
+                     numpy_helper.from_array(np.array([2], dtype=np.int64), "last_axis"),
+                     numpy_helper.from_array(np.array([1], dtype=np.int64), "length_axis")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+def text_manifest(labels: list[str] = TEXT_LABELS,
+                  settings: dict[str, Any] = TEXT_SETTINGS) -> dict[str, Any]:
+    """The task fields of a text package's manifest (docs/contracts.md, "Text models")."""
+    return {"task": "text_classification", "labels": labels, "text": dict(settings),
+            "preprocessing": {},
+            "inputs": [{"name": "indices", "shape": ["N", "L"], "dtype": "int64"},
+                       {"name": "weights", "shape": ["N", "L"], "dtype": "float32"}],
+            "outputs": [{"name": "probabilities", "shape": ["N", len(labels)],
+                         "dtype": "float32"}]}
+
+
+def make_text_package(key: SigningKey, model_bytes: bytes | None = None,
+                      labels: list[str] = TEXT_LABELS, version: int = 1,
+                      settings: dict[str, Any] = TEXT_SETTINGS,
+                      reference: dict[str, Any] | None = None,
+                      **fields: Any) -> ModelPackage:
+    """A signed text classification package around ``model_bytes`` (default
+    :func:`build_text_classifier`); ``fields`` replace manifest fields (None deletes one)."""
+    model_bytes = build_text_classifier() if model_bytes is None else model_bytes
+    version_id = str(uuid.uuid4())
+    manifest = {
+        "schema": "sampan.model-package/1",
+        "model": {"id": "m-3", "name": "reviews", "version": version, "version_id": version_id},
+        **text_manifest(labels, settings),
+        "metrics": {"val_accuracy": 0.9},
+        "lineage": {"parent_model_version_id": None, "recipe": {}},
+        "files": {"model.onnx": {"sha256": hashlib.sha256(model_bytes).hexdigest(),
+                                 "size": len(model_bytes)}},
+        "onnx": {"opset": 18, "ir_version": 10},
+        "min_onnxruntime": "1.17.0",
+        "created_at": "2026-12-03T12:00:00Z",
+    }
+    if reference is not None:
+        manifest["reference"] = reference
+    for name, value in fields.items():
+        if value is None:
+            manifest.pop(name, None)
+        else:
+            manifest[name] = value
+    return ModelPackage(version_id, key.sign(manifest), model_bytes)
+
+
+@pytest.fixture
+def text_package_factory(signing_key: SigningKey) -> Callable[..., ModelPackage]:
+    def factory(**kwargs: Any) -> ModelPackage:
+        return make_text_package(signing_key, **kwargs)
+
+    return factory
 
 
 def encoded_image(width: int, height: int, fmt: str = "PNG") -> bytes:

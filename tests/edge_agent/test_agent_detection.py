@@ -106,7 +106,7 @@ def test_a_detection_package_is_deployed_and_answers_in_image_pixels(
         failed = control_plane.wait_for(lambda: next(
             (e for s, e in control_plane.deployment_states("d3") if s == "failed"), None))
         assert failed == ("unsupported task 'image_segmentation': this agent serves "
-                          "image_classification, object_detection")
+                          "image_classification, object_detection, text_classification")
         again = requests.post(f"{base}/v1/predict", data=encoded_image(640, 360), timeout=10)
         assert again.json()["model_version_id"] == detector.version_id
         assert len(again.json()["detections"]) == 2

@@ -45,7 +45,7 @@ def test_the_manifest_task_picks_the_session(tmp_path: Path, package_factory: An
     with pytest.raises(UnsupportedTaskError) as refused:
         manifest_task({"task": "pose_estimation"})
     assert str(refused.value) == ("unsupported task 'pose_estimation': this agent serves "
-                                  "image_classification, object_detection")
+                                  "image_classification, object_detection, text_classification")
 
 
 def test_a_graph_that_is_not_its_tasks_is_refused(tmp_path: Path, package_factory: Any,
@@ -127,4 +127,4 @@ def test_a_detection_package_is_benchmarked_like_a_classifier(
     assert measure(unknown, warmup=0, runs=1) == {
         "status": "incompatible",
         "error": "unsupported task 'keypoints': this agent serves image_classification, "
-                 "object_detection"}
+                 "object_detection, text_classification"}

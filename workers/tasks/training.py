@@ -17,6 +17,7 @@ from workers.ml.classification import (SampleRef, TrainingCancelled, TrainReques
                                        train_image_classifier)
 from workers.ml.detection.data import BoxSample
 from workers.ml.detection.train import DetectRequest, train_detector
+from workers.ml.text.train import TextSample, TextTrainRequest, train_text_classifier
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,31 @@ def _detect_request(inputs: services.TrainingInputs, budget_s: float) -> DetectR
                          labels=inputs.labels, out_dir=Path(inputs.out_dir), budget_s=budget_s,
                          seed=inputs.seed, augmentation=inputs.augmentation,
                          flips=inputs.allow_flips)
+
+
+def _text_request(inputs: services.TrainingInputs, budget_s: float) -> TextTrainRequest:
+    def refs(rows: list[tuple[str, int, str]]) -> list[TextSample]:
+        return [TextSample(text=t, label=c, sample_id=i) for t, c, i in rows]
+
+    return TextTrainRequest(train=refs(inputs.train), val=refs(inputs.val),
+                            test=refs(inputs.test), labels=inputs.labels,
+                            out_dir=Path(inputs.out_dir), budget_s=budget_s, seed=inputs.seed)
+
+
+def _text_result(inputs: services.TrainingInputs, budget_s: float,
+                 on_progress: Any, should_stop: Any) -> dict[str, Any]:
+    """Train a text classifier and describe it as ``services.training_job_complete`` reads a
+    result (no image preprocessing, no pretrained weights; the featurisation settings go to the
+    package as ``text``)."""
+    result = train_text_classifier(_text_request(inputs, budget_s), on_progress=on_progress,
+                                   should_stop=should_stop)
+    recipe = {**result.recipe, "family": result.family, "candidates": result.candidates}
+    return {"onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
+            "preprocessing": {}, "text": result.features, "labels": result.labels,
+            "pretrained": False, "weights_note": "", "metrics": result.metrics,
+            "history": result.history, "report": result.report,
+            "parity": {"passed": True, **result.parity}, "recipe": recipe,
+            "onnx": onnx_info(result.onnx_path)}
 
 
 @shared_task(name="training.run", acks_late=True)
@@ -85,7 +111,11 @@ def run_training(training_job_id: str, deferrals: int = 0) -> None:
 
             with heartbeating(training_job_id, alive, services.training_job_heartbeat,
                               limit_s=limit_s, expire=expire):
-                if inputs.task_type == "object_detection":
+                text: dict[str, Any] | None = None
+                if inputs.task_type == "text_classification":
+                    text = _text_result(inputs, budget_s, on_progress,
+                                        lambda: not alive["value"])
+                elif inputs.task_type == "object_detection":
                     result = train_detector(_detect_request(inputs, budget_s),
                                             on_progress=on_progress,
                                             should_stop=lambda: not alive["value"])
@@ -102,6 +132,9 @@ def run_training(training_job_id: str, deferrals: int = 0) -> None:
                                        message=TRAINING_FAILED % {"reason": exc})
             return
         try:
+            if text is not None:
+                services.training_job_complete(job_id=training_job_id, result=text)
+                return
             services.training_job_complete(job_id=training_job_id, result={
                 "onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
                 "preprocessing": result.preprocessing,

@@ -2659,9 +2659,11 @@ export interface components {
         PredictInputRequest: {
             /**
              * Format: binary
-             * @description One image (JPEG, PNG, ...).
+             * @description One image (JPEG, PNG, ...), for an image model.
              */
-            file: string;
+            file?: string;
+            /** @description One text, for a text classification model. */
+            text?: string;
             /**
              * @description Image classification: the most probable k.
              * @default 5
@@ -2673,7 +2675,7 @@ export interface components {
              */
             score_threshold?: number;
         };
-        PredictOutput: components["schemas"]["ClassificationPredictOutput"] | components["schemas"]["DetectionPredictOutput"];
+        PredictOutput: components["schemas"]["ClassificationPredictOutput"] | components["schemas"]["DetectionPredictOutput"] | components["schemas"]["TextPredictOutput"];
         PredictionOutput: {
             label: string;
             index: number;
@@ -3044,6 +3046,35 @@ export interface components {
             current_model_version_id: string | null;
             /** @description requests and errors are cumulative since the agent started; latency_ms p50/p95/p99; cpu_percent; memory_bytes; with a detection model, detections (cumulative) and detections_by_class (the 20 most frequent labels). */
             metrics: unknown;
+        };
+        TextPredictOutput: {
+            /** Format: uuid */
+            model_version_id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "text_classification";
+            /** @description the top_k most probable, best first */
+            predictions: components["schemas"]["TextPredictionOutput"][];
+            /** @description the text was longer than the model's text.max_chars: its start was read */
+            truncated: boolean;
+            /** Format: double */
+            latency_ms: number;
+        };
+        /**
+         * @description * `text_classification` - text_classification
+         * @enum {string}
+         */
+        TextPredictOutputTaskEnum: "text_classification";
+        TextPredictionOutput: {
+            label: string;
+            index: number;
+            /**
+             * Format: double
+             * @description probability, 0..1
+             */
+            score: number;
         };
         TokenInputRequest: {
             name: string;
@@ -7697,7 +7728,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "multipart/form-data": components["schemas"]["PredictInputRequest"];
             };

@@ -104,9 +104,10 @@ def delete_blockers(*, project: Project, dataset: Any = None) -> list[dict[str, 
          {"dataset_version__dataset": dataset} if dataset else {},
          gettext_noop("training job %(id)s is %(state)s")),
     ]
-    if dataset is None:
-        jobs.append(("compression", CompressionJob, {},
-                     gettext_noop("compression job %(id)s is %(state)s")))
+    # a compression job calibrates and evaluates on its source model's dataset version
+    jobs.append(("compression", CompressionJob,
+                 {"source__dataset_version__dataset": dataset} if dataset else {},
+                 gettext_noop("compression job %(id)s is %(state)s")))
     for kind, model, where, label in jobs:
         for job in (model.objects.filter(**scope, **where, status__in=ACTIVE_JOB_STATES)
                     .order_by("created_at")):

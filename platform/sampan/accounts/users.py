@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from sampan.accounts.audit import audit_record
 from sampan.core.errors import Conflict, ValidationFailed
@@ -128,3 +129,11 @@ def user_find(*, username: str = "", email: str = "") -> Any:
 
 
 __all__ = ["CreatedUser", "GENERATED_PASSWORD_CHARS", "user_create_checked", "user_find"]
+
+
+def _django_messages_without_a_chinese_entry() -> None:
+    """Never called: marks for ``make messages`` a message of Django 5.2 whose msgid its own
+    zh_Hans catalogue lacks (``MinimumLengthValidator`` says ``%d``; the catalogue has
+    ``%(min_length)d``), so that Sampan's catalogue translates it (found by a reviewer)."""
+    ngettext("This password is too short. It must contain at least %d character.",
+             "This password is too short. It must contain at least %d characters.", 1)

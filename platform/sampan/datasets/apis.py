@@ -43,7 +43,8 @@ class DatasetListApi(ProjectApi):
         project = self.get_project(request)
         data = s.DatasetInput(data=request.data)
         data.is_valid(raise_exception=True)
-        dataset = services.dataset_create(project=project, **data.validated_data)
+        dataset = services.dataset_create(project=project, user=request.user,
+                                          **data.validated_data)
         dataset = selectors.dataset_get(project=project, dataset_id=dataset.pk)
         return Response(s.DatasetOutput(dataset).data, status=status.HTTP_201_CREATED)
 
@@ -288,7 +289,8 @@ class DatasetVersionListApi(ProjectApi):
         dataset = selectors.dataset_get(project=self.get_project(request), dataset_id=dataset_id)
         data = s.DatasetVersionInput(data=request.data)
         data.is_valid(raise_exception=True)
-        version = dataset_version_create(dataset=dataset, **data.validated_data)
+        version = dataset_version_create(dataset=dataset, user=request.user,
+                                         **data.validated_data)
         return Response(s.DatasetVersionOutput(version).data, status=status.HTTP_201_CREATED)
 
 

@@ -23,6 +23,7 @@ from django.utils.translation import gettext_noop
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
+from edge_agent.text import TextFeaturesError
 from sampan.core import storage as shared_storage
 from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
@@ -44,6 +45,7 @@ ACTIVE = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.RUNNING)
 #: why an image has no suggestions (the report's ``failed``, stored in English and read in the
 #: request's language: sampan.datasets.report_texts; or the image's own ImageDecodeError)
 IMAGE_FILE_MISSING = gettext_noop("the image file is missing from the storage")
+EMPTY_TEXT = gettext_noop("the text is empty once whitespace is removed")
 
 #: seconds between progress writes (each is also the heartbeat the reaper reads)
 PROGRESS_EVERY_S = 1.0
@@ -148,11 +150,13 @@ class _Run:
         self.job = job
         self.session = session
         self.detection = job.dataset.task_type == TaskType.OBJECT_DETECTION
+        self.text = job.dataset.task_type == TaskType.TEXT_CLASSIFICATION
         self.classes = {c.name: c for c in ClassLabel.objects.filter(dataset=job.dataset)}
         self.names = [_name(label) for label in session.labels]
         settings = getattr(session, "settings", None)
         self.threshold = (job.score_threshold if job.score_threshold is not None
-                          else settings.score_threshold if settings is not None else None)
+                          else settings.score_threshold if self.detection and settings is not None
+                          else None)
         self.counts: Counter[str] = Counter()
         self.other_classes: Counter[str] = Counter()
         self.failed: list[dict[str, str]] = []
@@ -169,7 +173,11 @@ class _Run:
         ModelLoadError."""
         version = self.job.model_version
         if not self.detection:
-            ranked = self.session.predict_image(data, top_k=len(self.session.labels))
+            if self.text:  # a text model's answer names the probability "score"
+                ranked = [{**p, "probability": p["score"]} for p in self.session.predict_texts(
+                    [sample.text], top_k=len(self.session.labels))[0]["predictions"]]
+            else:
+                ranked = self.session.predict_image(data, top_k=len(self.session.labels))
             uncertainty = classification_uncertainty([p["probability"] for p in ranked])
             best = ranked[0]
             cls = self.classes.get(self.names[best["index"]])
@@ -224,7 +232,11 @@ class _Run:
         if sample is None:  # deleted meanwhile
             return
         try:
-            rows, uncertainty = self.predict(sample, shared_storage.read_bytes(sample.file))
+            data = b"" if self.text else shared_storage.read_bytes(sample.file)
+            rows, uncertainty = self.predict(sample, data)
+        except TextFeaturesError:
+            self.fail(sample, EMPTY_TEXT)
+            return
         except FileNotFoundError:
             self.fail(sample, IMAGE_FILE_MISSING)
             return

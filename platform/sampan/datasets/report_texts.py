@@ -76,7 +76,7 @@ DETECTION_WARNINGS = Templates(
     reader.CLASSES_WITHOUT_BOXES, geometry.SIZE_DIFFERS,
     inner={"error": Templates(CLASS_NAME_PROBLEMS, other=True)})
 #: a pre-labeling report's ``failed``
-PRELABEL_FAILURES = Templates(prelabel.IMAGE_FILE_MISSING, IMAGE_PROBLEMS)
+PRELABEL_FAILURES = Templates(prelabel.IMAGE_FILE_MISSING, prelabel.EMPTY_TEXT, IMAGE_PROBLEMS)
 #: a dataset version's flags' ``message``
 VERSION_FLAGS = Templates(*versions.FLAG_MESSAGES)
 

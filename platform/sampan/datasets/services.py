@@ -16,12 +16,15 @@ from sampan.datasets.etags import (BOXES_CHANGED, LABEL_CHANGED, annotations_eta
                                    check_if_match)
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset, Sample,
                                     Suggestion, TaskType)
+from sampan.accounts.audit import audit_record
 from sampan.accounts.lifecycle import ensure_active
 
 
 def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMAGE_CLASSIFICATION,
-                   description: str = "", labels: Iterable[str] = ()) -> Dataset:
-    """Create a dataset with ``labels`` as its first classes.
+                   description: str = "", labels: Iterable[str] = (),
+                   user: Any = None) -> Dataset:
+    """Create a dataset with ``labels`` as its first classes; audited (``dataset.create``, by
+    ``user``).
 
     Raises ValidationFailed for a name or description the rule of ``sampan.core.names`` refuses
     (field ``name`` / ``description``) or a bad class label (field ``labels``); Conflict when the
@@ -35,6 +38,8 @@ def dataset_create(*, project: Project, name: str, task_type: str = TaskType.IMA
             dataset = Dataset.objects.create(project=project, name=name, task_type=task_type,
                                              description=description)
             class_labels_ensure(dataset=dataset, names=list(labels))
+            audit_record(actor=user, action="dataset.create", project=project, target=dataset,
+                         details={"name": name, "task_type": task_type})
     except IntegrityError:
         raise Conflict(_("a dataset named %(name)r exists in this project") % {"name": name},
                        field="name") from None

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_noop
 from sampan.core.errors import ValidationFailed
 from sampan.datasets.models import (Annotation, AnnotationKind, ClassLabel, Dataset,
                                     DatasetVersion, DatasetVersionItem, Sample, Split, TaskType)
+from sampan.accounts.audit import audit_record
 from sampan.accounts.lifecycle import ensure_active
 
 DEFAULT_VAL_FRACTION = 0.15
@@ -130,8 +131,9 @@ BACKGROUND = -1
 def dataset_version_create(*, dataset: Dataset, seed: int = 0,
                            val_fraction: float = DEFAULT_VAL_FRACTION,
                            test_fraction: float = DEFAULT_TEST_FRACTION,
-                           note: str = "") -> DatasetVersion:
-    """Freeze the dataset's labeled samples into a new immutable version.
+                           note: str = "", user: Any = None) -> DatasetVersion:
+    """Freeze the dataset's labeled samples into a new immutable version; audited
+    (``dataset_version.create``, by ``user``).
 
     Labels keep the dataset's explicit order (``ClassLabel.position``); only classes with samples
     are kept, and their index in ``labels`` is the model's output index. An object detection
@@ -146,7 +148,13 @@ def dataset_version_create(*, dataset: Dataset, seed: int = 0,
                                field="val_fraction")
     for _attempt in range(5):  # bounded retry on a concurrent version number (MLflow's habit)
         try:
-            return _create(dataset, seed, val_fraction, test_fraction, note)
+            with transaction.atomic():
+                version = _create(dataset, seed, val_fraction, test_fraction, note)
+                audit_record(actor=user, action="dataset_version.create",
+                             project=dataset.project, target=version,
+                             details={"dataset": dataset.name, "version": version.number,
+                                      "digest": version.digest})
+            return version
         except IntegrityError:
             continue
     raise ValidationFailed(_("could not allocate a version number; try again"))

@@ -103,7 +103,7 @@ class DeviceDetailApi(ProjectApi):
     @extend_schema(responses={204: None}, operation_id="devices_delete")
     def delete(self, request: Request, project_id: str, device_id: str) -> Response:
         device = selectors.device_get(project=self.get_project(request), device_id=device_id)
-        services.device_delete(device=device)
+        services.device_delete(device=device, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -462,7 +462,7 @@ def deployment_create(*, project: Project, user: Any, model_version_id: Any,
     return created
 
 
-def device_delete(*, device: Device) -> None:
+def device_delete(*, device: Device, user: Any = None) -> None:
     """Decommission a device: its credential stops working at once; its deployments and
     telemetry are deleted with it; when it was this machine's agent ("use this machine as a
     device"), make run stops that agent and removes its home (:func:`sampan.fleet.local.
@@ -471,12 +471,18 @@ def device_delete(*, device: Device) -> None:
     The device's row is locked (SELECT ... FOR UPDATE) before Django collects what refers to
     it: a heartbeat written meanwhile (the fast path's batches, every 0.2 s) waits, and then
     fails alone on the missing device. Without the lock, on PostgreSQL, telemetry inserted
-    between the collection and the device's DELETE broke the foreign key: a 500."""
+    between the collection and the device's DELETE broke the foreign key: a 500. Audited
+    (``device.delete``, by ``user``, with the model it ran)."""
     from sampan.fleet.local import local_device_retire
 
     project_id, device_id = device.project_id, device.pk
     with transaction.atomic():
         list(Device.objects.select_for_update().filter(pk=device.pk).values_list("pk"))
+        running = (device.deployments.exclude(state="superseded")
+                   .select_related("model_version__model").order_by("-created_at").first())
+        audit_record(actor=user, action="device.delete", project=device.project, target=device,
+                     details={"name": device.name, "model_version": (
+                         running.model_version.label if running is not None else None)})
         device.delete()
         # this machine's agent for the project, if it was this device: make run stops it
         transaction.on_commit(lambda: local_device_retire(project_id=project_id,

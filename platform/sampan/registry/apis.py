@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
@@ -96,8 +97,22 @@ class ModelVersionDetailApi(ProjectApi):
         return Response(ModelVersionOutput(version).data)
 
 
+#: the longest text a try-it request may send, characters (the model reads its first max_chars)
+MAX_PREDICT_TEXT_CHARS = 1_000_000
+
+
 class PredictInput(serializers.Serializer):
-    file = serializers.FileField(help_text="One image (JPEG, PNG, ...).")
+    file = serializers.FileField(required=False,
+                                 help_text="One image (JPEG, PNG, ...), for an image model.")
+    text = serializers.CharField(
+        required=False, max_length=MAX_PREDICT_TEXT_CHARS, trim_whitespace=False,
+        help_text="One text, for a text classification model.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("file" in attrs) == ("text" in attrs):
+            raise serializers.ValidationError(
+                {"file": _("send either file (an image) or text, not both and not neither")})
+        return attrs
     top_k = serializers.IntegerField(default=5, min_value=1, max_value=100,
                                      help_text="Image classification: the most probable k.")
     score_threshold = serializers.FloatField(
@@ -116,6 +131,21 @@ class ClassificationPredictOutput(serializers.Serializer):
     model_version_id = serializers.UUIDField()
     task = serializers.ChoiceField(choices=["image_classification"])
     predictions = PredictionOutput(many=True)
+    latency_ms = serializers.FloatField()
+
+
+class TextPredictionOutput(serializers.Serializer):
+    label = serializers.CharField()
+    index = serializers.IntegerField()
+    score = serializers.FloatField(help_text="probability, 0..1")
+
+
+class TextPredictOutput(serializers.Serializer):
+    model_version_id = serializers.UUIDField()
+    task = serializers.ChoiceField(choices=["text_classification"])
+    predictions = TextPredictionOutput(many=True, help_text="the top_k most probable, best first")
+    truncated = serializers.BooleanField(
+        help_text="the text was longer than the model's text.max_chars: its start was read")
     latency_ms = serializers.FloatField()
 
 
@@ -140,6 +170,7 @@ class DetectionPredictOutput(serializers.Serializer):
 _PREDICT_OUTPUTS: dict[str, type[serializers.Serializer]] = {
     "image_classification": ClassificationPredictOutput,
     "object_detection": DetectionPredictOutput,
+    "text_classification": TextPredictOutput,
 }
 
 
@@ -160,8 +191,10 @@ class ModelVersionPredictApi(ProjectApi):
                                               version_id=version_id)
         data = PredictInput(data=request.data)
         data.is_valid(raise_exception=True)
-        upload = data.validated_data["file"]
-        result = model_version_predict(version=version, data=upload.read(),
+        upload = data.validated_data.get("file")
+        result = model_version_predict(version=version,
+                                       data=upload.read() if upload is not None else b"",
+                                       text=data.validated_data.get("text"),
                                        top_k=data.validated_data["top_k"],
                                        score_threshold=data.validated_data.get("score_threshold"))
         return Response(_PREDICT_OUTPUTS[result["task"]](result).data)

@@ -21,6 +21,8 @@ from django.utils.translation import gettext as _
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import DetectorSession, ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
+from edge_agent.text import TextFeaturesError
+from edge_agent.text_session import TextClassifierSession
 from sampan.core.errors import ApplicationError, ValidationFailed
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
@@ -104,16 +106,21 @@ def _session(version: ModelVersion) -> ModelSession:
 
 
 def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
-                          score_threshold: float | None = None) -> dict[str, Any]:
-    """Run ``version`` on one image (any format the one image rule reads), as a device would.
+                          score_threshold: float | None = None,
+                          text: str | None = None) -> dict[str, Any]:
+    """Run ``version`` on one image (any format the one image rule reads), or a text model on
+    ``text``, as a device would.
 
     Returns, by the package's task: ``{"model_version_id", "task": "image_classification",
     "predictions": [{"label", "index", "probability"}], "latency_ms"}`` (the ``top_k`` most
     probable), or ``{"model_version_id", "task": "object_detection", "width", "height",
     "tiles", "detections": [{"label", "index", "score", "box": [x1, y1, x2, y2]}],
     "latency_ms"}`` (boxes xyxy in px of the upright image, best first; ``score_threshold``
-    replaces the manifest's ``detection.score_threshold``). Raises ValidationFailed (field
-    ``file``) for an undecodable image, ModelUnavailable (409) when the package cannot be
+    replaces the manifest's ``detection.score_threshold``), or ``{"model_version_id", "task":
+    "text_classification", "predictions": [{"label", "index", "score"}], "truncated",
+    "latency_ms"}``. Raises ValidationFailed (field ``file``) for an undecodable image or a text
+    sent to an image model, (field ``text``) for an image sent to a text model or a text empty
+    after normalisation, ModelUnavailable (409) when the package cannot be
     loaded or its task is not one the agent serves, TooBusy (429, ``Retry-After``) when the
     process's ``SAMPAN_PREDICT_CONCURRENCY`` inferences are running and none ends within
     ``SAMPAN_PREDICT_WAIT_S``: an image may decode to 40 megapixels (~290 MB while it is
@@ -128,12 +135,24 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
         session = _session(version)
         started = time.perf_counter()
         try:
-            if isinstance(session, DetectorSession):
+            if isinstance(session, TextClassifierSession):
+                if text is None:
+                    raise ValidationFailed(_("this is a text classification model: send text, "
+                                             "not an image"), field="text")
+                answer = session.predict_texts([text], top_k=top_k)[0]
+            elif text is not None:
+                raise ValidationFailed(_("this is an image model (%(task)s): send an image "
+                                         "file, not text") % {"task": session.task},
+                                       field="file")
+            elif isinstance(session, DetectorSession):
                 answer = session.predict_image(data, score_threshold=score_threshold)
             else:
                 answer = {"predictions": session.predict_image(data, top_k=top_k)}
         except ImageDecodeError as exc:
             raise ValidationFailed(image_problem(exc), field="file") from None
+        except TextFeaturesError:
+            raise ValidationFailed(_("the text is empty once whitespace is removed"),
+                                   field="text") from None
     finally:
         slots.release()
     return {"model_version_id": str(version.pk), "task": session.task, **answer,

@@ -45,13 +45,16 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
                      preprocessing: dict[str, Any], input_shape: list[Any],
                      metrics: dict[str, Any], lineage: dict[str, Any], sha256: str, size: int,
                      onnx_info: dict[str, Any], detection: dict[str, Any] | None = None,
-                     reference: dict[str, Any] | None = None) -> dict[str, Any]:
+                     reference: dict[str, Any] | None = None,
+                     text: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned manifest of a model package (format in docs/contracts.md); ``model`` is its
     ``{"id", "name", "version", "version_id"}``. An ``object_detection`` package has the graph
     ``images`` -> ``boxes``, ``scores`` and a ``detection`` object (the post-processing settings
     of ``edge_agent.detection.DetectionSettings``, required for that task). ``reference``:
     the model's outputs on the reference inputs (:func:`edge_agent.reference.reference_record`),
-    the device's health check after a swap."""
+    the device's health check after a swap. A ``text_classification`` package has the graph
+    ``indices``, ``weights`` -> ``probabilities`` and a ``text`` object (the featurisation
+    settings of ``edge_agent.text.TextFeatures``, required for that task)."""
     manifest = {
         "schema": PACKAGE_SCHEMA,
         "model": model,
@@ -75,6 +78,12 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
         manifest["outputs"] = [
             {"name": "boxes", "shape": ["N", "A", 4], "dtype": "float32"},
             {"name": "scores", "shape": ["N", "A", len(labels)], "dtype": "float32"}]
+    if task_type == "text_classification":
+        if text is None:
+            raise ValueError("a text_classification package needs its text settings")
+        manifest["text"] = text
+        manifest["inputs"] = [{"name": "indices", "shape": input_shape, "dtype": "int64"},
+                              {"name": "weights", "shape": input_shape, "dtype": "float32"}]
     if reference is not None:
         manifest["reference"] = reference
     return manifest
@@ -110,7 +119,8 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                            lineage: dict[str, Any], onnx_info: dict[str, Any],
                            pretrained: bool, dataset_version: Any = None,
                            training_job: Any = None, parent: ModelVersion | None = None,
-                           detection: dict[str, Any] | None = None) -> ModelVersion:
+                           detection: dict[str, Any] | None = None,
+                           text: dict[str, Any] | None = None) -> ModelVersion:
     """Register ``onnx_path`` as the next immutable version of ``model_name``.
 
     Stores the file as ``models/<model id>/<version id>/model.onnx`` in the shared storage
@@ -136,7 +146,7 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                    "version_id": str(version_id)},
             task_type=task_type, labels=labels, preprocessing=preprocessing,
             input_shape=input_shape, metrics=metrics, lineage=lineage, sha256=sha256,
-            size=size, onnx_info=onnx_info, detection=detection))
+            size=size, onnx_info=onnx_info, detection=detection, text=text))
         stored = True  # outside the transaction: a big upload holds no database lock
         storage.save_file(f"{final}/model.onnx", Path(onnx_path))
         for attempt in range(5):
@@ -150,7 +160,7 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
                         task_type=task_type, labels=labels, preprocessing=preprocessing,
                         input_shape=input_shape, metrics=metrics, lineage=lineage,
                         sha256=sha256, size=size, onnx_info=onnx_info, detection=detection,
-                        reference=reference))
+                        text=text, reference=reference))
                     (staging / "manifest.json").write_text(
                         json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
                     storage.save_file(f"{final}/manifest.json", staging / "manifest.json")

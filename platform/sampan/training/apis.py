@@ -167,7 +167,8 @@ class TrainingJobCancelApi(ProjectApi):
     @extend_schema(request=None, responses=TrainingJobOutput, operation_id="training_jobs_cancel")
     def post(self, request: Request, project_id: str, job_id: str) -> Response:
         job = selectors.training_job_get(project=self.get_project(request), job_id=job_id)
-        return Response(TrainingJobOutput(services.training_job_cancel(job=job)).data)
+        cancelled = services.training_job_cancel(job=job, user=request.user)
+        return Response(TrainingJobOutput(cancelled).data)
 
 
 class EvaluationReportApi(ProjectApi):

@@ -65,7 +65,8 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     """
     ensure_active(project=project, dataset=dataset_version.dataset, doing=_("training"))
     task = dataset_version.task_type
-    if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION):
+    if task not in (TaskType.IMAGE_CLASSIFICATION, TaskType.OBJECT_DETECTION,
+                    TaskType.TEXT_CLASSIFICATION):
         raise ValidationFailed(_("training %(task)s is not available yet") % {"task": task},
                                field="dataset_version_id")
     for name, value, choices in (("augmentation", augmentation, Augmentation),
@@ -80,7 +81,10 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     if budget_s < math.ceil(minimum_budget_s(n_images, pixels, task)):
         values = {"budget_s": budget_s, "images": n_images,
                   "minimum": minimum_budget_text(n_images, pixels, task)}
-        if n_images and pixels / n_images >= 1e6:
+        if task == TaskType.TEXT_CLASSIFICATION:
+            message = _("budget_s %(budget_s)g is too short for %(images)d texts: at least "
+                        "%(minimum)s s") % values
+        elif n_images and pixels / n_images >= 1e6:
             message = _("budget_s %(budget_s)g is too short for %(images)d images of "
                         "%(megapixels).1f megapixels on average: at least %(minimum)s s") % {
                 **values, "megapixels": pixels / 1e6 / n_images}
@@ -131,10 +135,14 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
     return job
 
 
-def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
-    """Cancel a job that has not finished. A RUNNING worker sees it at its next progress report."""
-    if not job_transition(TrainingJob, job.pk, JobStatus.CANCELLED, error=CANCELLED_BY_USER,
-                          cancel_requested=True):
+def training_job_cancel(*, job: TrainingJob, user: Any = None) -> TrainingJob:
+    """Cancel a job that has not finished. A RUNNING worker sees it at its next progress report.
+    Audited (``training.cancel``, by ``user``) when it was cancelled now."""
+    if job_transition(TrainingJob, job.pk, JobStatus.CANCELLED, error=CANCELLED_BY_USER,
+                      cancel_requested=True):
+        audit_record(actor=user, action="training.cancel", project=job.project, target=job,
+                     details={"model_name": job.model_name})
+    else:
         job.refresh_from_db()
         if job.is_terminal:
             raise ValidationFailed(_("the job already ended (%(status)s)")
@@ -214,8 +222,11 @@ def training_job_start(*, job_id: Any) -> TrainingInputs | None:
                             model_preference=str(job.model_preference),
                             allow_flips=bool(job.allow_flips), task_type=str(job.task_type))
     try:
-        rows = dataset_version_local_rows(
-            job.dataset_version, boxes=job.task_type == TaskType.OBJECT_DETECTION)
+        if job.task_type == TaskType.TEXT_CLASSIFICATION:
+            rows = dataset_version_text_rows(job.dataset_version)
+        else:
+            rows = dataset_version_local_rows(
+                job.dataset_version, boxes=job.task_type == TaskType.OBJECT_DETECTION)
     except (shared_storage.StorageUnavailable, FileNotFoundError) as exc:
         missing = f"sample file {exc} is missing from storage" \
             if isinstance(exc, FileNotFoundError) else str(exc)
@@ -249,6 +260,19 @@ def dataset_version_local_rows(version: DatasetVersion, *, boxes: bool = False
             rows[item.split].append((str(local[item.sample.file]),
                                      list(item.boxes) if boxes else item.class_index,
                                      str(item.sample_id)))
+    return rows
+
+
+def dataset_version_text_rows(version: DatasetVersion) -> dict[str, list[tuple[str, Any, str]]]:
+    """A text version's samples as ``{split: [(text, class index, sample id), ...]}`` for the
+    train, val and test splits (ordered by content hash, as the image rows): texts are read from
+    the database, whole (the engine featurises their first characters)."""
+    rows: dict[str, list[tuple[str, Any, str]]] = {Split.TRAIN: [], Split.VAL: [], Split.TEST: []}
+    items = (version.items.order_by("sample__content_sha256")
+             .values_list("split", "sample__text", "class_index", "sample_id"))
+    for split, text, class_index, sample_id in items.iterator(chunk_size=2000):
+        if split in rows:
+            rows[split].append((text, class_index, str(sample_id)))
     return rows
 
 
@@ -343,8 +367,11 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
     version = job.dataset_version
     parity = result["parity"]
     report = result["report"]
+    # a text engine merges class names equal after normalising (NFKC): its labels are the
+    # model's output order
+    labels = list(result.get("labels") or version.labels)
     EvaluationReport.objects.update_or_create(
-        training_job=job, defaults={"labels": version.labels, "report": report,
+        training_job=job, defaults={"labels": labels, "report": report,
                                     "split": report.get("split") or Split.VAL,
                                     "parity": parity})
     TrainingJob.objects.filter(pk=job.pk).update(
@@ -371,17 +398,21 @@ def training_job_complete(*, job_id: Any, result: dict[str, Any]) -> ModelVersio
                                              out_dir=Path(result["out_dir"]))
         log.info("training job %s: %d artifacts stored under %s", job.pk, len(artifacts),
                  training_artifacts_prefix(job.pk, job.attempt))
-    size = result["preprocessing"]["size"]
+    if job.task_type == TaskType.TEXT_CLASSIFICATION:
+        input_shape: list[Any] = ["N", "L"]  # indices and weights (docs/contracts.md)
+    else:
+        size = result["preprocessing"]["size"]
+        input_shape = ["N", 3, size[0], size[1]]
     model_version = None
     try:
         with transaction.atomic():
             model_version = model_version_register(
                 project=job.project, model_name=job.model_name, task_type=job.task_type,
-                labels=version.labels, preprocessing=result["preprocessing"],
-                onnx_path=Path(result["onnx_path"]), input_shape=["N", 3, size[0], size[1]],
+                labels=labels, preprocessing=result["preprocessing"],
+                onnx_path=Path(result["onnx_path"]), input_shape=input_shape,
                 metrics=result["metrics"], onnx_info=result["onnx"],
                 pretrained=result["pretrained"],
-                detection=result.get("detection"),
+                detection=result.get("detection"), text=result.get("text"),
                 lineage={"dataset_version_id": str(version.pk),
                          "dataset_version_digest": version.digest,
                          "training_job_id": str(job.pk), "parent_model_version_id": None,

@@ -54,11 +54,16 @@ def test_who_did_what_is_recorded_and_shown_to_owners_only(
     # the fixture adds the editor and the viewer through the service, with no actor (system)
     assert actions == [("owner", "project.create"), ("", "member.set"),
                        ("", "member.set"), ("owner", "member.set"),
-                       ("owner", "member.remove"), ("editor", "training.create"),
+                       ("owner", "member.remove"),
+                       # labelled_version creates and freezes through the services (no actor)
+                       ("", "dataset.create"), ("", "dataset_version.create"),
+                       ("editor", "training.create"),
                        ("editor", "deployment.create")]
     assert log[0]["details"]["devices"] == ["cam-1"]
-    assert log[2]["details"] == {"username": "carol", "role": "viewer"}
-    assert log[3]["details"] == {"username": "carol", "role": "viewer", "previous_role": None}
+    assert log[2]["details"]["version"] == 1 and log[3]["details"]["task_type"] == (
+        "image_classification")
+    assert log[4]["details"] == {"username": "carol", "role": "viewer"}
+    assert log[5]["details"] == {"username": "carol", "role": "viewer", "previous_role": None}
     for user in ("editor", "viewer", "outsider"):
         assert api(project_with_roles[user]).get(f"{base}/audit/").status_code in (403, 404)
 

@@ -112,3 +112,23 @@ def test_delete_removes_the_dataset_then_its_files_and_keeps_its_models(
     event = AuditEvent.objects.get(project=world.project, action="dataset.delete")
     assert event.target_id == str(dataset.pk) and event.details["name"] == "Pets"
     assert event.details["samples"] == 4 and event.actor_name == "editor"
+
+
+def test_a_dataset_in_use_by_a_compression_job_is_not_deleted(world: Any) -> None:
+    """A compression job calibrates and evaluates on its source model's dataset version: the
+    dataset's delete waits for it, as the project's does (found by a reviewer, issue 12)."""
+    from rest_framework.test import APIClient
+
+    from sampan.compression.services import compression_job_create
+    from sampan.training import services as training
+    from sampan.training.models import TrainingJob
+
+    training.training_job_cancel(job=TrainingJob.objects.get(pk=world.ids["queued_job"]))
+    job = compression_job_create(project=world.project, source=world.objects["model_version"],
+                                 device=None, user=world.users["owner"])
+    assert job.source.dataset_version_id == world.objects["dataset_version"].pk
+    editor = APIClient()
+    editor.force_authenticate(world.users["editor"])
+    answer = editor.delete(f"/api/v1/projects/{world.project.pk}/datasets/{world.ids['dataset']}/")
+    assert answer.status_code == 409, (answer.status_code, job.status)
+    assert str(job.pk) in answer.json()["error"]["message"]

@@ -88,3 +88,10 @@ def test_the_limits_per_path(settings: Any) -> None:
     assert limit("POST", "/api/v1/uploads/") == 3
     assert limit("POST", f"/api/v1/projects/{uid}/datasets/{uid}/imports/") == 5
     assert limit("POST", f"/api/v1/projects/{uid}/datasets/") == 3
+    settings.SAMPAN_REQUEST_MAX_BYTES, settings.SAMPAN_JSON_MAX_BYTES = 30, 20
+    settings.SAMPAN_ANONYMOUS_MAX_BYTES = 10
+    json_type = (b"content-type", b"application/json; charset=utf-8")
+    assert limit("POST", f"/api/v1/projects/{uid}/datasets/", json_type) == 20
+    assert limit("POST", "/x", (b"content-type", b"application/merge-patch+json")) == 20
+    assert limit("POST", "/api/v1/projects/", (b"content-type", b"multipart/form-data")) == 30
+    assert limit("POST", "/api/device/v1/enroll", json_type) == 10

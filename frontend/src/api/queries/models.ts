@@ -62,14 +62,40 @@ export function usePredict(projectId: string, versionId: string) {
           params: { path: { project_id: projectId, version_id: versionId } },
           // the schema types the binary as a string; the serializer sends the File itself
           body: { file: vars.file as unknown as string, top_k: vars.topK, score_threshold: vars.scoreThreshold },
-          bodySerializer: (body) => {
+          // the File itself from `vars` (the schema's body is optional, every field too, since a text model takes `text`)
+          bodySerializer: () => {
             const form = new FormData();
-            form.append("file", body.file as unknown as Blob);
-            if (body.top_k !== undefined) form.append("top_k", String(body.top_k));
-            if (body.score_threshold !== undefined) form.append("score_threshold", String(body.score_threshold));
+            form.append("file", vars.file);
+            if (vars.topK !== undefined) form.append("top_k", String(vars.topK));
+            if (vars.scoreThreshold !== undefined) form.append("score_threshold", String(vars.scoreThreshold));
             return form;
           },
         }),
       ),
+  });
+}
+
+/** A text model's answer: the top-k classes (`score`: the probability, 0..1) and whether the text was cut. */
+export type TextPredictResult = Schemas["TextPredictOutput"];
+
+/** Runs a text model version on one text: multipart `text` and `top_k` (the answer is the text model's). */
+export function usePredictText(projectId: string, versionId: string) {
+  return useMutation({
+    mutationFn: async (vars: { text: string; topK?: number }) => {
+      const answer = unwrap(
+        await api().POST("/api/v1/projects/{project_id}/model-versions/{version_id}/predict/", {
+          params: { path: { project_id: projectId, version_id: versionId } },
+          body: { text: vars.text, top_k: vars.topK },
+          bodySerializer: () => {
+            const form = new FormData();
+            form.append("text", vars.text);
+            if (vars.topK !== undefined) form.append("top_k", String(vars.topK));
+            return form;
+          },
+        }),
+      );
+      // a text model answers as one (the API answers by the version's task)
+      return answer as TextPredictResult;
+    },
   });
 }

@@ -16,7 +16,7 @@ import { DeployButton, DeploymentsCard } from "./DeployPanel";
 import { defaultScoreThreshold } from "./detections";
 import { headlineMetric, metricNames, percent } from "./headlineMetric";
 import { OfflineBundleButton } from "./OfflineBundle";
-import { TryItCard } from "./TryItCard";
+import { TryItCard, textMaxChars } from "./TryItCard";
 
 interface FileRow {
   name: string;
@@ -74,7 +74,13 @@ export function ModelVersionPage() {
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
       <CompressedFrom projectId={projectId} version={v} />
-      <TryItCard projectId={projectId} versionId={v.id} task={v.task_type} scoreThreshold={defaultScoreThreshold(v.manifest)} />
+      <TryItCard
+        projectId={projectId}
+        versionId={v.id}
+        task={v.task_type}
+        scoreThreshold={defaultScoreThreshold(v.manifest)}
+        maxChars={textMaxChars(v.manifest)}
+      />
       <DeploymentsCard projectId={projectId} versionId={v.id} />
       <CompressCard projectId={projectId} version={v} />
       <Descriptions

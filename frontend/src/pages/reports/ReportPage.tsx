@@ -3,8 +3,9 @@
 // used to choose the model; else validation), accuracy and macro-F1 (per-class recall and
 // macro-F1 first when the classes are imbalanced), the validation figures beside test ones, where
 // the weights came from, the per-class table, the confusion matrix (click a cell for its
-// samples), the misclassified samples.
-import { useQuery } from "@tanstack/react-query";
+// samples), the misclassified samples. A text classifier's report (the job's task_type
+// text_classification) is the same with texts in place of images (TextSamples.tsx).
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Alert, Card, Col, Empty, Pagination, Progress, Row, Skeleton, Space, Statistic, Table, Tooltip, Typography } from "antd";
 import { Fragment, useMemo, useState } from "react";
 import { useTranslation } from "react-i18next";
@@ -21,6 +22,7 @@ import {
   type EvaluationReport,
   type PerClassRow,
 } from "../../api/queries/training";
+import { sampleKey } from "../../api/queries/samples";
 import { useDatasetVersion } from "../../api/queries/versions";
 import { Chart, type ChartClick } from "../../components/charts/Chart";
 import { ErrorAlert } from "../../components/errors";
@@ -29,6 +31,8 @@ import { DetectionReportView } from "./DetectionReport";
 import { classesWithoutEvaluation, notEvaluated, reportImbalance } from "./imbalance";
 import { classColumn, notInSplitText, pct, perClassRowProps, ReportBreadcrumb, ReportTitle, WeightsAlert } from "./reportParts";
 import { SampleThumb } from "./SampleThumb";
+import { isTextTask } from "../training/textJob";
+import { TextSamples, textReportNotes } from "./TextSamples";
 
 const THUMBS_PER_PAGE = 48;
 
@@ -38,15 +42,20 @@ export function ReportPage() {
   const job = useTrainingJob(projectId, jobId, 10_000);
 
   if (evaluation.isError) return <ErrorAlert error={evaluation.error} onRetry={() => void evaluation.refetch()} />;
-  if (!evaluation.data) return <Skeleton active />;
+  // the job says the task: a text classifier's samples are texts, not images
+  if (!evaluation.data || job.isPending) return <Skeleton active />;
   const name = job.data?.model_name || jobId.slice(0, 8);
   const props = { evaluation: evaluation.data, projectId, jobId, name, versionId: job.data?.dataset_version_id };
-  return isDetectionReport(evaluation.data) ? <DetectionReportView {...props} /> : <ClassificationReportView {...props} />;
+  return isDetectionReport(evaluation.data) ? (
+    <DetectionReportView {...props} />
+  ) : (
+    <ClassificationReportView {...props} text={isTextTask(job.data?.task_type)} />
+  );
 }
 
-function ClassificationReportView(props: { evaluation: EvaluationReport; projectId: string; jobId: string; name: string; versionId: string | undefined }) {
+function ClassificationReportView(props: { evaluation: EvaluationReport; projectId: string; jobId: string; name: string; versionId: string | undefined; text?: boolean }) {
   const { t } = useTranslation();
-  const { evaluation: e, projectId, jobId, name } = props;
+  const { evaluation: e, projectId, jobId, name, text = false } = props;
   const [cell, setCell] = useState<{ row: number; col: number } | null>(null);
 
   const report = useMemo(() => classificationReportOf(e), [e]);
@@ -64,25 +73,47 @@ function ClassificationReportView(props: { evaluation: EvaluationReport; project
   // classes the model learned that the evaluated split holds no image of
   const missing = classesWithoutEvaluation(report);
   const macroF1 = <Statistic title={t("report.macroF1")} value={pct(report.macro_f1)} data-testid="report-macro-f1" />;
+  // a text report: texts longer than the model reads, and empty ones left out
+  const notes = text ? textReportNotes(e.report, split) : null;
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
       <ReportBreadcrumb projectId={projectId} jobId={jobId} name={name} />
       <ReportTitle name={name} />
       <Typography.Text data-testid="report-split">
-        {split === "test" ? t("report.splitTest", { count: report.n }) : t("report.splitVal", { count: report.n })}{" "}
+        {text
+          ? t(split === "test" ? "report.text.splitTest" : "report.text.splitVal", { count: report.n })
+          : split === "test"
+            ? t("report.splitTest", { count: report.n })
+            : t("report.splitVal", { count: report.n })}{" "}
         <Typography.Text type="secondary">{t("report.onnxNote")}</Typography.Text>
       </Typography.Text>
+      {notes && (notes.truncated > 0 || notes.skipped > 0) && (
+        <Typography.Text type="secondary" data-testid="report-text-notes">
+          {[
+            notes.truncated > 0 ? t("report.text.truncated", { count: notes.truncated }) : "",
+            notes.skipped > 0 ? t("report.text.skipped", { count: notes.skipped }) : "",
+          ]
+            .filter(Boolean)
+            .join(" ")}
+        </Typography.Text>
+      )}
       {missing.length > 0 && (
         <Alert
           type="warning"
           showIcon
           data-testid="report-missing-classes"
-          title={t(split === "test" ? "report.missingClassesTest" : "report.missingClassesVal", {
-            count: missing.length,
-            classes: missing.join(", "),
-          })}
-          description={t(split === "test" ? "report.missingClassesHint" : "report.missingClassesHintVal")}
+          title={t(
+            text
+              ? split === "test" ? "report.text.missingClassesTest" : "report.text.missingClassesVal"
+              : split === "test" ? "report.missingClassesTest" : "report.missingClassesVal",
+            { count: missing.length, classes: missing.join(", ") },
+          )}
+          description={t(
+            text
+              ? split === "test" ? "report.text.missingClassesHint" : "report.text.missingClassesHintVal"
+              : split === "test" ? "report.missingClassesHint" : "report.missingClassesHintVal",
+          )}
         />
       )}
       {imbalanced && (
@@ -93,7 +124,7 @@ function ClassificationReportView(props: { evaluation: EvaluationReport; project
           title={
             ratio === null
               ? t("report.imbalancedPlain")
-              : t(fromTraining ? "report.imbalancedTrain" : "report.imbalanced", { ratio: ratio.toFixed(1) })
+              : t(fromTraining ? (text ? "report.text.imbalancedTrain" : "report.imbalancedTrain") : "report.imbalanced", { ratio: ratio.toFixed(1) })
           }
         />
       )}
@@ -108,12 +139,17 @@ function ClassificationReportView(props: { evaluation: EvaluationReport; project
           <Statistic
             title={t("report.validation")}
             data-testid="report-validation"
-            value={t("report.validationValue", { accuracy: pct(report.validation.accuracy), f1: pct(report.validation.macro_f1), n: report.validation.n })}
+            value={t(text ? "report.text.validationValue" : "report.validationValue", {
+              accuracy: pct(report.validation.accuracy),
+              f1: pct(report.validation.macro_f1),
+              n: report.validation.n,
+            })}
             styles={{ content: { fontSize: 16 } }}
           />
         )}
       </Space>
-      <WeightsAlert evaluation={e} />
+      {/* a text model starts from nothing by design: no pretrained text weights to compare with */}
+      {!text && <WeightsAlert evaluation={e} />}
       <Row gutter={[16, 16]}>
         <Col xs={24} xl={13}>
           <Card size="small" title={t("report.confusion")} extra={<Typography.Text type="secondary">{t("report.confusionHint")}</Typography.Text>}>
@@ -130,7 +166,15 @@ function ClassificationReportView(props: { evaluation: EvaluationReport; project
                 : t("report.cellNone")
             }
           >
-            {cell ? <ThumbGrid projectId={projectId} samples={selected} /> : <Typography.Text type="secondary">{t("report.cellPick")}</Typography.Text>}
+            {cell ? (
+              text ? (
+                <TextSamples key={`${cell.row}:${cell.col}`} projectId={projectId} samples={selected} />
+              ) : (
+                <ThumbGrid projectId={projectId} samples={selected} />
+              )
+            ) : (
+              <Typography.Text type="secondary">{t("report.cellPick")}</Typography.Text>
+            )}
           </Card>
         </Col>
       </Row>
@@ -138,7 +182,11 @@ function ClassificationReportView(props: { evaluation: EvaluationReport; project
         <PerClassTable rows={report.per_class} split={split} />
       </Card>
       <Card size="small" title={t("report.misclassifiedTitle", { count: report.misclassified.length })}>
-        <ThumbGrid projectId={projectId} samples={report.misclassified} emptyText={t("report.noneMisclassified")} />
+        {text ? (
+          <TextSamples projectId={projectId} samples={report.misclassified} emptyText={t("report.noneMisclassified")} />
+        ) : (
+          <ThumbGrid projectId={projectId} samples={report.misclassified} emptyText={t("report.noneMisclassified")} />
+        )}
       </Card>
     </Space>
   );
@@ -296,8 +344,13 @@ function ThumbGrid(props: {
   );
 }
 
-/** Sample id -> true label name of a version's samples in `split` (all pages of 500). */
+/**
+ * Sample id -> true label name of a version's samples in `split` (all pages of 500). A text
+ * sample comes with its text: it is kept as that sample's read by id (TextSamples reads no
+ * text twice).
+ */
 function useSplitTrueLabels(projectId: string, versionId: string | undefined, split: string, enabled: boolean): Map<string, string> | undefined {
+  const queryClient = useQueryClient();
   const version = useDatasetVersion(projectId, enabled ? versionId : undefined);
   const datasetId = version.data?.dataset_id;
   const query = useQuery({
@@ -317,6 +370,7 @@ function useSplitTrueLabels(projectId: string, versionId: string | undefined, sp
         for (const s of data.results) {
           const label = s.annotations.find((a) => a.kind === "class")?.class_label;
           if (label) out.set(s.id, label);
+          if (s.text) queryClient.setQueryData(sampleKey(projectId, s.id), s);
         }
         if (!data.next) break;
       }

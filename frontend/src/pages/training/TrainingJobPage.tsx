@@ -17,10 +17,12 @@ import { CancelJobButton } from "../../components/CancelJobButton";
 import { formatDate } from "../../format";
 import { curvesOption, validationMetric, validationValue } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
-import { augmentationWhyText, elapsedOf, outputLayerOnly, percentText, phaseName, resolutionWhyText, stageName, stopReasonText, validationHeadline } from "./jobText";
+import { augmentationWhyText, elapsedOf, entryStageName, outputLayerOnly, percentText, phaseName, resolutionWhyText, runName, stopReasonText, validationHeadline } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { headlineMetric } from "../models/headlineMetric";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
+import { CandidatesCard } from "./TextCandidates";
+import { familyName, familyOf, isTextTask, textPhaseName, textRecipeOf } from "./textJob";
 
 export function TrainingJobPage() {
   const { t } = useTranslation();
@@ -80,9 +82,21 @@ export function TrainingJobPage() {
       )}
       {live.status === "CANCELLED" && <Alert type="warning" showIcon title={t("training.cancelled")} />}
       {live.status === "SUCCEEDED" && <SucceededLinks projectId={projectId} jobId={jobId} modelVersionId={j.model_version_id} />}
-      <ProgressCard live={live} budget={j.budget_s} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} task={j.task_type} />
+      <ProgressCard
+        live={live}
+        budget={j.budget_s}
+        metrics={live.status === "SUCCEEDED" ? j.metrics : undefined}
+        task={j.task_type}
+        recipe={live.status === "SUCCEEDED" ? j.recipe : undefined}
+      />
       {live.status === "SUCCEEDED" && <OutcomeCard job={j} live={live} />}
-      <CurvesCard live={live} metrics={live.status === "SUCCEEDED" ? j.metrics : undefined} nVal={recipeOf(j).n_val} />
+      {live.status === "SUCCEEDED" && isTextTask(j.task_type) && <CandidatesCard job={j} />}
+      <CurvesCard
+        live={live}
+        metrics={live.status === "SUCCEEDED" ? j.metrics : undefined}
+        recipe={live.status === "SUCCEEDED" ? j.recipe : undefined}
+        nVal={recipeOf(j).n_val}
+      />
       <Descriptions
         size="small"
         bordered
@@ -109,16 +123,19 @@ export function TrainingJobPage() {
  * Phase in plain words, the running epoch, the step loss, the newest validation figure with the
  * epoch it belongs to (while epoch n runs it is epoch n-1's), elapsed and time left; a bar that
  * only moves forward (jobState.advanceShown). An object detector (`task` object_detection, or
- * entries with mAP) counts steps and shows its validation mAP@0.5.
+ * entries with mAP) counts steps and shows its validation mAP@0.5. A text classifier
+ * (`task` text_classification) says which model family is training, and once done which won
+ * (`recipe.family`).
  */
-export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; budget: number; metrics?: unknown; task?: string }) {
+export function ProgressCard({ live, budget, metrics, task, recipe }: { live: LiveJob; budget: number; metrics?: unknown; task?: string; recipe?: unknown }) {
   const { t } = useTranslation();
   const p = live.progress;
   const running = live.status === "RUNNING";
   const terminal = isTerminal(live.status);
-  const detector = task === "object_detection" || (p.phase === "train" && typeof p.epoch !== "number") || validationMetric(live.history) === "val_map50";
+  const text = isTextTask(task);
+  const detector = !text && (task === "object_detection" || (p.phase === "train" && typeof p.epoch !== "number") || validationMetric(live.history) === "val_map50");
   // once done, the figure of the epoch whose weights were kept (the best, not always the last)
-  const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics);
+  const kept = metrics === undefined ? -1 : keptIndex(live.history, metrics, recipe);
   const keptEntry = kept >= 0 && validationValue(live.history[kept]) !== undefined ? live.history[kept] : undefined;
   const validation = keptEntry ?? lastValidation(live);
   // once done and evaluated on the test split: the test accuracy or mAP@0.5 (of the model kept),
@@ -131,12 +148,26 @@ export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; b
     : running && live.shown.etaS !== null
       ? formatDuration(live.shown.etaS)
       : t("training.budgetOf", { budget: formatDuration(budget) });
+  // a text job: the family being measured, trained or exported now; once done, the one kept
+  const winner = live.status === "SUCCEEDED" ? (textRecipeOf({ recipe }).family ?? familyOf(metrics)) : undefined;
+  const family = winner ? t("training.text.chosenFamily", { family: familyName(t, winner) }) : familyName(t, familyOf(p));
   return (
     <Card size="small">
       <Space size="large" wrap align="start">
-        <Statistic title={t("training.phase")} value={phaseName(t, p.phase)} />
+        <Statistic title={t("training.phase")} value={text ? textPhaseName(t, p.phase, familyOf(p)) : phaseName(t, p.phase)} />
+        {text && <Statistic title={t("training.text.family")} value={family} data-testid="text-family" />}
         <div>
-          {detector ? (
+          {text ? (
+            <>
+              <Statistic title={t("training.epoch")} value={training && typeof p.epoch === "number" ? String(p.epoch) : "—"} />
+              {training && typeof p.step === "number" && typeof p.steps === "number" && (
+                // each family's steps are planned from its measured pace; epochs follow from them
+                <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="text-steps">
+                  {t("training.text.stepOf", { step: p.step, steps: p.steps })}
+                </Typography.Text>
+              )}
+            </>
+          ) : detector ? (
             <Statistic title={t("training.step")} value={training && typeof p.step === "number" ? `${p.step} / ${p.steps ?? "?"}` : "—"} data-testid="training-step" />
           ) : (
             <Statistic
@@ -194,7 +225,7 @@ export function ProgressCard({ live, budget, metrics, task }: { live: LiveJob; b
             title={validation ? validationHeadline(t, validation) : undefined}
           >
             {validation
-              ? t(keptEntry ? "training.valKeptEpoch" : "training.valAfterEpoch", { epoch: validation.epoch, stage: stageName(t, validation.phase) })
+              ? t(keptEntry ? "training.valKeptEpoch" : "training.valAfterEpoch", { epoch: validation.epoch, stage: entryStageName(t, validation) })
               : t("training.noValidationYet")}
           </Typography.Text>
         </div>
@@ -280,10 +311,10 @@ function optionName(t: TFunction, group: "augmentations" | "preferences", value:
   return names[value] ?? value;
 }
 
-export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: unknown; nVal?: number }) {
+export function CurvesCard({ live, metrics, nVal, recipe }: { live: LiveJob; metrics: unknown; nVal?: number; recipe?: unknown }) {
   const { t } = useTranslation();
   // the model kept is the best epoch, which may not be the last: mark it, and say so
-  const kept = keptIndex(live.history, metrics);
+  const kept = keptIndex(live.history, metrics, recipe);
   const keptEntry = kept >= 0 ? live.history[kept] : undefined;
   // an object detector's entries: validation mAP@0.5 at training steps
   const bySteps = validationMetric(live.history) === "val_map50" || (live.progress.phase === "train" && typeof live.progress.epoch !== "number");
@@ -299,9 +330,10 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
         kept: t("training.keptMark"),
         outputLayer: t("training.outputLayer"),
         outputLayerTitle: t("training.outputLayerTitle"),
-        stage: (phase) => stageName(t, phase),
+        // a band per phase, or per model family for a text job
+        stage: (key) => runName(t, key),
         entryTitle: (h) =>
-          typeof h.epoch === "number" ? t("training.entryTitle", { epoch: h.epoch, stage: stageName(t, h.phase) }) : t("training.stepTitle", { step: h.step }),
+          typeof h.epoch === "number" ? t("training.entryTitle", { epoch: h.epoch, stage: entryStageName(t, h) }) : t("training.stepTitle", { step: h.step }),
       }),
     [live.history, t, kept],
   );
@@ -327,7 +359,7 @@ export function CurvesCard({ live, metrics, nVal }: { live: LiveJob; metrics: un
         <Typography.Text type="secondary" data-testid="kept-epoch">
           {t("training.kept", {
             epoch: keptEntry.epoch,
-            stage: stageName(t, keptEntry.phase),
+            stage: entryStageName(t, keptEntry),
             accuracy: typeof keptEntry.val_accuracy === "number" ? percentText(keptEntry.val_accuracy) : "—",
           })}
         </Typography.Text>

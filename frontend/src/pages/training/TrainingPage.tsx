@@ -1,5 +1,6 @@
 // The Training section: a one-form wizard (dataset version, task, time budget, augmentation with a
-// preview, model preference) and the jobs.
+// preview, model preference) and the jobs. A text version's wizard has no augmentation, mirroring
+// or image-size choices (nothing of them applies to texts): it says what the text engine trains.
 import type { TFunction } from "i18next";
 import { ExperimentOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Checkbox, Collapse, Empty, Form, Input, InputNumber, Radio, Segmented, Select, Space, Table, Typography } from "antd";
@@ -26,14 +27,15 @@ import { JobStatusTag } from "../../components/JobStatusTag";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
 import { headlineMetric, isDetectionTask, percent } from "../models/headlineMetric";
 import { AugmentationChoice, AugmentationPreview, PreferenceCards } from "./WizardOptions";
+import { isTextTask } from "./textJob";
 
 /** Seconds. 90 s fine-tunes the digits demo to ~98 % on a 2-core CPU (docs/ENVIRONMENT.md). */
 export const BUDGET_PRESETS = [30, 90, 300, 900] as const;
 export const DEFAULT_BUDGET_S = 90;
 /** The server's default upper limit (SAMPAN_TRAINING_MAX_BUDGET_S; a server set lower answers its own limit on submit); the lower one is the version's min_budget_s. */
 const MAX_BUDGET_S = 24 * 3600;
-const TASKS = ["image_classification", "object_detection"] as const;
-const SUPPORTED_TASKS = new Set<string>(["image_classification"]);
+const TASKS = ["image_classification", "object_detection", "text_classification"] as const;
+const SUPPORTED_TASKS = new Set<string>(["image_classification", "text_classification"]);
 
 interface WizardValues {
   dataset_id?: string;
@@ -105,7 +107,23 @@ function TrainingWizard() {
   }, [versions.data, form]);
 
   const version = versions.data?.find((v) => v.id === versionId);
+
+  // a version of a task the wizard trains: that task (a text version needs no second click)
+  useEffect(() => {
+    if (version && SUPPORTED_TASKS.has(version.task_type) && form.getFieldValue("task_type") !== version.task_type) {
+      form.setFieldValue("task_type", version.task_type);
+    }
+  }, [version, form]);
+
   const versionTaskMismatch = version && taskType && version.task_type !== taskType;
+  // texts: no augmentation, flips or image sizes; the budget's minimum counts texts, not pixels.
+  // The version's task, else (while the versions load) its dataset's, so that no image option
+  // shows, nor a preview fetches, for a text version in between
+  const knownTask =
+    version?.task_type ??
+    (preset.data && preset.data.id === versionId ? preset.data.task_type : undefined) ??
+    datasets.data?.find((d) => d.id === datasetId)?.task_type;
+  const text = isTextTask(knownTask ?? taskType);
   const supported = SUPPORTED_TASKS.has(taskType ?? "");
   // the version's shortest accepted budget (API: min_budget_s), when it says
   const minBudget = minBudgetOf(version);
@@ -126,9 +144,8 @@ function TrainingWizard() {
       dataset_version_id: values.dataset_version_id,
       budget_s: values.budget_s,
       seed: values.seed,
-      augmentation: values.augmentation,
-      model_preference: values.model_preference,
-      allow_flips: !values.never_flip,
+      // the image options mean nothing to the text engine: not sent for a text version
+      ...(text ? {} : { augmentation: values.augmentation, model_preference: values.model_preference, allow_flips: !values.never_flip }),
       ...(values.model_name?.trim() ? { model_name: values.model_name.trim() } : {}),
     };
     start.mutate(
@@ -231,7 +248,7 @@ function TrainingWizard() {
             <Form.Item
               name="budget_s"
               noStyle
-              rules={[budgetRule(t, minBudget)]}
+              rules={[budgetRule(t, minBudget, text)]}
             >
               <InputNumber precision={0} suffix={t("training.seconds")} style={{ width: 130 }} aria-label={t("training.budget")} />
             </Form.Item>
@@ -242,22 +259,32 @@ function TrainingWizard() {
             )}
           </Space>
         </Form.Item>
-        <Form.Item label={t("training.step4")} style={{ marginBottom: 8 }}>
-          <Space align="start" wrap size="large">
-            <Space orientation="vertical" size={4}>
-              <Form.Item name="augmentation" noStyle>
-                <AugmentationChoice />
-              </Form.Item>
-              <Form.Item name="never_flip" valuePropName="checked" noStyle>
-                <Checkbox data-testid="never-flip">{t("training.neverFlip")}</Checkbox>
-              </Form.Item>
-            </Space>
-            <AugmentationPreview projectId={projectId} datasetId={datasetId} versionId={versionId} preset={augmentation} />
-          </Space>
-        </Form.Item>
-        <Form.Item name="model_preference" label={t("training.step5")}>
-          <PreferenceCards shorterSide={version ? statsOf(version).shorter_side_median : undefined} />
-        </Form.Item>
+        {text ? (
+          <Form.Item label={t("training.text.step4")}>
+            <Typography.Text type="secondary" data-testid="text-model-note" style={{ display: "block", maxWidth: 720, paddingTop: 5 }}>
+              {t("training.text.modelNote")}
+            </Typography.Text>
+          </Form.Item>
+        ) : (
+          <>
+            <Form.Item label={t("training.step4")} style={{ marginBottom: 8 }}>
+              <Space align="start" wrap size="large">
+                <Space orientation="vertical" size={4}>
+                  <Form.Item name="augmentation" noStyle>
+                    <AugmentationChoice />
+                  </Form.Item>
+                  <Form.Item name="never_flip" valuePropName="checked" noStyle>
+                    <Checkbox data-testid="never-flip">{t("training.neverFlip")}</Checkbox>
+                  </Form.Item>
+                </Space>
+                <AugmentationPreview projectId={projectId} datasetId={datasetId} versionId={version?.id} preset={augmentation} />
+              </Space>
+            </Form.Item>
+            <Form.Item name="model_preference" label={t("training.step5")}>
+              <PreferenceCards shorterSide={version ? statsOf(version).shorter_side_median : undefined} />
+            </Form.Item>
+          </>
+        )}
         <Form.Item label=" " colon={false}>
           <Collapse
             size="small"
@@ -301,11 +328,12 @@ function TrainingWizard() {
 
 /**
  * The one rule on the budget: at least the version's min_budget_s (rounded up; 1 s while the
- * version does not say) and at most 24 h, with one message saying both.
+ * version does not say) and at most 24 h, with one message saying both (for a text version, how
+ * its minimum counts texts).
  */
-export function budgetRule(t: TFunction, minBudget: number | undefined) {
+export function budgetRule(t: TFunction, minBudget: number | undefined, text = false) {
   const min = minBudget ?? 1;
-  const message = t(minBudget === undefined ? "training.budgetRange" : "training.budgetRangeVersion", {
+  const message = t(minBudget === undefined ? "training.budgetRange" : text ? "training.text.budgetRangeVersion" : "training.budgetRangeVersion", {
     min: formatDuration(min),
     max: formatDuration(MAX_BUDGET_S),
   });

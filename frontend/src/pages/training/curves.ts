@@ -5,6 +5,7 @@
 // whichever the entries carry: a classifier's accuracy per epoch, or an object detector's
 // mAP@0.5 at a training step (its entries have `step` and `val_map50`, no epoch).
 import type { EpochRecord } from "../../api/queries/training";
+import { familyOf } from "./textJob";
 
 export interface CurveTexts {
   loss: string;
@@ -20,7 +21,7 @@ export interface CurveTexts {
   outputLayer: string;
   /** the tooltip's heading for that point */
   outputLayerTitle: string;
-  /** a phase's short name ("head" -> "output layer only"), for the bands and the tooltip */
+  /** a phase's short name ("head" -> "output layer only"), or a text model family's, for the bands and the tooltip */
   stage: (phase: string | undefined) => string;
   /** the tooltip's heading for an entry ("Epoch 3 · all layers") */
   entryTitle: (entry: EpochRecord) => string;
@@ -39,15 +40,24 @@ export function validationValue(entry: EpochRecord | undefined): number | undefi
   return typeof entry.val_map50 === "number" ? entry.val_map50 : typeof entry.val_accuracy === "number" ? entry.val_accuracy : undefined;
 }
 
-const STAGE_COLOURS: Record<string, string> = { head: "rgba(22, 119, 255, 0.07)", finetune: "rgba(250, 140, 22, 0.07)" };
+const STAGE_COLOURS: Record<string, string> = {
+  head: "rgba(22, 119, 255, 0.07)",
+  finetune: "rgba(250, 140, 22, 0.07)",
+  linear: "rgba(22, 119, 255, 0.07)",
+  fasttext: "rgba(114, 46, 209, 0.07)",
+};
 
-/** Runs of consecutive entries with the same phase: [phase, first index, last index]. */
+/**
+ * Runs of consecutive entries with the same phase: [phase, first index, last index]. A text
+ * job's entries (all in the phase "train") run by model family instead: [family, first, last].
+ */
 export function phaseRuns(history: EpochRecord[]): [string | undefined, number, number][] {
   const runs: [string | undefined, number, number][] = [];
   history.forEach((h, i) => {
     const last = runs[runs.length - 1];
-    if (last && last[0] === h.phase) last[2] = i;
-    else runs.push([h.phase, i, i]);
+    const key = familyOf(h) ?? h.phase;
+    if (last && last[0] === key) last[2] = i;
+    else runs.push([key, i, i]);
   });
   return runs;
 }

@@ -3,6 +3,7 @@
 // or {status, error}). Pure functions, tested in jobState.test.ts.
 import { TERMINAL_JOB_STATES } from "../../api/queries/datasets";
 import { historyOf, trainingProgressOf, type EpochRecord, type TrainingJob, type TrainingProgress } from "../../api/queries/training";
+import { familyOf, textKeptIndex, textRecipeOf } from "./textJob";
 
 /** What the progress card shows; only ever moves forward (see `advanceShown`). */
 export interface Shown {
@@ -45,10 +46,14 @@ export function isTerminal(status: string): boolean {
 
 /**
  * History entries are keyed by phase and epoch: the output layer ("head") and all layers
- * ("finetune") both count epochs from 1. An object detector's entries have no epoch: by step.
+ * ("finetune") both count epochs from 1. An object detector's entries have no epoch: by step. A
+ * text job's families ("linear", "fasttext") each count epochs from 1 in the phase "train": by
+ * family too.
  */
 export function epochKey(entry: EpochRecord): string {
-  return typeof entry.epoch === "number" ? `${entry.phase ?? ""}:${entry.epoch}` : `${entry.phase ?? ""}:step ${entry.step}`;
+  const family = familyOf(entry);
+  const phase = family ? `${family}/${entry.phase ?? ""}` : (entry.phase ?? "");
+  return typeof entry.epoch === "number" ? `${phase}:${entry.epoch}` : `${phase}:step ${entry.step}`;
 }
 
 /** Replaces the entry with the same key in place, or appends it (history is in arrival order). */
@@ -79,13 +84,18 @@ export function epochOf(progress: TrainingProgress): EpochRecord | null {
     };
   }
   if (typeof progress.epoch !== "number" || typeof progress.val_accuracy !== "number") return null;
-  return {
+  const entry: EpochRecord = {
     phase: progress.phase,
     epoch: progress.epoch,
     loss: progress.loss,
     val_loss: progress.val_loss,
     val_accuracy: progress.val_accuracy,
   };
+  // a text job's event names its model family (and the balanced accuracy the winner is chosen by)
+  const family = familyOf(progress);
+  if (!family) return entry;
+  const balanced = (progress as { val_balanced_accuracy?: unknown }).val_balanced_accuracy;
+  return { ...entry, family, ...(typeof balanced === "number" ? { val_balanced_accuracy: balanced } : {}) } as EpochRecord;
 }
 
 const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
@@ -178,10 +188,14 @@ export function applySnapshot(state: LiveJob | null, job: TrainingJob): LiveJob 
  * The index in `history` of the epoch whose weights were kept: the engine keeps the best epoch by
  * validation accuracy (workers/ml/training.py), not the last, and names it in the job's metrics
  * as `best_phase` + `best_epoch`; an object detector keeps the step of the best validation
- * mAP@0.5 (workers/ml/detection/train.py), `best_step`. -1 while unknown (running, or an older job).
+ * mAP@0.5 (workers/ml/detection/train.py), `best_step`; a text classifier names the winning
+ * family in its metrics (`family`) and that family's kept epoch in the job's `recipe`
+ * (textJob.textKeptIndex). -1 while unknown (running, or an older job).
  */
-export function keptIndex(history: EpochRecord[], metrics: unknown): number {
+export function keptIndex(history: EpochRecord[], metrics: unknown, recipe?: unknown): number {
   if (!metrics || typeof metrics !== "object") return -1;
+  const family = familyOf(metrics);
+  if (family) return textKeptIndex(history, { ...textRecipeOf({ recipe }), family });
   const { best_phase: phase, best_epoch: epoch, best_step: step } = metrics as { best_phase?: unknown; best_epoch?: unknown; best_step?: unknown };
   if (typeof step === "number" && typeof phase !== "string") {
     return history.findIndex((h) => h.step === step && typeof h.val_map50 === "number");

@@ -4,6 +4,7 @@ import type { TFunction } from "i18next";
 
 import { PHASES, type EpochRecord, type Phase, type TrainingRecipe } from "../../api/queries/training";
 import { formatDuration } from "./jobState";
+import { familyName, familyOf, isTextFamily } from "./textJob";
 
 function isPhase(phase: string | undefined): phase is Phase {
   return (PHASES as readonly string[]).includes(phase ?? "");
@@ -20,14 +21,25 @@ export function stageName(t: TFunction, phase: string | undefined): string {
   return phase === "head" || phase === "features" ? t("training.stages.head") : phase === "finetune" ? t("training.stages.finetune") : t("training.stages.other");
 }
 
+/** What an epoch belongs to: a text job's model family ("linear"), else the stage of its phase. */
+export function entryStageName(t: TFunction, entry: EpochRecord): string {
+  const family = familyOf(entry);
+  return family ? familyName(t, family) : stageName(t, entry.phase);
+}
+
+/** A band of the curves (curves.phaseRuns): a text model family's name, else the stage's. */
+export function runName(t: TFunction, key: string | undefined): string {
+  return isTextFamily(key) ? familyName(t, key) : stageName(t, key);
+}
+
 export const percentText = (x: number) => `${(100 * x).toFixed(1)}%`;
 
-/** "Validation accuracy 96.5% after epoch 4 (all layers)". */
+/** "Validation accuracy 96.5% after epoch 4 (all layers)"; a text job's "(linear)". */
 export function validationHeadline(t: TFunction, entry: EpochRecord): string {
   return t("training.valHeadline", {
     accuracy: typeof entry.val_accuracy === "number" ? percentText(entry.val_accuracy) : "—",
     epoch: entry.epoch,
-    stage: stageName(t, entry.phase),
+    stage: entryStageName(t, entry),
   });
 }
 

@@ -1,0 +1,344 @@
+"""The onnxruntime session of a text classification package, and the agent's text requests.
+
+A package with ``"task": "text_classification"`` (docs/contracts.md, "Text models") has a graph
+with inputs ``indices`` (N, L) int64 and ``weights`` (N, L) float32 (hashed n-gram features,
+padded with index 0 / weight 0) and output ``probabilities`` (N, C) float32, softmax inside; its
+manifest's ``text`` object is the :class:`edge_agent.text.TextFeatures` that turn a text into
+those features. Featurising, batching and running are :func:`edge_agent.text.classify_texts`,
+the one text rule training and evaluation use too; this module only loads, checks and answers.
+
+The agent's ``POST /v1/predict`` for a text model takes JSON ``{"text": "..."}`` or
+``{"texts": ["...", ...]}`` (at most :data:`MAX_TEXTS`): :func:`parse_text_body` reads it,
+:meth:`TextClassifierSession.answer` answers it. :class:`WrongInputError` says that an image was
+sent to a text model, or JSON to an image model, and what the model being served expects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from edge_agent.runtime import (
+    _ORT_ERRORS,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    ManifestError,
+    ModelLoadError,
+    _version_tuple,
+)
+from edge_agent.text import (
+    INPUT_NAMES,
+    OUTPUT_NAME,
+    TextFeatures,
+    TextFeaturesError,
+    classify_texts,
+)
+
+__all__ = ["MAX_TEXTS", "TASK", "TextClassifierSession", "WrongInputError", "image_model_got",
+           "parse_text_body"]
+
+TASK = "text_classification"
+#: Most texts one ``POST /v1/predict`` may carry (``{"texts": [...]}``).
+MAX_TEXTS = 256
+#: The graph's inputs: name -> (onnxruntime type, manifest dtype).
+_INPUT_TYPES = {INPUT_NAMES[0]: ("tensor(int64)", "int64"),
+                INPUT_NAMES[1]: ("tensor(float)", "float32")}
+#: What a text model expects, in the errors that say it.
+_EXPECTS = ('this model classifies text (text_classification): send JSON {"text": "..."} or '
+            '{"texts": ["...", ...]}')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+               int: "a number", float: "a number", type(None): "null"}
+
+
+class WrongInputError(ValueError):
+    """The body is not what the model being served takes: an image sent to a text model, JSON
+    sent to an image model. ``str(error)`` says what it expects (the HTTP API answers 400)."""
+
+
+def _json_type(value: object) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def image_model_got(task: str, data: bytes) -> WrongInputError | None:
+    """For an image model (``task``) that could not decode ``data``: the error to answer
+    instead when ``data`` is a JSON object or array (a text request), else None."""
+    head = data[:64].lstrip()
+    if not head.startswith((b"{", b"[")):
+        return None
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; nested too deeply
+        return None
+    return WrongInputError(f"this model takes an image ({task}): send the image's bytes as the "
+                           "body, not JSON")
+
+
+def _not_json(data: bytes, reason: str) -> WrongInputError | ValueError:
+    """A body a text model cannot read: an image (say so), or ``reason``."""
+    from edge_agent.imaging import ImageDecodeError, sniff_format
+
+    try:
+        fmt = sniff_format(data)
+    except ImageDecodeError:
+        return ValueError(f"{reason}; {_EXPECTS}")
+    return WrongInputError(f"{_EXPECTS}, not a {fmt} image")
+
+
+def parse_text_body(data: bytes) -> tuple[list[str], bool]:
+    """The texts of a text model's request body: ``({"text": t} -> ([t], False)``, ``{"texts":
+    [...]} -> (texts, True)``. Other keys are ignored. A UTF-8 byte order mark is allowed.
+
+    Raises:
+        WrongInputError: the body is an image.
+        ValueError: the body is empty, not UTF-8, not JSON, not an object; it has neither or
+            both of ``text`` and ``texts``; ``text`` is not a string; ``texts`` is not a list
+            of 1 to :data:`MAX_TEXTS` strings; a text holds a lone surrogate (``\\ud800`` in
+            JSON is no character). The message names the field.
+    """
+    if not data:
+        raise ValueError(f"the body is empty; {_EXPECTS}")
+    try:
+        body = json.loads(data.decode("utf-8").removeprefix("\ufeff"))
+    except UnicodeDecodeError as error:
+        raise _not_json(data, f"the body is not UTF-8 (byte 0x{data[error.start]:02x} at "
+                              f"offset {error.start})") from None
+    except ValueError as error:
+        raise _not_json(data, f"the body is not JSON ({error})") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise ValueError(f"the body is not JSON this agent reads (nested too deeply); "
+                         f"{_EXPECTS}") from None
+    if not isinstance(body, dict):
+        raise ValueError(f"the body must be a JSON object, not {_json_type(body)}; {_EXPECTS}")
+    if "text" in body and "texts" in body:
+        raise ValueError('give "text" (one text) or "texts" (a list), not both')
+    if "text" in body:
+        texts, batch, names = [body["text"]], False, ["text"]
+    elif "texts" in body:
+        texts, batch = body["texts"], True
+        if not isinstance(texts, list):
+            raise ValueError(f'"texts" must be a list of strings, not {_json_type(texts)}')
+        if not 1 <= len(texts) <= MAX_TEXTS:
+            raise ValueError(f'"texts" holds {len(texts)} texts: give 1 to {MAX_TEXTS} per '
+                             "request")
+        names = [f"texts[{index}]" for index in range(len(texts))]
+    else:
+        raise ValueError(f'the body has no "text"; {_EXPECTS}')
+    for name, text in zip(names, texts, strict=True):
+        if not isinstance(text, str):
+            raise ValueError(f'"{name}" must be a string, not {_json_type(text)}')
+        found = _SURROGATE.search(text)
+        if found:
+            raise ValueError(f'"{name}" is not valid Unicode: a lone surrogate '
+                             f"U+{ord(found.group()):04X} at character {found.start()}")
+    return texts, batch
+
+
+def _dims(shape: Any) -> list[Any] | None:
+    return list(shape) if isinstance(shape, (list, tuple)) else None
+
+
+class TextClassifierSession:
+    """An onnxruntime session for a text classification package (module docstring).
+
+    Constructed as :class:`edge_agent.runtime.ClassifierSession`: ``TextClassifierSession(
+    model_dir)`` reads ``model.onnx`` and ``manifest.json`` from a directory,
+    ``TextClassifierSession(model_path, manifest)`` takes them separately; ``threads`` is
+    onnxruntime's intra-op thread count. Predictions are thread-safe. No signature or checksum
+    check here (``verify_manifest`` and ``verify_files`` come first).
+
+    Raises:
+        ManifestError: no labels; ``text`` missing or not valid featurisation settings;
+            ``preprocessing`` not empty; ``inputs`` not ``indices`` (N, L) int64 and
+            ``weights`` (N, L) float32; ``outputs`` not ``probabilities`` (N, C = labels).
+            The message starts with the field.
+        ModelLoadError: the model needs a newer onnxruntime, cannot be loaded, or its graph's
+            inputs and output are not those.
+    """
+
+    #: the manifest ``task`` this session serves (edge_agent.sessions picks the class by it)
+    task = TASK
+
+    def __init__(self, source: Path | str, manifest: dict[str, Any] | None = None, *,
+                 threads: int = 1) -> None:
+        path = Path(source)
+        if manifest is None:
+            manifest_path = path / MANIFEST_FILE
+            try:
+                manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise ManifestError(f"cannot read {manifest_path}: {error}") from error
+            if not isinstance(manifest, dict):
+                raise ManifestError(f"{manifest_path} is not a JSON object")
+            path = path / MODEL_FILE
+        self.manifest: dict[str, Any] = manifest
+        labels = manifest.get("labels")
+        if not isinstance(labels, list) or not labels:
+            raise ManifestError("manifest has no labels")
+        self.labels: list[str] = [str(label) for label in labels]
+        self.settings = self._text_settings(manifest)
+        preprocessing = manifest.get("preprocessing")
+        if preprocessing not in (None, {}):
+            raise ManifestError("preprocessing: a text model has none (it must be {}), got "
+                                f"{json.dumps(preprocessing, ensure_ascii=False)[:200]}")
+        self._check_manifest_io(manifest)
+        needed = str(manifest.get("min_onnxruntime") or "0")
+        if _version_tuple(ort.__version__) < _version_tuple(needed):
+            raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            self._session = ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        except _ORT_ERRORS as error:
+            raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+        self._check_signature()
+
+    @staticmethod
+    def _text_settings(manifest: dict[str, Any]) -> TextFeatures:
+        settings = manifest.get("text")
+        if settings is None:
+            raise ManifestError("text: a text_classification manifest needs its featurisation "
+                                "settings (edge_agent.text.TextFeatures.to_dict())")
+        if not isinstance(settings, dict):
+            raise ManifestError(f"text: must be an object of featurisation settings, not "
+                                f"{_json_type(settings)}")
+        try:
+            return TextFeatures.from_dict(settings)
+        except (TextFeaturesError, TypeError, ValueError) as error:
+            raise ManifestError(f"text: invalid featurisation settings: {error}") from error
+
+    def _check_manifest_io(self, manifest: dict[str, Any]) -> None:
+        inputs = manifest.get("inputs")
+        wanted = 'indices ["N", "L"] int64 and weights ["N", "L"] float32'
+        if not isinstance(inputs, list) or len(inputs) != 2 \
+                or not all(isinstance(item, dict) for item in inputs):
+            raise ManifestError(f"inputs: a text model takes {wanted}, got "
+                                f"{json.dumps(inputs)[:200]}")
+        for item, name in zip(inputs, INPUT_NAMES, strict=True):
+            shape = _dims(item.get("shape"))
+            if item.get("name") != name or item.get("dtype") != _INPUT_TYPES[name][1] \
+                    or shape is None or len(shape) != 2:
+                raise ManifestError(f"inputs: a text model takes {wanted}, got "
+                                    f"{json.dumps(inputs)[:200]}")
+        outputs = manifest.get("outputs")
+        if outputs is None:
+            return
+        found = [item for item in outputs if isinstance(item, dict)
+                 and item.get("name") == OUTPUT_NAME] if isinstance(outputs, list) else []
+        shape = _dims(found[0].get("shape")) if found else None
+        if shape is None or len(shape) != 2 or found[0].get("dtype") != "float32" or (
+                isinstance(shape[1], int) and shape[1] != len(self.labels)):
+            raise ManifestError(f"outputs: a text model gives {OUTPUT_NAME} [\"N\", "
+                                f"{len(self.labels)}] float32 ({len(self.labels)} labels), got "
+                                f"{json.dumps(outputs)[:200]}")
+
+    def _check_signature(self) -> None:
+        inputs = {item.name: item for item in self._session.get_inputs()}
+        outputs = {item.name: item for item in self._session.get_outputs()}
+        if set(inputs) != set(INPUT_NAMES) or OUTPUT_NAME not in outputs:
+            raise ModelLoadError(
+                f"a text model must have inputs {list(INPUT_NAMES)} and output {OUTPUT_NAME!r}, "
+                f"has {sorted(inputs)} -> {sorted(outputs)}")
+        for name, (kind, _) in _INPUT_TYPES.items():
+            shape = _dims(inputs[name].shape)
+            if inputs[name].type != kind or shape is None or len(shape) != 2:
+                raise ModelLoadError(f"model input {name!r} is {inputs[name].type} "
+                                     f"{inputs[name].shape}, not (N, L) {kind}")
+        output = outputs[OUTPUT_NAME]
+        shape = _dims(output.shape)
+        if output.type != "tensor(float)" or shape is None or len(shape) != 2 or (
+                isinstance(shape[1], int) and shape[1] != len(self.labels)):
+            raise ModelLoadError(f"model output {OUTPUT_NAME!r} is {output.type} {output.shape}, "
+                                 f"not (N, {len(self.labels)}) tensor(float)")
+
+    @property
+    def version_id(self) -> str | None:
+        """``manifest["model"]["version_id"]``, the model version this session serves."""
+        model = self.manifest.get("model") or {}
+        return model.get("version_id")
+
+    def predict_batch(self, indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """(N, L) int64 indices and (N, L) float32 weights -> (N, C) float32 probabilities.
+
+        Raises:
+            ValueError: wrong dtypes or shapes.
+            ModelLoadError: onnxruntime fails to run, or C differs from the number of labels.
+        """
+        if indices.dtype != np.int64 or weights.dtype != np.float32 or indices.ndim != 2 \
+                or indices.shape != weights.shape:
+            raise ValueError(f"expected (N, L) int64 and float32, got {indices.shape} "
+                             f"{indices.dtype}, {weights.shape} {weights.dtype}")
+        probabilities: np.ndarray  # onnxruntime is untyped: run() returns Any
+        try:
+            (probabilities,) = self._session.run(
+                [OUTPUT_NAME], {INPUT_NAMES[0]: indices, INPUT_NAMES[1]: weights})
+        except _ORT_ERRORS as error:
+            raise ModelLoadError(f"onnxruntime failed to run the model: {error}") from error
+        if probabilities.ndim != 2 or probabilities.shape != (len(indices), len(self.labels)):
+            raise ModelLoadError(f"model output shape {probabilities.shape} does not match "
+                                 f"(N={len(indices)}, C={len(self.labels)} labels)")
+        return probabilities.astype(np.float32, copy=False)
+
+    def self_test(self) -> None:
+        """Run one input holding the first and the last hash bucket (a graph whose table has
+        fewer rows than ``text.buckets`` fails here, not on a user's text) and check (1, C)
+        finite probabilities summing to ~1.
+
+        Raises:
+            ModelLoadError: the model fails to run or its output is not a probability vector.
+        """
+        indices = np.array([[0, self.settings.buckets - 1]], dtype=np.int64)
+        probabilities = self.predict_batch(indices, np.ones((1, 2), dtype=np.float32))
+        total = float(probabilities.sum())
+        if not np.all(np.isfinite(probabilities)) or abs(total - 1.0) > 1e-3:
+            raise ModelLoadError(f"model output is not a probability vector (sum {total:.4f})")
+
+    def predict_texts(self, texts: Sequence[str], top_k: int = 5) -> list[dict[str, Any]]:
+        """Texts -> per text ``{"predictions": [{"label", "index", "score"}], "truncated"}``:
+        the ``top_k`` most probable classes, best first (``score`` the probability, 0..1), and
+        whether the text was longer than ``text.max_chars`` (its start was classified).
+
+        Raises:
+            TextFeaturesError: a text is empty after normalisation (``params["index"]``).
+            ValueError: ``top_k`` < 1, no texts.
+            ModelLoadError: onnxruntime fails to run.
+        """
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        found = classify_texts(texts, self.settings, self.predict_batch)
+        results = []
+        for row, truncated in zip(found.probabilities, found.truncated, strict=True):
+            order = np.argsort(-row, kind="stable")[:top_k]
+            results.append({"predictions": [{"label": self.labels[i], "index": int(i),
+                                             "score": float(row[i])} for i in order],
+                            "truncated": bool(truncated)})
+        return results
+
+    def answer(self, data: bytes, top_k: int = 5) -> dict[str, Any]:
+        """A ``POST /v1/predict`` body -> the answer's task fields: ``{"predictions",
+        "truncated"}`` for ``{"text"}``, ``{"results": [{"predictions", "truncated"}]}`` for
+        ``{"texts"}`` (in the order of the texts).
+
+        Raises:
+            WrongInputError: an image was sent.
+            ValueError: a body :func:`parse_text_body` refuses, a text empty after
+                normalisation (named), ``top_k`` < 1.
+            ModelLoadError: onnxruntime fails to run.
+        """
+        texts, batch = parse_text_body(data)
+        try:
+            results = self.predict_texts(texts, top_k=top_k)
+        except TextFeaturesError as error:
+            if batch and error.kind == "empty":
+                raise TextFeaturesError(f'"texts[{error.params.get("index")}]": {error}',
+                                        error.kind, **error.params) from None
+            raise
+        return {"results": results} if batch else results[0]

@@ -1,0 +1,469 @@
+"""How a candidate's model is fitted: minibatch Adam with sparse updates (both families), or
+the exact L2-regularised logistic regression by L-BFGS over a grid of regularisation strengths
+(the linear family); their calibration (time of a step) and validation.
+
+Why two ways for the linear model (docs/decisions/text-classification.md, "Measured"): on the
+seed's 14,000 noisy reviews, Adam stopped after 5 epochs reached validation 87.5-88.0 % where
+the exact optimum reached 80-87 % (C 0.04-3.6); on a few hundred clean texts, Adam pushed every
+n-gram's weight at the same pace (its per-coordinate step), unique filler n-grams included, and
+reached 82-91 % where the exact optimum reached 99-100 %. The validation split chooses.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from edge_agent.text import TextFeatures
+
+from ..state import Progress, TrainingState
+from .data import FeaturizedTexts
+from .model import FAMILIES, TextClassifier
+
+__all__ = ["SOLVERS", "FamilyConfig", "FamilyRun", "calibrate", "class_weights", "evaluate",
+           "steps_per_epoch", "train_adam", "train_lbfgs"]
+
+SOLVERS = ("adam", "lbfgs")
+_EVAL_CHUNK = 512
+_CALIBRATION_STEPS = 6
+#: Validations per Adam run at most (small data: many short epochs; each keeps a copy).
+MAX_VALIDATIONS = 20
+#: L-BFGS iterations per ``optimizer.step`` call: the unit of the clock checks and of a replay.
+LBFGS_CHUNK = 10
+
+
+@dataclass(frozen=True)
+class FamilyConfig:
+    """One candidate's settings: the graph ``family`` and its ``features``, embedding ``dim``
+    (fastText; the linear model's width is the number of classes), and the ``solver``:
+
+    - ``adam``: Adam at ``lr`` (sparse updates of the table), cosine decay to 0, ``epochs`` when
+      the budget allows them but at least ``min_steps`` steps (small data), ``batch_size``;
+    - ``lbfgs`` (linear only): for each inverse regularisation strength ``c`` of ``l2_c``
+      (scikit-learn's ``C``: loss = mean cross-entropy + ||W||^2 / (2 C n)), L-BFGS to
+      convergence or ``max_iter`` iterations, warm-started from the previous ``c``.
+    """
+
+    family: str
+    features: TextFeatures
+    dim: int = 64
+    solver: str = "adam"
+    lr: float = 0.01
+    epochs: int = 5
+    batch_size: int = 64
+    min_steps: int = 400
+    l2_c: tuple[float, ...] = (1.0, 10.0, 100.0)
+    max_iter: int = 100
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES or self.solver not in SOLVERS:
+            raise ValueError(f"family must be one of {FAMILIES} and solver one of {SOLVERS}")
+        if self.solver == "lbfgs" and self.family != "linear":
+            raise ValueError("the lbfgs solver fits the linear family only")
+        object.__setattr__(self, "l2_c", tuple(float(c) for c in self.l2_c))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "features": self.features.to_dict(), "dim": self.dim,
+                "solver": self.solver, "lr": self.lr, "epochs": self.epochs,
+                "batch_size": self.batch_size, "min_steps": self.min_steps,
+                "l2_c": list(self.l2_c), "max_iter": self.max_iter}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FamilyConfig:
+        values = dict(data)
+        values["features"] = TextFeatures.from_dict(values["features"])
+        if "l2_c" in values:
+            values["l2_c"] = tuple(values["l2_c"])
+        return cls(**values)
+
+
+@dataclass
+class FamilyRun:
+    """A fitted candidate: its model (the kept state, eval mode), the summary the result shows
+    (``val_accuracy``, ``val_balanced_accuracy``, ``val_loss`` of what was kept, ...) and one
+    history entry per validation."""
+
+    model: TextClassifier
+    summary: dict[str, Any]
+    history: list[dict[str, Any]]
+
+
+def steps_per_epoch(n: int, batch: int) -> int:
+    return max(1, math.ceil(n / batch))
+
+
+def class_weights(labels: np.ndarray, n_classes: int) -> torch.Tensor:
+    """``sqrt(n / (C n_c))`` per class (the image trainer's square-root re-balancing; 1.0 on a
+    balanced set, 1 for a class absent from train)."""
+    counts = torch.bincount(torch.from_numpy(labels), minlength=n_classes).to(torch.float32)
+    weights = torch.where(counts > 0, len(labels) / (n_classes * counts.clamp(min=1)),
+                          torch.ones_like(counts))
+    return weights.sqrt()
+
+
+def _balanced_accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
+    if not len(labels):
+        return 0.0
+    return float(np.mean([np.mean(predicted[labels == c] == c) for c in np.unique(labels)]))
+
+
+@torch.no_grad()
+def evaluate(model: TextClassifier, data: FeaturizedTexts) -> tuple[float, float, float]:
+    """(accuracy, balanced accuracy, mean cross-entropy) on ``data``, the training path's
+    arithmetic (:meth:`TextClassifier.flat_logits`)."""
+    model.eval()
+    logits = torch.cat([model.flat_logits(*data.flat(np.arange(i, min(len(data),
+                                                                      i + _EVAL_CHUNK))))
+                        for i in range(0, len(data), _EVAL_CHUNK)])
+    predicted = logits.argmax(1).numpy()
+    return (float((predicted == data.labels).mean()),
+            _balanced_accuracy(predicted, data.labels),
+            float(nn.functional.cross_entropy(logits, torch.from_numpy(data.labels))))
+
+
+def _new_model(config: FamilyConfig, n_classes: int, scale: np.ndarray, seed: int
+               ) -> TextClassifier:
+    torch.manual_seed(seed)
+    model = TextClassifier(config.family, config.features.buckets, n_classes, config.dim)
+    model.set_scale(torch.from_numpy(scale))
+    return model
+
+
+def _adam(model: TextClassifier, lr: float) -> list[torch.optim.Optimizer]:
+    dense = [p for name, p in model.named_parameters() if name != "table"]
+    return [torch.optim.SparseAdam([model.table], lr=lr), torch.optim.Adam(dense, lr=lr)]
+
+
+def _adam_step(model: TextClassifier, optimizers: list[torch.optim.Optimizer],
+               data: FeaturizedTexts, rows: np.ndarray, weights: torch.Tensor, lr: float
+               ) -> float:
+    model.train()
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        optimizer.zero_grad(set_to_none=True)
+    logits = model.flat_logits(*data.flat(rows))
+    loss = nn.functional.cross_entropy(logits, torch.from_numpy(data.labels[rows]),
+                                       weight=weights)
+    torch.autograd.backward(loss)
+    for optimizer in optimizers:
+        optimizer.step()
+    return float(loss.detach())
+
+
+class _Design:
+    """The training texts as a sparse matrix ``X`` (n, used buckets) of their TF-IDF,
+    L2-normalised weights (the graph's arithmetic, float64 norms), with ``X^T`` kept for the
+    gradient: torch's autograd through a CSR product took 273 ms a pass on the seed where the two
+    products take ~25 ms (measured)."""
+
+    def __init__(self, data: FeaturizedTexts, scale: np.ndarray) -> None:
+        self.used = np.unique(data.indices)
+        lengths = np.diff(data.starts)
+        segments = np.repeat(np.arange(len(data)), lengths)
+        scaled = data.weights.astype(np.float64) * scale[data.indices]
+        squares = np.bincount(segments, weights=scaled * scaled, minlength=len(data))
+        values = (scaled / np.maximum(np.sqrt(squares), 1e-12)[segments]).astype(np.float32)
+        columns = np.searchsorted(self.used, data.indices)
+        shape = (len(data), len(self.used))
+        with warnings.catch_warnings():  # "sparse CSR support is in beta": products only
+            warnings.simplefilter("ignore", UserWarning)
+            self._build(data, columns, values, segments, shape)
+
+    def _build(self, data: FeaturizedTexts, columns: np.ndarray, values: np.ndarray,
+               segments: np.ndarray, shape: tuple[int, int]) -> None:
+        self.x = torch.sparse_csr_tensor(torch.from_numpy(data.starts.astype(np.int64)),
+                                         torch.from_numpy(columns.astype(np.int64)),
+                                         torch.from_numpy(values), size=shape)
+        order = np.argsort(columns, kind="stable")
+        transposed_starts = np.concatenate([[0], np.cumsum(np.bincount(columns,
+                                                                       minlength=shape[1]))])
+        self.xt = torch.sparse_csr_tensor(torch.from_numpy(transposed_starts.astype(np.int64)),
+                                          torch.from_numpy(segments[order].astype(np.int64)),
+                                          torch.from_numpy(values[order]),
+                                          size=(shape[1], shape[0]))
+
+    def product(self, w: torch.Tensor) -> torch.Tensor:
+        return _SparseProduct.apply(w, self)  # type: ignore[no-any-return]
+
+
+class _SparseProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, w: torch.Tensor, design: _Design) -> torch.Tensor:
+        ctx.design = design
+        return design.x @ w
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return ctx.design.xt @ grad, None
+
+
+def _lbfgs_loss(design: _Design, w: torch.Tensor, b: torch.Tensor, labels: torch.Tensor,
+                weights: torch.Tensor, c: float) -> torch.Tensor:
+    loss = nn.functional.cross_entropy(design.product(w) + b, labels, weight=weights)
+    return loss + torch.sum(w * w) / (2.0 * c * len(labels))
+
+
+def _time_adam(config: FamilyConfig, train: FeaturizedTexts, n_classes: int, scale: np.ndarray,
+               weights: torch.Tensor, progress: Progress, threads: int
+               ) -> tuple[float, TextClassifier]:
+    torch.set_num_threads(threads)
+    model = _new_model(config, n_classes, scale, 0)
+    optimizers = _adam(model, config.lr)
+    generator = np.random.default_rng(0)
+    timings = []
+    for _ in range(_CALIBRATION_STEPS):
+        progress.check()
+        rows = generator.choice(len(train), size=min(config.batch_size, len(train)),
+                                replace=False)
+        began = time.perf_counter()
+        _adam_step(model, optimizers, train, rows, weights, config.lr)
+        timings.append(time.perf_counter() - began)
+    return statistics.median(timings[1:]), model
+
+
+def _time_lbfgs(design: _Design, n_classes: int, labels: torch.Tensor, weights: torch.Tensor,
+                progress: Progress, threads: int) -> float:
+    torch.set_num_threads(threads)
+    w = torch.zeros(len(design.used), n_classes, requires_grad=True)
+    b = torch.zeros(n_classes, requires_grad=True)
+    timings = []
+    for _ in range(3):
+        progress.check()
+        began = time.perf_counter()
+        torch.autograd.backward(_lbfgs_loss(design, w, b, labels, weights, 1.0))
+        timings.append(time.perf_counter() - began)
+    return statistics.median(timings[1:])
+
+
+def calibrate(config: FamilyConfig, train: FeaturizedTexts, val: FeaturizedTexts,
+              n_classes: int, weights: torch.Tensor, progress: Progress, max_threads: int
+              ) -> tuple[float, float, int]:
+    """(seconds per unit: an Adam step, or one L-BFGS loss and gradient over the training set;
+    seconds per validation; threads). The unit is timed with 1 thread and with
+    ``max_threads``, and the faster count kept (more threads must be 10 % faster: with other
+    processes busy, OpenMP threads waiting on each other were much slower than one in the image
+    trainer's measurements; idle, 2 threads took a fastText step in 12-13 ms instead of 19-20 ms,
+    a linear one in 5.4-6.2 ms instead of 6.3-7.3 ms). The validation of up to 512 texts is
+    timed and scaled to the split."""
+    scale = train.idf(config.features.buckets)
+    timings: dict[int, float] = {}
+    if config.solver == "lbfgs":
+        design = _Design(train, scale)
+        labels = torch.from_numpy(train.labels)
+        for n in sorted({1, max_threads}):
+            timings[n] = _time_lbfgs(design, n_classes, labels, weights, progress, n)
+    else:
+        for n in sorted({1, max_threads}):
+            timings[n] = _time_adam(config, train, n_classes, scale, weights, progress, n)[0]
+    threads = min(timings, key=lambda n: timings[n] / (1.1 if n > 1 else 1.0))
+    torch.set_num_threads(threads)
+    model = _new_model(config, n_classes, scale, 0)
+    probe = min(len(val), _EVAL_CHUNK)
+    subset = FeaturizedTexts(val.indices[: val.starts[probe]], val.weights[: val.starts[probe]],
+                             val.starts[: probe + 1], val.labels[:probe], 0, [])
+    began = time.perf_counter()
+    evaluate(model, subset)
+    eval_s = (time.perf_counter() - began) * len(val) / max(1, probe)
+    return timings[threads], eval_s, threads
+
+
+def train_adam(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedTexts,
+               val: FeaturizedTexts, n_classes: int, seed: int, weights: torch.Tensor,
+               costs: tuple[float, float] | None, deadline: float | None,
+               progress: Progress, name: str) -> FamilyRun:
+    """Adam for ``plan["planned_steps"]`` (cosine from ``lr`` to 0 over them), validating
+    after each epoch (at most :data:`MAX_VALIDATIONS` times) and at the end, the model kept by
+    the image trainer's rule (:class:`workers.ml.state.TrainingState`: the latest validation
+    within two standard errors of the best balanced accuracy). With a ``deadline``
+    (``time.monotonic()`` s) a step is not started when it and the validation after it would
+    end later; a replay (``deadline`` None) stops at ``plan["steps_done"]``."""
+    began = time.monotonic()
+    model = _new_model(config, n_classes, train.idf(config.features.buckets), seed)
+    optimizers = _adam(model, config.lr)
+    planned = int(plan["planned_steps"])
+    stop_at = int(plan.get("steps_done", planned)) if deadline is None else planned
+    per_epoch = steps_per_epoch(len(train), config.batch_size)
+    generator = torch.Generator().manual_seed(seed)
+    state = TrainingState()
+    history: list[dict[str, Any]] = []
+    step, epoch = 0, 0
+    # validate after an epoch once this many steps are done (every epoch unless there are more
+    # than MAX_VALIDATIONS of them), and at the end
+    every = max(per_epoch, math.ceil(planned / MAX_VALIDATIONS))
+    next_validation = every
+    step_times: list[float] = []
+    step_s, eval_s = costs if costs is not None else (0.0, 0.0)
+    stop_reason = "planned_steps"
+    running, seen = 0.0, 0
+
+    def validate(loss: float | None) -> None:
+        accuracy, balanced, val_loss = evaluate(model, val)
+        state.offer(model, name, epoch, accuracy, val_loss, len(val), balanced)
+        entry = {"phase": "train", "candidate": name, "family": config.family, "epoch": epoch,
+                 "step": step, "loss": loss, "val_accuracy": round(accuracy, 4),
+                 "val_balanced_accuracy": round(balanced, 4), "val_loss": round(val_loss, 4),
+                 "elapsed_s": round(progress.elapsed_s(), 2)}
+        history.append(entry)
+        progress.emit(entry, force=True)
+
+    while step < stop_at:
+        epoch += 1
+        order = torch.randperm(len(train), generator=generator).numpy()
+        for start in range(0, per_epoch * config.batch_size, config.batch_size):
+            if step >= stop_at:
+                break
+            if deadline is not None:
+                expected = statistics.median(step_times[-50:]) if step_times else step_s
+                if time.monotonic() + expected + eval_s > deadline:
+                    stop_reason = "deadline"
+                    stop_at = step
+                    break
+            progress.check()
+            rows = order[start : start + config.batch_size]
+            factor = 0.5 * (1.0 + math.cos(math.pi * step / planned))
+            tick = time.perf_counter()
+            running += _adam_step(model, optimizers, train, rows, weights,
+                                  config.lr * factor) * len(rows)
+            step_times.append(time.perf_counter() - tick)
+            seen += len(rows)
+            step += 1
+            progress.emit({"phase": "train", "candidate": name, "family": config.family,
+                           "epoch": epoch, "step": step, "steps": planned})
+        if seen == 0 or step < min(next_validation, stop_at):
+            continue
+        next_validation = step + every
+        validate(round(running / seen, 4))
+        running, seen = 0.0, 0
+    if not history:  # stopped before a single step: the untrained model, measured all the same
+        validate(None)
+    if state.best_state is not None:
+        model.load_state_dict(state.best_state)
+    kept = next(e for e in history if e["epoch"] == state.best_epoch)
+    summary = {
+        "candidate": name, "family": config.family, "solver": "adam",
+        "planned_steps": planned, "steps_done": step, "planned_epochs": plan.get(
+            "planned_epochs"), "epochs_done": epoch, "kept_epoch": state.best_epoch,
+        "stop_reason": stop_reason, "val_accuracy": kept["val_accuracy"],
+        "val_balanced_accuracy": kept["val_balanced_accuracy"], "val_loss": kept["val_loss"],
+        "train_s": round(time.monotonic() - began, 2),
+        "step_ms": round(1000 * statistics.median(step_times), 3) if step_times else None,
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "buckets": config.features.buckets, "dim": model.dim, "lr": config.lr,
+    }
+    return FamilyRun(model.eval(), summary, history)
+
+
+def train_lbfgs(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedTexts,
+                val: FeaturizedTexts, n_classes: int, weights: torch.Tensor,
+                costs: tuple[float, float] | None, deadline: float | None,
+                progress: Progress, name: str) -> FamilyRun:
+    """The exact L2-regularised logistic regression on the TF-IDF features: for each ``C`` of
+    ``config.l2_c`` in order (strongest regularisation first, each warm-started from the last),
+    L-BFGS (strong Wolfe line search) in calls of :data:`LBFGS_CHUNK` iterations until it
+    converges, ``plan["max_iter"]`` iterations are done, or the ``deadline`` is near; then a
+    validation. The ``C`` with the best validation balanced accuracy is kept (the stronger
+    regularisation on a tie). A replay (``deadline`` None) makes the recorded number of calls
+    per ``C`` (``plan["chunks_done"]``)."""
+    began = time.monotonic()
+    scale = train.idf(config.features.buckets)
+    design = _Design(train, scale)
+    labels = torch.from_numpy(train.labels)
+    w = torch.zeros(len(design.used), n_classes, requires_grad=True)
+    b = torch.zeros(n_classes, requires_grad=True)
+    max_iter = int(plan.get("max_iter", config.max_iter))
+    replay_chunks = plan.get("chunks_done") if deadline is None else None
+    unit_s, eval_s = costs if costs is not None else (0.0, 0.0)
+    model = _new_model(config, n_classes, scale, 0)
+    history: list[dict[str, Any]] = []
+    chunks_done: list[int] = []
+    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+    stop_reason = "not_started"  # of the last C: converged, max_iter or deadline
+    for k, c in enumerate(config.l2_c):
+        if replay_chunks is not None and k >= len(replay_chunks):
+            break
+        optimizer = torch.optim.LBFGS([w, b], lr=1.0, max_iter=LBFGS_CHUNK, history_size=10,
+                                      line_search_fn="strong_wolfe", tolerance_grad=1e-6,
+                                      tolerance_change=1e-9)
+
+        def closure(c: float = c) -> torch.Tensor:
+            w.grad, b.grad = None, None
+            loss = _lbfgs_loss(design, w, b, labels, weights, c)
+            torch.autograd.backward(loss)
+            return loss
+
+        chunks = 0
+        limit = (replay_chunks[k] if replay_chunks is not None
+                 else math.ceil(max_iter / LBFGS_CHUNK))
+        stop_reason = "max_iter"
+        while chunks < limit:
+            # one call costs up to 1.25 x LBFGS_CHUNK evaluations (the line search's limit)
+            if deadline is not None and time.monotonic() + 1.25 * LBFGS_CHUNK * unit_s \
+                    + eval_s > deadline:
+                stop_reason = "deadline"
+                break
+            progress.check()
+            iterations = int(optimizer.state[w].get("n_iter", 0))
+            evaluations = int(optimizer.state[w].get("func_evals", 0))
+            loss = float(optimizer.step(closure).detach())  # type: ignore[no-untyped-call]
+            chunks += 1
+            progress.emit({"phase": "train", "candidate": name, "family": "linear",
+                           "epoch": k + 1, "step": chunks, "loss": round(loss, 5)})
+            # converged: a tolerance ended the call before its iterations and its evaluations
+            # (the line search's, 1.25 per iteration at most) were used up
+            if replay_chunks is None \
+                    and int(optimizer.state[w]["n_iter"]) - iterations < LBFGS_CHUNK \
+                    and int(optimizer.state[w]["func_evals"]) - evaluations \
+                    < int(LBFGS_CHUNK * 1.25):
+                stop_reason = "converged"
+                break
+        chunks_done.append(chunks)
+        if chunks == 0:
+            break
+        with torch.no_grad():
+            model.table.zero_()
+            model.table[torch.from_numpy(design.used)] = w.detach()
+            assert model.bias is not None
+            model.bias.copy_(b.detach())
+        accuracy, balanced, val_loss = evaluate(model, val)
+        entry = {"phase": "train", "candidate": name, "family": "linear", "epoch": k + 1,
+                 "step": chunks, "l2_c": c, "loss": round(loss, 5), "stop_reason": stop_reason,
+                 "val_accuracy": round(accuracy, 4), "val_balanced_accuracy": round(balanced, 4),
+                 "val_loss": round(val_loss, 4), "elapsed_s": round(progress.elapsed_s(), 2)}
+        history.append(entry)
+        progress.emit(entry, force=True)
+        if best is None or balanced > best[0]:
+            best = (balanced, k + 1, {key: value.clone()
+                                      for key, value in model.state_dict().items()})
+        if stop_reason == "deadline":
+            break
+    if best is None:  # not even one call fitted: the untrained model, measured all the same
+        accuracy, balanced, val_loss = evaluate(model, val)
+        history.append({"phase": "train", "candidate": name, "family": "linear", "epoch": 0,
+                        "step": 0, "l2_c": None, "loss": None,
+                        "val_accuracy": round(accuracy, 4),
+                        "val_balanced_accuracy": round(balanced, 4),
+                        "val_loss": round(val_loss, 4),
+                        "elapsed_s": round(progress.elapsed_s(), 2)})
+        best = (balanced, 0, model.state_dict())
+    model.load_state_dict(best[2])
+    kept = next(e for e in history if e["epoch"] == best[1])
+    summary = {
+        "candidate": name, "family": "linear", "solver": "lbfgs", "max_iter": max_iter,
+        "chunks_done": chunks_done, "steps_done": sum(chunks_done),
+        "epochs_done": len(chunks_done), "kept_epoch": best[1], "l2_c_kept": kept["l2_c"],
+        "stop_reason": stop_reason, "val_accuracy": kept["val_accuracy"],
+        "val_balanced_accuracy": kept["val_balanced_accuracy"], "val_loss": kept["val_loss"],
+        "train_s": round(time.monotonic() - began, 2), "used_buckets": int(len(design.used)),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "buckets": config.features.buckets, "dim": model.dim,
+    }
+    return FamilyRun(model.eval(), summary, history)

@@ -1,0 +1,484 @@
+"""Text classification training within a time budget: the engine's entry point (no Django;
+texts in, files and dataclasses out).
+
+    result = train_text_classifier(TextTrainRequest(train, val, labels, out_dir, budget_s=120))
+    result.onnx_path, result.features, result.labels, result.winner, result.candidates
+
+Steps: class names normalised (:func:`edge_agent.text.merge_labels`: ``正面 `` and ``正面`` are one
+class); every text featurised once per feature setting (:mod:`edge_agent.text`); each candidate
+(:data:`CANDIDATES`: the linear model fitted by Adam, the linear model fitted exactly by L-BFGS
+over a grid of L2 strengths, the fastText-style model fitted by Adam; :mod:`.solvers`) timed
+on a few steps and planned within the budget; trained with validations; the candidate with the
+best validation balanced accuracy wins (the earlier in :data:`CANDIDATES` on a tie); the winner
+is exported to ONNX, must pass the parity gate on the validation texts, and is evaluated through
+onnxruntime on raw texts, as a device computes, on the test split (else validation). The test
+split is never used for a choice.
+
+Why these choices, and the figures measured: docs/decisions/text-classification.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from edge_agent.text import TextFeatures, merge_labels, prepare_text
+
+from ..classification import available_threads
+from ..evaluation import classification_report
+from ..specs import TrainingCancelled
+from ..state import Progress
+from .data import FeaturizedTexts, featurize_texts
+from .export import export_text_onnx, onnx_text_session, parity_gate, predict_texts
+from .solvers import (
+    LBFGS_CHUNK,
+    MAX_VALIDATIONS,
+    FamilyConfig,
+    FamilyRun,
+    calibrate,
+    class_weights,
+    steps_per_epoch,
+    train_adam,
+    train_lbfgs,
+)
+
+__all__ = ["CANDIDATES", "DEFAULT_CONFIGS", "FamilyConfig", "TextSample", "TextTrainRequest",
+           "TextTrainResult", "TrainingCancelled", "train_text_classifier"]
+
+#: Seconds kept for export, parity and evaluation, plus this much per validation/test text.
+_TAIL_S, _TAIL_PER_TEXT_S = 3.0, 4e-4
+
+#: The candidates, in order of priority when the budget cannot fit them all, with the settings
+#: measured best on the seed's validation split (docs/decisions/text-classification.md).
+DEFAULT_CONFIGS: dict[str, FamilyConfig] = {
+    "linear": FamilyConfig("linear", TextFeatures(buckets=2**20), solver="adam", lr=0.01,
+                           epochs=5),
+    "linear_lbfgs": FamilyConfig("linear", TextFeatures(buckets=2**20), solver="lbfgs",
+                                 l2_c=(1.0, 10.0, 100.0), max_iter=100),
+    "fasttext": FamilyConfig("fasttext", TextFeatures(buckets=2**18), dim=64, solver="adam",
+                             lr=0.01, epochs=3),
+}
+CANDIDATES = tuple(DEFAULT_CONFIGS)
+
+
+@dataclass(frozen=True)
+class TextSample:
+    """One labelled text: ``label`` is the class index into ``TextTrainRequest.labels``. Any
+    ``(text, label)`` or ``(text, label, sample_id)`` tuple is accepted in its place."""
+
+    text: str
+    label: int
+    sample_id: str = ""
+
+
+Sample = TextSample | tuple[str, int] | tuple[str, int, str]
+
+
+@dataclass
+class TextTrainRequest:
+    """What to train.
+
+    ``train``, ``val``, ``test``: samples (:class:`TextSample` or ``(text, label index)``
+    tuples); texts are stored whole by the caller, the features use the first ``max_chars``
+    characters. ``labels``: class names in index order; names equal after
+    :func:`edge_agent.text.normalize_label` are one class. ``budget_s``: wall-clock seconds for
+    everything (featurisation, training, export, parity, evaluation). ``candidates``: which to
+    fit (names of :data:`DEFAULT_CONFIGS`, default all). ``configs``: per candidate, overrides
+    of :data:`DEFAULT_CONFIGS` (or new names). ``recipe``: a previous
+    ``TextTrainResult.recipe``, replayed step for step (same model) instead of planned from the
+    clock. ``test`` is never used for any choice.
+    """
+
+    train: Sequence[Sample]
+    val: Sequence[Sample]
+    labels: Sequence[str]
+    out_dir: Path
+    budget_s: float
+    seed: int = 0
+    test: Sequence[Sample] = ()
+    candidates: tuple[str, ...] = CANDIDATES
+    configs: dict[str, FamilyConfig] = field(default_factory=dict)
+    recipe: dict[str, Any] | None = None
+
+
+@dataclass
+class TextTrainResult:
+    """What training produced. Paths are inside ``TextTrainRequest.out_dir``.
+
+    ``onnx_path``: ``model.onnx`` (inputs ``indices``, ``weights``; output ``probabilities``).
+    ``features``: the winner's :class:`edge_agent.text.TextFeatures` as a dict (the model
+    package's featurisation settings). ``labels``: class names (normalised, merged) in the
+    model's output order. ``winner``: the candidate that won; ``family``: its graph family
+    (``linear`` or ``fasttext``). ``metrics``: ``evaluated_on`` (``test`` or ``val``),
+    ``val_accuracy``, ``val_macro_f1`` (the ONNX model on raw validation texts),
+    ``test_accuracy``, ``test_macro_f1`` (when there is a test split), ``winner``, ``family``,
+    ``val_by_candidate``. ``candidates``: per candidate, its validation figures
+    (``val_accuracy``, ``val_balanced_accuracy``, ``val_loss`` of what was kept),
+    ``kept_epoch``, ``epochs_done``, ``steps_done``, ``train_s``, ``parameters``, ``buckets``,
+    ``dim``, ``solver``, ``stop_reason``, or ``skipped`` (why it was not fitted). ``history``:
+    one dict per validation. ``report``: :func:`workers.ml.evaluation.classification_report`
+    on the evaluated split plus ``validation``, ``skipped_samples`` (texts left out: empty
+    after normalisation) and ``truncated`` (texts featurised by their first ``max_chars``
+    characters, per split). ``parity``: the gate's figures (it passed: a failure raises).
+    ``recipe``: what was run, replayable. ``elapsed_s``: wall-clock seconds of the whole call.
+    """
+
+    onnx_path: Path
+    checkpoint_path: Path
+    features: dict[str, Any]
+    labels: list[str]
+    winner: str
+    family: str
+    metrics: dict[str, Any]
+    candidates: dict[str, dict[str, Any]]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    parity: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+def _no_progress(_: dict[str, Any]) -> None:
+    return None
+
+
+def _never_stop() -> bool:
+    return False
+
+
+@dataclass
+class _Split:
+    texts: list[str]
+    labels: list[int]
+    ids: list[str]
+
+
+def _unpack(samples: Sequence[Sample], split: str, n_labels: int) -> _Split:
+    texts, labels, ids = [], [], []
+    for i, sample in enumerate(samples):
+        if isinstance(sample, TextSample):
+            text, label, sample_id = sample.text, sample.label, sample.sample_id
+        else:
+            text, label = sample[0], sample[1]
+            sample_id = str(sample[2]) if len(sample) > 2 else ""
+        sample_id = sample_id or f"{split}:{i}"
+        if isinstance(label, bool) or not isinstance(label, int | np.integer) \
+                or not 0 <= int(label) < n_labels:
+            raise ValueError(f"sample {sample_id}: label index {label!r} out of range")
+        if not isinstance(text, str):
+            raise ValueError(f"sample {sample_id}: text must be a string, got "
+                             f"{type(text).__name__}")
+        texts.append(text)
+        labels.append(int(label))
+        ids.append(sample_id)
+    return _Split(texts, labels, ids)
+
+
+def train_text_classifier(
+    request: TextTrainRequest,
+    *,
+    on_progress: Callable[[dict[str, Any]], None] = _no_progress,
+    should_stop: Callable[[], bool] = _never_stop,
+) -> TextTrainResult:
+    """Train a text classifier within ``request.budget_s`` seconds and export it to ONNX.
+
+    ``on_progress`` receives dicts with ``phase`` (``featurize``, ``calibrate``, ``train``,
+    ``export``, ``evaluate``, ``done``), ``candidate`` and ``family`` where they apply,
+    ``elapsed_s``, ``fraction``, ``eta_s``, and at each validation ``epoch`` and
+    ``val_accuracy``; ``should_stop`` is polled between steps.
+
+    The whole call aims to end within ``budget_s``; it ends earlier when every candidate has
+    done its planned epochs (more epochs did not help: docs/decisions/text-classification.md).
+
+    Raises:
+        TrainingCancelled: ``should_stop()`` returned True.
+        ValueError: fewer than 2 classes after normalising the names, an empty split (also
+            when all its texts are empty), a label index out of range, an unknown candidate.
+        workers.ml.text.export.TextParityError: the exported graph does not match the model.
+    """
+    started = time.monotonic()
+    names, mapping = merge_labels(list(request.labels))
+    if len(names) < 2:
+        raise ValueError("labels: a classifier needs at least 2 classes "
+                         f"(after normalising the names: {names})")
+    if request.budget_s <= 0:
+        raise ValueError("budget_s must be > 0")
+    known = set(DEFAULT_CONFIGS) | set(request.configs)
+    if not request.candidates or any(c not in known for c in request.candidates):
+        raise ValueError(f"candidates must be some of {sorted(known)}, got "
+                         f"{request.candidates}")
+    splits = {}
+    for split, samples in (("train", request.train), ("val", request.val),
+                           ("test", request.test)):
+        unpacked = _unpack(samples, split, len(request.labels))
+        unpacked.labels = [mapping[label] for label in unpacked.labels]
+        splits[split] = unpacked
+    if not splits["train"].texts or not splits["val"].texts:
+        raise ValueError("train and val must each hold at least one sample")
+    progress = Progress(on_progress, should_stop, started, budget_s=float(request.budget_s))
+    out_dir = Path(request.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    previous_threads = torch.get_num_threads()
+    try:
+        return _train(request, names, splits, progress, out_dir)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _configs(request: TextTrainRequest) -> dict[str, FamilyConfig]:
+    if request.recipe is not None:
+        return {name: FamilyConfig.from_dict(entry["config"])
+                for name, entry in request.recipe["candidates"].items()
+                if entry.get("config") is not None}
+    return {name: request.configs.get(name) or DEFAULT_CONFIGS[name]
+            for name in request.candidates}
+
+
+def _target(config: FamilyConfig, n_train: int) -> int:
+    """Adam: the steps planned when the budget allows: ``epochs``, but at least ``min_steps``
+    (a few hundred texts are a handful of steps an epoch: 5 epochs of 320 texts, 25 Adam steps
+    at 0.01, left a toy set at 67 % test accuracy). L-BFGS: iterations per ``C``."""
+    if config.solver == "lbfgs":
+        return config.max_iter
+    return max(config.epochs * steps_per_epoch(n_train, config.batch_size), config.min_steps)
+
+
+def _cost(config: FamilyConfig, units: float, n_train: int, costs: tuple[float, float]
+          ) -> float:
+    """Seconds of ``units`` (Adam steps; L-BFGS iterations per ``C``) with their validations."""
+    unit_s, eval_s = costs
+    if config.solver == "lbfgs":
+        # an iteration is ~1 loss-and-gradient (up to 1.25 with the line search)
+        return len(config.l2_c) * (units * 1.1 * unit_s + eval_s)
+    per_epoch = steps_per_epoch(n_train, config.batch_size)
+    return units * unit_s + min(MAX_VALIDATIONS, math.ceil(units / per_epoch)) * eval_s
+
+
+def _minimum(config: FamilyConfig, n_train: int) -> float:
+    """The fewest units worth fitting: one epoch of Adam; two L-BFGS calls per ``C``."""
+    if config.solver == "lbfgs":
+        return 2.0 * LBFGS_CHUNK
+    return float(steps_per_epoch(n_train, config.batch_size))
+
+
+def plan_candidates(configs: dict[str, FamilyConfig], costs: dict[str, tuple[float, float]],
+                    n_train: int, available_s: float) -> dict[str, dict[str, Any]]:
+    """What each candidate does within ``available_s`` seconds (``costs``: per candidate,
+    seconds per unit and per validation, from calibration). Every candidate its target
+    (:func:`_target`) when they all fit; else the first keeps its target (``linear``: cheap,
+    and the winner on the data measured) and the others, in order, share what is left in
+    proportion to their targets, each getting at least its minimum (:func:`_minimum`) or
+    being skipped; when even the first does not fit, it alone runs, scaled to the time (at
+    least 10 steps)."""
+    names = list(configs)
+    target = {n: float(_target(configs[n], n_train)) for n in names}
+    need = {n: _cost(configs[n], target[n], n_train, costs[n]) for n in names}
+    units: dict[str, float] = {}
+    plan: dict[str, dict[str, Any]] = {}
+    if sum(need.values()) <= available_s:
+        units = dict(target)
+        reason = "every candidate gets its planned epochs"
+    else:
+        first, rest = names[0], names[1:]
+        left = available_s - need[first]
+        if left <= 0:
+            units[first] = target[first] * max(0.0, available_s) / need[first]
+            reason = f"only {first} fits the budget"
+        else:
+            units[first] = target[first]
+            reason = f"shortened to the time left after {first}"
+        chosen = [n for n in rest if left > 0]
+        while chosen:
+            factor = left / sum(need[n] for n in chosen)
+            short = [n for n in chosen if target[n] * factor < _minimum(configs[n], n_train)]
+            if not short:
+                units.update({n: target[n] * min(1.0, factor) for n in chosen})
+                break
+            chosen.remove(short[-1])  # the last in priority goes first
+        for n in rest:
+            if n not in units:
+                plan[n] = {"skipped": f"budget: its minimum does not fit after {first}'s"}
+    for n, count in units.items():
+        entry: dict[str, Any] = {"reason": reason}
+        if configs[n].solver == "lbfgs":
+            entry["max_iter"] = max(LBFGS_CHUNK, int(round(count)))
+        else:
+            per_epoch = steps_per_epoch(n_train, configs[n].batch_size)
+            entry["planned_steps"] = max(10, int(round(count)))
+            entry["planned_epochs"] = round(entry["planned_steps"] / per_epoch, 3)
+        plan[n] = entry
+    return plan
+
+
+def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split],
+           progress: Progress, out_dir: Path) -> TextTrainResult:
+    configs = _configs(request)
+    n_classes = len(names)
+    n_eval = len(splits["val"].texts) + len(splits["test"].texts)
+    tail_s = _TAIL_S + _TAIL_PER_TEXT_S * n_eval
+    progress.tail_s = tail_s
+    progress.emit({"phase": "featurize"}, force=True)
+
+    def tick() -> None:
+        progress.check()
+        progress.emit({"phase": "featurize"})
+
+    features: dict[TextFeatures, dict[str, FeaturizedTexts]] = {}
+    for config in configs.values():
+        if config.features not in features:
+            features[config.features] = {
+                part: featurize_texts(splits[part].texts, splits[part].labels, config.features,
+                                      tick, skip_empty=True)
+                for part in ("train", "val")}
+    any_data = next(iter(features.values()))
+    for part in ("train", "val"):
+        if not len(any_data[part]):
+            raise ValueError(f"{part}: every text is empty after normalisation")
+    weights = class_weights(any_data["train"].labels, n_classes)
+    n_train = len(any_data["train"])
+    replay = request.recipe is not None
+    costs: dict[str, tuple[float, float]] = {}
+    threads: dict[str, int] = {}
+    if request.recipe is not None:
+        plan = {name: dict(entry) for name, entry in request.recipe["candidates"].items()}
+        threads = {name: int(entry.get("threads", 1)) for name, entry in plan.items()}
+    else:
+        max_threads = available_threads()
+        for name, config in configs.items():
+            progress.emit({"phase": "calibrate", "candidate": name}, force=True)
+            data = features[config.features]
+            unit_s, eval_s, threads[name] = calibrate(config, data["train"], data["val"],
+                                                      n_classes, weights, progress, max_threads)
+            costs[name] = (unit_s, eval_s)
+        available = float(request.budget_s) - progress.elapsed_s() - tail_s
+        plan = plan_candidates(configs, costs, n_train, available)
+    runs: dict[str, FamilyRun] = {}
+    candidates: dict[str, dict[str, Any]] = {}
+    history: list[dict[str, Any]] = []
+    order = list(configs)
+    for position, (name, config) in enumerate(configs.items()):
+        entry = plan.get(name, {"skipped": "not planned"})
+        if "skipped" in entry:
+            candidates[name] = {"candidate": name, "family": config.family,
+                                "solver": config.solver, "skipped": entry["skipped"]}
+            continue
+        deadline = None
+        if not replay:
+            # this candidate's share: never past the point where the later ones and the tail
+            # would miss the budget
+            later = sum((_cost(configs[o], float(plan[o].get("planned_steps")
+                                                 or plan[o].get("max_iter") or 0),
+                               n_train, costs[o])
+                         for o in order[position + 1 :] if "skipped" not in plan.get(o, {})),
+                        0.0)
+            deadline = progress.started + float(request.budget_s) - tail_s - later
+        # the measured thread count; a replay uses the recorded one (another count may sum in
+        # another order)
+        torch.set_num_threads(threads[name])
+        data = features[config.features]
+        if config.solver == "lbfgs":
+            run = train_lbfgs(config, entry, data["train"], data["val"], n_classes, weights,
+                              costs.get(name), deadline, progress, name)
+        else:
+            run = train_adam(config, entry, data["train"], data["val"], n_classes,
+                             request.seed, weights, costs.get(name), deadline, progress, name)
+        runs[name] = run
+        candidates[name] = run.summary
+        history += run.history
+    winner = max(runs, key=lambda n: (runs[n].summary["val_balanced_accuracy"],
+                                      -order.index(n)))
+    model, config = runs[winner].model, configs[winner]
+    progress.emit({"phase": "export", "candidate": winner}, force=True)
+    onnx_path = out_dir / "model.onnx"
+    export_info = export_text_onnx(model, onnx_path)
+    data = features[config.features]
+    val_skipped = set(data["val"].skipped)
+    val_ids = [i for n, i in enumerate(splits["val"].ids) if n not in val_skipped]
+    parity = parity_gate(model, onnx_path, data["val"], val_ids)
+    progress.emit({"phase": "evaluate"}, force=True)
+    report, val_report, skipped, truncated = _reports(onnx_path, config.features, names, splits)
+    checkpoint_path = out_dir / "checkpoint.pt"
+    torch.save({"state_dict": model.state_dict(), "family": config.family, "winner": winner,
+                "labels": names, "features": config.features.to_dict(), "dim": model.dim},
+               checkpoint_path)
+    recorded: dict[str, dict[str, Any]] = {}
+    for name in configs:
+        entry = dict(plan.get(name, {}))
+        if name in runs:
+            summary = runs[name].summary
+            entry.update(threads=threads[name], config=configs[name].to_dict())
+            if configs[name].solver == "lbfgs":
+                entry.update(chunks_done=summary["chunks_done"])
+            else:
+                entry.update(steps_done=summary["steps_done"])
+        if name in costs:
+            entry["cost"] = {"unit_ms": round(1000 * costs[name][0], 3),
+                             "val_s": round(costs[name][1], 3)}
+        recorded[name] = entry
+    recipe = {"schema": "sampan.text-recipe/1", "seed": request.seed, "winner": winner,
+              "candidates": recorded, "export": export_info, "replayed": replay,
+              "tail_s": round(tail_s, 2), "n_train": n_train}
+    (out_dir / "recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True),
+                                         encoding="utf-8")
+    metrics: dict[str, Any] = {
+        "evaluated_on": report["split"], "winner": winner, "family": config.family,
+        "val_accuracy": val_report["accuracy"], "val_macro_f1": val_report["macro_f1"],
+        "val_by_candidate": {name: {key: summary.get(key) for key in
+                                    ("val_accuracy", "val_balanced_accuracy", "val_loss")}
+                             for name, summary in candidates.items()
+                             if "skipped" not in summary},
+    }
+    if report["split"] == "test":
+        metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])
+    train_skipped = [{"sample_id": splits["train"].ids[i], "split": "train",
+                      "reason": "empty text: nothing is left after removing whitespace"}
+                     for i in data["train"].skipped]
+    report.update(validation={"accuracy": val_report["accuracy"],
+                              "macro_f1": val_report["macro_f1"], "n": val_report["n"]},
+                  skipped_samples=train_skipped + skipped,
+                  truncated={"train": data["train"].truncated, **truncated})
+    progress.emit({"phase": "done", "accuracy": report["accuracy"], "split": report["split"],
+                   "eta_s": 0}, force=True)
+    return TextTrainResult(
+        onnx_path=onnx_path, checkpoint_path=checkpoint_path, features=config.features.to_dict(),
+        labels=names, winner=winner, family=config.family, metrics=metrics,
+        candidates=candidates, history=history, report=report, parity=parity, recipe=recipe,
+        elapsed_s=round(progress.elapsed_s(), 3))
+
+
+def _reports(onnx_path: Path, features: TextFeatures, names: list[str],
+             splits: dict[str, _Split]
+             ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, int]]:
+    """The ONNX model on raw texts, as a device computes: (report on test, else val; the val
+    report; texts left out; truncated texts per split)."""
+    session = onnx_text_session(onnx_path)
+    reports: dict[str, dict[str, Any]] = {}
+    skipped: list[dict[str, Any]] = []
+    truncated: dict[str, int] = {}
+    for part in ("val", "test"):
+        split = splits[part]
+        kept = [i for i, text in enumerate(split.texts) if prepare_text(text, features)[0]]
+        kept_set = set(kept)
+        skipped += [{"sample_id": split.ids[i], "split": part,
+                     "reason": "empty text: nothing is left after removing whitespace"}
+                    for i in range(len(split.texts)) if i not in kept_set]
+        if not kept:
+            continue
+        answer = predict_texts(session, [split.texts[i] for i in kept], features)
+        predicted = answer.probabilities.argmax(1)
+        reports[part] = classification_report(
+            [split.labels[i] for i in kept], predicted.tolist(), names,
+            [split.ids[i] for i in kept],
+            answer.probabilities[np.arange(len(kept)), predicted].tolist())
+        truncated[part] = int(answer.truncated.sum())
+    report = dict(reports.get("test") or reports["val"])
+    report["split"] = "test" if "test" in reports else "val"
+    return report, reports["val"], skipped, truncated
