@@ -22,6 +22,9 @@ with a ``"bench"`` key, and nothing is asserted):
   the real web server, open loop.
 - ``agent``: :mod:`workers.bench_agent`, the agent process with 1 and 4 concurrent clients vs
   the same decode + onnxruntime work in-process, MobileNetV2 at 96 and 224 px.
+- ``text``: :mod:`workers.bench_text`, Sampan's text classifier (120 s) vs scikit-learn's
+  character TF-IDF + logistic regression on the same split of ``seeds/text``, test accuracy, and
+  the featurise + onnxruntime latency of one text.
 """
 
 from __future__ import annotations
@@ -262,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
-                                           "detection", "swap", "heartbeats", "agent"),
+                                           "detection", "swap", "heartbeats", "agent",
+                                           "text"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -302,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_agent
 
         bench_agent.main([])
+    if args.only in (None, "text"):
+        from workers import bench_text
+
+        bench_text.main(["--seed", str(args.seed)])
     return 0
 
 

@@ -155,13 +155,14 @@ def main(argv: list[str] | None = None) -> int:
         "sampan_test_acc": round(result.metrics["test_accuracy"], 4),
         "sampan_val_acc": round(result.metrics["val_accuracy"], 4),
         "sampan_test_macro_f1": round(result.metrics["test_macro_f1"], 4),
-        **baseline, "budget_s": args.budget_s, **latency, "winner": result.winner,
-        "family": result.family,
+        **baseline, "budget_s": args.budget_s, **latency, "winner": result.family,
+        "winner_fit": result.winner,
         "candidates": {name: {key: c.get(key) for key in (
             "val_accuracy", "val_balanced_accuracy", "epochs_done", "kept_epoch", "steps_done",
             "planned_steps", "train_s", "stop_reason", "l2_c_kept", "skipped")
             if c.get(key) is not None}
             for name, c in result.candidates.items()},
+        "fits_val": result.metrics["val_by_fit"],
         "wall_s": round(wall, 1), "onnx_mb": round(onnx_bytes / 2**20, 1),
         "exporter": result.recipe["export"]["exporter"], "opset": result.recipe["export"]["opset"],
         "parity_max_abs_diff": result.parity["max_abs_diff"],

@@ -236,7 +236,7 @@ def train_text_classifier(
 def _configs(request: TextTrainRequest) -> dict[str, FamilyConfig]:
     if request.recipe is not None:
         return {name: FamilyConfig.from_dict(entry["config"])
-                for name, entry in request.recipe["candidates"].items()
+                for name, entry in request.recipe["plan"].items()
                 if entry.get("config") is not None}
     return {name: request.configs.get(name) or DEFAULT_CONFIGS[name]
             for name in request.candidates}
@@ -348,12 +348,13 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
     costs: dict[str, tuple[float, float]] = {}
     threads: dict[str, int] = {}
     if request.recipe is not None:
-        plan = {name: dict(entry) for name, entry in request.recipe["candidates"].items()}
+        plan = {name: dict(entry) for name, entry in request.recipe["plan"].items()}
         threads = {name: int(entry.get("threads", 1)) for name, entry in plan.items()}
     else:
         max_threads = available_threads()
         for name, config in configs.items():
-            progress.emit({"phase": "calibrate", "candidate": name}, force=True)
+            progress.emit({"phase": "calibrate", "fit": name, "family": config.family},
+                          force=True)
             data = features[config.features]
             unit_s, eval_s, threads[name] = calibrate(config, data["train"], data["val"],
                                                       n_classes, weights, progress, max_threads)
@@ -361,14 +362,10 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
         available = float(request.budget_s) - progress.elapsed_s() - tail_s
         plan = plan_candidates(configs, costs, n_train, available)
     runs: dict[str, FamilyRun] = {}
-    candidates: dict[str, dict[str, Any]] = {}
-    history: list[dict[str, Any]] = []
     order = list(configs)
     for position, (name, config) in enumerate(configs.items()):
         entry = plan.get(name, {"skipped": "not planned"})
         if "skipped" in entry:
-            candidates[name] = {"candidate": name, "family": config.family,
-                                "solver": config.solver, "skipped": entry["skipped"]}
             continue
         deadline = None
         if not replay:
@@ -391,12 +388,12 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
             run = train_adam(config, entry, data["train"], data["val"], n_classes,
                              request.seed, weights, costs.get(name), deadline, progress, name)
         runs[name] = run
-        candidates[name] = run.summary
-        history += run.history
-    winner = max(runs, key=lambda n: (runs[n].summary["val_balanced_accuracy"],
-                                      -order.index(n)))
+    candidates, history, best_fit = _by_family(configs, plan, runs)
+    winner_family = max(best_fit, key=lambda f: (
+        runs[best_fit[f]].summary["val_balanced_accuracy"], -order.index(best_fit[f])))
+    winner = best_fit[winner_family]
     model, config = runs[winner].model, configs[winner]
-    progress.emit({"phase": "export", "candidate": winner}, force=True)
+    progress.emit({"phase": "export", "fit": winner, "family": config.family}, force=True)
     onnx_path = out_dir / "model.onnx"
     export_info = export_text_onnx(model, onnx_path)
     data = features[config.features]
@@ -424,17 +421,20 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
                              "val_s": round(costs[name][1], 3)}
         recorded[name] = entry
     recipe = {"schema": "sampan.text-recipe/1", "seed": request.seed, "winner": winner,
-              "candidates": recorded, "export": export_info, "replayed": replay,
-              "tail_s": round(tail_s, 2), "n_train": n_train}
+              "family": config.family, "plan": recorded, "export": export_info,
+              "replayed": replay, "tail_s": round(tail_s, 2), "n_train": n_train}
     (out_dir / "recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True),
                                          encoding="utf-8")
     metrics: dict[str, Any] = {
         "evaluated_on": report["split"], "winner": winner, "family": config.family,
         "val_accuracy": val_report["accuracy"], "val_macro_f1": val_report["macro_f1"],
-        "val_by_candidate": {name: {key: summary.get(key) for key in
-                                    ("val_accuracy", "val_balanced_accuracy", "val_loss")}
-                             for name, summary in candidates.items()
-                             if "skipped" not in summary},
+        "val_by_family": {family: {key: summary.get(key) for key in
+                                   ("val_accuracy", "val_balanced_accuracy", "val_loss", "fit")}
+                          for family, summary in candidates.items()
+                          if "skipped" not in summary},
+        "val_by_fit": {name: {key: run.summary.get(key) for key in
+                              ("val_accuracy", "val_balanced_accuracy", "val_loss")}
+                       for name, run in runs.items()},
     }
     if report["split"] == "test":
         metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])
@@ -452,6 +452,45 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
         labels=names, winner=winner, family=config.family, metrics=metrics,
         candidates=candidates, history=history, report=report, parity=parity, recipe=recipe,
         elapsed_s=round(progress.elapsed_s(), 3))
+
+
+def _by_family(configs: dict[str, FamilyConfig], plan: dict[str, dict[str, Any]],
+               runs: dict[str, FamilyRun]
+               ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """The fits grouped by graph family, as the result reports them: (per family, the figures
+    of its best fit on validation (the earlier fit on a tie) with ``fit`` naming it and ``fits``
+    holding every fit's summary, or ``skipped``; the history, each entry's ``epoch`` numbered
+    through its family's fits, so that ``kept_epoch`` names one entry of the family; per
+    family, its best fit's name)."""
+    candidates: dict[str, dict[str, Any]] = {}
+    history: list[dict[str, Any]] = []
+    best_fit: dict[str, str] = {}
+    for family in dict.fromkeys(c.family for c in configs.values()):
+        members = [n for n in configs if configs[n].family == family]
+        fitted = [n for n in members if n in runs]
+        if not fitted:
+            candidates[family] = {"family": family, "skipped": "; ".join(
+                str(plan.get(n, {}).get("skipped", "not planned")) for n in members)}
+            continue
+        offset, kept_epoch = 0, {}
+        for n in fitted:
+            for entry in runs[n].history:
+                history.append({**entry, "epoch": entry["epoch"] + offset})
+            kept_epoch[n] = runs[n].summary["kept_epoch"] + offset
+            offset += runs[n].summary["epochs_done"]
+        best = max(fitted, key=lambda n: (runs[n].summary["val_balanced_accuracy"],
+                                          -fitted.index(n)))
+        best_fit[family] = best
+        fits = {n: runs[n].summary for n in fitted}
+        fits.update({n: {"fit": n, "solver": configs[n].solver,
+                         "skipped": plan.get(n, {}).get("skipped", "not planned")}
+                     for n in members if n not in runs})
+        candidates[family] = {
+            **runs[best].summary, "family": family, "fit": best, "kept_epoch": kept_epoch[best],
+            "epochs_done": offset, "train_s": round(sum(runs[n].summary["train_s"]
+                                                        for n in fitted), 2),
+            "steps_done": sum(runs[n].summary["steps_done"] for n in fitted), "fits": fits}
+    return candidates, history, best_fit
 
 
 def _reports(onnx_path: Path, features: TextFeatures, names: list[str],
