@@ -83,12 +83,13 @@ test-python-sqlite: install frontend
 test-frontend: frontend
 	cd frontend && npm run test
 
-# make demo: the digits classification demo; make demo TASK=detection: the aerial trees detector
+# make demo: the digits classification demo; make demo TASK=detection: the aerial trees detector;
+# make demo TASK=text: the Chinese review sentiment classifier
 demo: install
 	$(PY) -m sampan.devstack.demo $(if $(TASK),--task $(TASK))
 
 # make bench: every benchmark; make bench BENCH=training (or serving, upload, compression,
-# detection, swap, heartbeats): one
+# detection, swap, heartbeats, agent, text): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 

@@ -97,7 +97,8 @@ class MeApi(APIView):
 class TokenInput(serializers.Serializer):
     name = NameField(max_length=100)
     expires_in_days = serializers.IntegerField(
-        required=False, allow_null=True, default=services.DEFAULT_TOKEN_DAYS,
+        required=False, allow_null=True, default=services.DEFAULT_TOKEN_DAYS, min_value=1,
+        max_value=services.MAX_TOKEN_DAYS,
         help_text=f"1 to {services.MAX_TOKEN_DAYS} days (default {services.DEFAULT_TOKEN_DAYS}); "
         "null: never expires. A request made with a token cannot ask for more than that "
         "token's own remaining life.")

@@ -2,7 +2,8 @@
 
 Starts Redis, the web server, a Celery worker and (later) a local edge agent in a fresh data
 folder, runs ``run_main_job`` with ``seeds/demo.json`` (``--task detection``:
-``seeds/demo_detection.json``, ``make demo TASK=detection``), stops everything, and prints ONE
+``seeds/demo_detection.json``, ``make demo TASK=detection``; ``--task text``:
+``seeds/demo_text.json``, ``make demo TASK=text``), stops everything, and prints ONE
 JSON object as the last line of stdout (its ``task`` names the task). Exit status 0 only if
 every stage succeeded.
 """
@@ -29,11 +30,12 @@ def main(argv: list[str] | None = None) -> int:
                              "detection seeds/demo_detection.json)")
     parser.add_argument("--task", default="classification",
                         choices=["classification", "image_classification", "detection",
-                                 "object_detection"])
+                                 "object_detection", "text", "text_classification"])
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--data-dir", default=None, help="keep the data here (default: temp)")
     args = parser.parse_args(argv)
-    default = "demo_detection.json" if "detection" in args.task else "demo.json"
+    default = ("demo_detection.json" if "detection" in args.task
+               else "demo_text.json" if "text" in args.task else "demo.json")
     recipe = json.loads(Path(args.recipe or SEEDS_DIR / default).read_text())
     if args.budget_s:
         recipe["budget_s"] = args.budget_s

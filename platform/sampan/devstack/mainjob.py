@@ -5,11 +5,16 @@ model version -> enroll agent -> deploy -> predictions from the agent.
 both exercise exactly the same path. It returns a plain dict of results and per-stage seconds.
 The recipe's ``task`` chooses image classification (``seeds/demo.json``: class folders, top-1
 accuracy of the agent on held-out images) or object detection (``seeds/demo_detection.json``:
-a Pascal VOC folder, COCO mAP@0.5 of the agent's boxes on held-out images, :func:`edge_map50`).
+a Pascal VOC folder, COCO mAP@0.5 of the agent's boxes on held-out images, :func:`edge_map50`)
+or text classification (``seeds/demo_text.json``: the review CSV of ``seeds/text``, whose test
+rows by the seed's own split are held out: top-1 accuracy of the agent's ``{"text"}`` answers).
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import hashlib
 import io
 import json
 import statistics
@@ -68,8 +73,11 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
                                              "task_type": recipe.get("task",
                                                                      "image_classification")})
     with tempfile.TemporaryDirectory() as tmp:
-        archive = zip_folder(SEEDS_DIR / recipe["train_dir"], Path(tmp) / "digits.zip")
-        job = client.upload(f"{p}/datasets/{dataset['id']}/imports/", [archive])
+        if recipe.get("task") == "text_classification":
+            upload = seed_texts_csv(SEEDS_DIR / recipe["texts"], Path(tmp) / "reviews.csv")
+        else:
+            upload = zip_folder(SEEDS_DIR / recipe["train_dir"], Path(tmp) / "digits.zip")
+        job = client.upload(f"{p}/datasets/{dataset['id']}/imports/", [upload])
     job = client.wait_job(f"{p}/imports/{job['id']}/", timeout_s=300)
     if job["status"] != "SUCCEEDED":
         raise RuntimeError(f"import {job['status']}: {job['error']}")
@@ -136,6 +144,8 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     # predict: held-out images through the agent's HTTP API
     if task == "object_detection":
         edge = _predict_detection(stack, SEEDS_DIR / recipe["heldout_dir"])
+    elif task == "text_classification":
+        edge = _predict_text(stack, SEEDS_DIR / recipe["texts"])
     else:
         edge = _predict_classification(stack, SEEDS_DIR / recipe["heldout_dir"])
     stage("predict")
@@ -162,7 +172,47 @@ def run_main_job(stack: Stack, client: Client, *, recipe: dict[str, Any],
     else:
         result.update({"report_accuracy": round(float(evaluation["report"]["accuracy"]), 4),
                        "macro_f1": round(float(evaluation["report"]["macro_f1"]), 4)})
+    if task == "text_classification":
+        result.update({"val_accuracy": job["metrics"].get("val_accuracy"),
+                       "test_accuracy": job["metrics"].get("test_accuracy"),
+                       "family": job["recipe"].get("family")})
     return result
+
+
+def seed_split(text: str) -> str:
+    """The seed's own split of a text (``seeds/text/split.json``, "rule"): train, val or test."""
+    bucket = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") % 10
+    return "test" if bucket == 9 else "val" if bucket == 8 else "train"
+
+
+def _seed_rows(path: Path) -> list[tuple[str, str]]:
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        return [(row["text"], row["label"]) for row in csv.DictReader(handle)]
+
+
+def seed_texts_csv(path: Path, target: Path) -> Path:
+    """The seed's train and val rows as the CSV a person would upload (its test rows are held
+    out for the agent: :func:`_predict_text`)."""
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows(row for row in _seed_rows(path) if seed_split(row[0]) != "test")
+    return target
+
+
+def _predict_text(stack: Stack, path: Path) -> dict[str, Any]:
+    held = [row for row in _seed_rows(path) if seed_split(row[0]) == "test"]
+    correct, latencies = 0, []
+    session = requests.Session()
+    for text, label in held:
+        started = time.perf_counter()
+        response = session.post(stack.agent_url + "/v1/predict", json={"text": text},
+                                timeout=30)
+        latencies.append((time.perf_counter() - started) * 1000.0)
+        response.raise_for_status()
+        correct += int(response.json()["predictions"][0]["label"] == label)
+    return {"edge_accuracy": round(correct / len(held), 4), "edge_samples": len(held),
+            "edge_latency_ms": _latency(latencies)}
 
 
 def _latency(latencies: list[float]) -> dict[str, float]:

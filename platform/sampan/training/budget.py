@@ -19,6 +19,11 @@ DECODE_S_PER_PIXEL = 1.5e-8
 # classifier's at 96 px), the ONNX export (12-20 s with torch's dynamo exporter on 2 cores,
 # measured) and the box parity check and evaluation passes (workers/ml/detection/train.py).
 BUDGET_FIXED_DETECTION_S = 60.0
+# A text classifier's per-text part: featurising a text once takes ~0.1 ms and every pass of
+# training and evaluation a few more (workers/ml/text; docs/decisions/text-classification.md):
+# 1 ms a text is the floor (15,627 reviews of seeds/text: 31 s; a 120 s run of the engine on
+# them ended after 36-40 s, measured).
+TEXTS_PER_S = 1000
 
 
 def minimum_budget_s(n_images: int, pixels: int = 0,
@@ -30,8 +35,11 @@ def minimum_budget_s(n_images: int, pixels: int = 0,
     supports. A faster machine needs less: this is a floor against budgets that can only fail,
     not an estimate of a good budget. Dividing by 100 keeps whole hundreds exact (400 -> 19.0).
     1,000 photos of 12 megapixels: 15 + 10 + 180 = 205 s. An ``object_detection`` job's fixed
-    part is ``BUDGET_FIXED_DETECTION_S`` (60 s) instead of 15 s.
+    part is ``BUDGET_FIXED_DETECTION_S`` (60 s) instead of 15 s. A ``text_classification``
+    job's ``n_images`` are texts: ``15 + 0.001 * n_texts`` (``TEXTS_PER_S``).
     """
+    if task_type == "text_classification":
+        return BUDGET_FIXED_S + max(0, n_images) / TEXTS_PER_S
     fixed = BUDGET_FIXED_DETECTION_S if task_type == "object_detection" else BUDGET_FIXED_S
     return (fixed + max(0, n_images) / IMAGES_DECODED_PER_S
             + max(0, pixels) * DECODE_S_PER_PIXEL)

@@ -85,9 +85,10 @@ def test_users_create_ignores_is_staff_and_refuses_non_staff(world: World, api: 
     assert api(owner).post("/api/v1/users/", body, format="json").status_code == 403
     owner.is_staff = True
     owner.save(update_fields=["is_staff"])
-    client = APIClient()  # a token, as a script would use it
-    client.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(user=owner,
-                                                                        name="ci").secret)
+    client = APIClient()  # a token, as a script would use it (one that expires cannot create
+    # accounts: test_tokens.py)
+    client.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(
+        user=owner, name="ci", expires_in_days=None).secret)
     answer = client.post("/api/v1/users/", body, format="json")
     assert answer.status_code == 201, answer.content
     from django.contrib.auth import get_user_model

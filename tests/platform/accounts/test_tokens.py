@@ -84,3 +84,24 @@ def test_a_token_never_mints_a_token_that_outlives_it(make_user: Any) -> None:
     assert _bearer(forever.secret).post("/api/v1/auth/tokens/",
                                         {"name": "any", "expires_in_days": None},
                                         format="json").status_code == 201
+
+
+def test_an_expiring_token_cannot_create_accounts(project_with_roles: dict[str, Any]) -> None:
+    """A 1-day token of an owner could create an owner account with a password of its choosing
+    and so leave a never-expiring way into the project (found by a reviewer, issue 12)."""
+    from rest_framework.test import APIClient
+
+    from sampan.accounts.services import api_token_create
+
+    owner, project = project_with_roles["owner"], project_with_roles["project"]
+    body = {"username": "backdoor", "password": "Xq9!long-pass-77",
+            "project_id": str(project.pk), "role": "owner"}
+    short = api_token_create(user=owner, name="ci", expires_in_days=1).secret
+    made = APIClient(HTTP_AUTHORIZATION=f"Bearer {short}").post("/api/v1/users/", body,
+                                                                format="json")
+    assert made.status_code == 403, made.json()
+    assert "cannot create accounts" in made.json()["error"]["message"]
+    lasting = api_token_create(user=owner, name="admin", expires_in_days=None).secret
+    made = APIClient(HTTP_AUTHORIZATION=f"Bearer {lasting}").post("/api/v1/users/", body,
+                                                                  format="json")
+    assert made.status_code == 201, made.json()

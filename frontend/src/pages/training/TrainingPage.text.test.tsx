@@ -10,7 +10,7 @@ const routes = [
   { path: "/projects/:projectId/training/:jobId", element: <p>job page</p> },
 ];
 
-// a text version of 1,000 reviews: 15 s + 0.01 s per text (API min_budget_s)
+// a text version of 1,000 reviews: its min_budget_s as the API gives it (the API computes it)
 const version = {
   id: "tv1",
   dataset_id: "d1",
@@ -82,7 +82,7 @@ describe("the training wizard for a text version", () => {
     await userEvent.type(budget, "20");
     await userEvent.click(screen.getByRole("button", { name: /Start training/ }));
     expect(
-      await screen.findByText("The time budget must be between 0:25 and 24:00:00 (this version needs at least 15 s, plus 0.01 s per text)."),
+      await screen.findByText("The time budget must be between 0:25 and 24:00:00 (this version needs at least 15 s, plus 0.001 s per text)."),
     ).toBeInTheDocument();
     expect(posted).toEqual([]);
   });
