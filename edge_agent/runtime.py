@@ -196,6 +196,24 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
+
+def load_onnx(path: Path | str, manifest: dict[str, Any], threads: int) -> ort.InferenceSession:
+    """An onnxruntime CPU session of the model at ``path`` with ``threads`` intra-op threads
+    (one inter-op thread), after checking the manifest's ``min_onnxruntime``; every session
+    class loads its graph here. Raises ModelLoadError (onnxruntime too old, or it cannot load
+    the file)."""
+    needed = str(manifest.get("min_onnxruntime") or "0")
+    if _version_tuple(ort.__version__) < _version_tuple(needed):
+        raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(str(path), sess_options=options,
+                                    providers=["CPUExecutionProvider"])
+    except _ORT_ERRORS as error:
+        raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+
 class _PackageSession:
     """What every model package session shares: the manifest (read from ``source/manifest.json``
     when not given), its labels and preprocessing, the onnxruntime version check and the
@@ -228,18 +246,7 @@ class _PackageSession:
         except (TypeError, ValueError) as error:
             raise ManifestError(f"invalid preprocessing: {error}") from error
         self._check_manifest()
-        needed = str(manifest.get("min_onnxruntime") or "0")
-        if _version_tuple(ort.__version__) < _version_tuple(needed):
-            raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except _ORT_ERRORS as error:
-            raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+        self._session = load_onnx(path, manifest, threads)
         self._check_signature()
 
     def _check_manifest(self) -> None:

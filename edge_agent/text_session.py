@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 
 from edge_agent.runtime import (
     _ORT_ERRORS,
@@ -30,7 +29,7 @@ from edge_agent.runtime import (
     MODEL_FILE,
     ManifestError,
     ModelLoadError,
-    _version_tuple,
+    load_onnx,
 )
 from edge_agent.text import (
     INPUT_NAMES,
@@ -188,17 +187,7 @@ class TextClassifierSession:
             raise ManifestError("preprocessing: a text model has none (it must be {}), got "
                                 f"{json.dumps(preprocessing, ensure_ascii=False)[:200]}")
         self._check_manifest_io(manifest)
-        needed = str(manifest.get("min_onnxruntime") or "0")
-        if _version_tuple(ort.__version__) < _version_tuple(needed):
-            raise ModelLoadError(f"model needs onnxruntime >= {needed}, have {ort.__version__}")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"])
-        except _ORT_ERRORS as error:
-            raise ModelLoadError(f"onnxruntime cannot load the model: {error}") from error
+        self._session = load_onnx(path, manifest, threads)
         self._check_signature()
 
     @staticmethod

@@ -9,12 +9,8 @@ one, so any onnxruntime (and most other runtimes) can run it.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import time
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +27,7 @@ from edge_agent.text import (
     classify_texts,
 )
 
-from ..export import PARITY_MAX_ABS_DIFF
+from ..export import PARITY_MAX_ABS_DIFF, _quiet
 from .data import FeaturizedTexts
 from .model import TextClassifier
 
@@ -48,20 +44,6 @@ class TextParityError(RuntimeError):
     def __init__(self, message: str, parity: dict[str, Any]) -> None:
         super().__init__(message)
         self.parity = parity
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The exporters print progress and deprecation warnings; keep worker logs readable."""
-    onnx_logger = logging.getLogger("torch.onnx")
-    level = onnx_logger.level
-    onnx_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        onnx_logger.setLevel(level)
 
 
 def export_text_onnx(model: TextClassifier, onnx_path: Path,

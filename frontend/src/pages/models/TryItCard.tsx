@@ -129,13 +129,11 @@ function TryImageCard({ projectId, versionId, task, scoreThreshold }: { projectI
   );
 }
 
-function ClassificationAnswer({ result }: { result: ClassificationResult }) {
-  const { t } = useTranslation();
+/** The most probable classes, best first, as bars (image and text classifiers alike). */
+function PredictionBars({ predictions }: { predictions: { label: string; index: number; probability: number }[] }) {
   return (
-    <Space orientation="vertical" style={{ width: "100%" }}>
-      <Statistic data-testid="predict-latency" title={t("models.latency")} value={t("models.latencyMs", { ms: result.latency_ms.toFixed(1) })} />
-      <Typography.Text strong>{t("models.predictions")}</Typography.Text>
-      {result.predictions.map((p, i) => (
+    <>
+      {predictions.map((p, i) => (
         <div key={p.index} data-testid="prediction">
           <Space style={{ width: "100%", justifyContent: "space-between" }}>
             <Typography.Text strong={i === 0}>{p.label}</Typography.Text>
@@ -144,6 +142,17 @@ function ClassificationAnswer({ result }: { result: ClassificationResult }) {
           <Progress percent={Math.round(1000 * p.probability) / 10} showInfo={false} status={i === 0 ? "success" : "normal"} />
         </div>
       ))}
+    </>
+  );
+}
+
+function ClassificationAnswer({ result }: { result: ClassificationResult }) {
+  const { t } = useTranslation();
+  return (
+    <Space orientation="vertical" style={{ width: "100%" }}>
+      <Statistic data-testid="predict-latency" title={t("models.latency")} value={t("models.latencyMs", { ms: result.latency_ms.toFixed(1) })} />
+      <Typography.Text strong>{t("models.predictions")}</Typography.Text>
+      <PredictionBars predictions={result.predictions.map((p) => ({ label: p.label, index: p.index, probability: p.probability }))} />
     </Space>
   );
 }
@@ -223,15 +232,7 @@ function TextAnswer({ result, maxChars }: { result: TextPredictResult; maxChars?
         />
       )}
       <Typography.Text strong>{t("models.predictions")}</Typography.Text>
-      {result.predictions.map((p, i) => (
-        <div key={p.index} data-testid="prediction">
-          <Space style={{ width: "100%", justifyContent: "space-between" }}>
-            <Typography.Text strong={i === 0}>{p.label}</Typography.Text>
-            <Typography.Text type="secondary">{(100 * p.score).toFixed(1)}%</Typography.Text>
-          </Space>
-          <Progress percent={Math.round(1000 * p.score) / 10} showInfo={false} status={i === 0 ? "success" : "normal"} />
-        </div>
-      ))}
+      <PredictionBars predictions={result.predictions.map((p) => ({ label: p.label, index: p.index, probability: p.score }))} />
     </Space>
   );
 }
