@@ -1625,9 +1625,9 @@ export interface paths {
          * @description Create a user account: staff, or the owner of the project named by ``project_id`` (the
          *     user is added to it in the same transaction). Anyone else gets the same 403 whatever the
          *     input (before any check of it), so nobody learns which usernames or projects exist. A
-         *     request made with an API token that expires cannot create accounts: the new account's
-         *     password would outlive the token (a 1-day token could leave a permanent way in; found by a
-         *     reviewer, issue 12).
+         *     project owner's request made with an API token that expires cannot create accounts: the new
+         *     account's password would outlive the token (a 1-day token could leave a permanent way in;
+         *     found by a reviewer, issue 12). Staff, who administer accounts anyway, may.
          */
         post: operations["users_create"];
         delete?: never;
