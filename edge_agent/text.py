@@ -77,6 +77,8 @@ _WORD = re.compile("[0-9a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u024f]+")
 #: on a huge input (a text of 100 MB is not normalised whole to keep its first 4,096 characters).
 _RAW_PER_CHAR = 16
 _NORMALIZATIONS = ("NFC", "NFKC")
+#: A UTF-16 surrogate code point on its own (a Python str may hold one; UTF-8 cannot encode it).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = frozenset(("max_chars", "char_ngrams", "word_ngrams", "buckets", "sublinear_tf",
                    "normalization", "hash"))
 
@@ -175,12 +177,14 @@ class TextFeaturesOutput:
 
 
 def normalize_text(text: str, normalization: str = "NFC") -> str:
-    """Byte order marks removed, ``normalization`` (NFC or NFKC), case folded, whitespace runs
-    made one space, stripped."""
+    """Byte order marks removed, lone surrogates (U+D800..U+DFFF: no UTF-8 encoding; JSON's
+    ``"\\ud800"`` decodes to one) made U+FFFD, ``normalization`` (NFC or NFKC), case folded,
+    whitespace runs made one space, stripped."""
     if normalization not in _NORMALIZATIONS:
         raise _settings_error("normalization", normalization, "must be NFC or NFKC")
     form: Literal["NFC", "NFKC"] = "NFKC" if normalization == "NFKC" else "NFC"
-    text = unicodedata.normalize(form, text.replace("\ufeff", ""))
+    text = _SURROGATE.sub("\ufffd", text.replace("\ufeff", ""))
+    text = unicodedata.normalize(form, text)
     return " ".join(text.casefold().split())
 
 

@@ -215,3 +215,13 @@ def test_classify_texts_keeps_the_order_and_names_an_empty_text():
     with pytest.raises(TextFeaturesError) as caught:
         classify_texts(["好", "  "], settings, run)
     assert caught.value.params["index"] == 1
+
+
+def test_a_lone_surrogate_is_featurised_as_the_replacement_character():
+    # json.loads('"\\ud800"') gives a str UTF-8 cannot encode: the hash would raise
+    # UnicodeEncodeError (a 500 from the agent) instead of featurising the rest of the text
+    settings = TextFeatures(buckets=4096)
+    broken = json.loads('"good\\ud800 day\\udfff"')
+    assert normalize_text(broken) == "good\ufffd day\ufffd"
+    assert np.array_equal(featurize(broken, settings).indices,
+                          featurize("good\ufffd day\ufffd", settings).indices)

@@ -140,6 +140,8 @@ export interface TrainingMetrics {
   evaluated_on?: string;
   val_accuracy?: number;
   macro_f1?: number;
+  /** text classification jobs name the validation macro-F1 so (image jobs: `macro_f1`) */
+  val_macro_f1?: number;
   test_accuracy?: number;
   test_macro_f1?: number;
   /** classes with training images but none in the evaluated split (newer jobs) */
@@ -176,7 +178,7 @@ export function headlineAccuracy(metrics: TrainingMetrics): Headline | null {
     return { split: "test", accuracy: metrics.test_accuracy, macroF1: number(metrics.test_macro_f1), notEvaluated };
   }
   if (typeof metrics.val_accuracy !== "number") return null;
-  return { split: "val", accuracy: metrics.val_accuracy, macroF1: number(metrics.macro_f1), notEvaluated };
+  return { split: "val", accuracy: metrics.val_accuracy, macroF1: number(metrics.macro_f1 ?? metrics.val_macro_f1), notEvaluated };
 }
 
 export function trainingProgressOf(job: { progress?: unknown }): TrainingProgress {

@@ -22,6 +22,13 @@ describe("headlineMetric", () => {
     expect(headlineMetric({ task_type: classifier, metrics: { evaluated_on: "test", val_accuracy: 0.7 } })).toMatchObject({ split: "val", value: 0.7 });
   });
 
+  it("a text classifier without a test split: its validation macro-F1 (text jobs write val_macro_f1)", () => {
+    const metrics = { evaluated_on: "val", val_accuracy: 0.84, val_macro_f1: 0.83, winner: "linear", family: "linear" };
+    expect(headlineMetric({ task_type: "text_classification", metrics })).toEqual({
+      kind: "accuracy", split: "val", value: 0.84, secondary: 0.83, notEvaluated: [], labelKey: "training.valAccuracy",
+    });
+  });
+
   it("a detector evaluated on test: test mAP@0.5, with mAP@0.5:0.95 beside it, not validation's", () => {
     const metrics = { evaluated_on: "test", val_map50: 0.62, val_map: 0.4, test_map50: 0.58, test_map: 0.35, score_threshold: 0.3, best_step: 160 };
     expect(headlineMetric({ task_type: detector, metrics })).toEqual({
