@@ -2352,7 +2352,10 @@ export interface components {
         HotkeysInputRequest: {
             hotkeys: components["schemas"]["HotkeyInputRequest"][];
         };
-        /** @description How a text classification dataset reads CSV / TSV tables (ignored for images). */
+        /**
+         * @description How a text classification dataset reads CSV / TSV tables and XLSX workbooks (ignored for
+         *     images).
+         */
         ImportFromUploadInputRequest: {
             /** @description Text datasets: the column of the texts, a 1-based number or a header name; empty: a header column named text/content/review/文本/内容..., else the column with the most distinct values. */
             text_column?: string;
@@ -2360,6 +2363,8 @@ export interface components {
             label_column?: string;
             /** @description Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: detected (byte-order mark, else UTF-8, else GB18030) and reported. */
             encoding?: string;
+            /** @description Text datasets: the worksheet of XLSX workbooks to read, by name; empty: the first worksheet. A workbook without it is rejected naming its sheets. */
+            sheet?: string;
             /**
              * Format: uuid
              * @description A complete resumable upload of yours (tus, POST /api/v1/uploads/): a zip in ImageNet-folder layout (COCO, Pascal VOC or YOLO for an object detection dataset) or one image. Its file moves to the import.
@@ -2371,7 +2376,10 @@ export interface components {
              */
             label?: string;
         };
-        /** @description How a text classification dataset reads CSV / TSV tables (ignored for images). */
+        /**
+         * @description How a text classification dataset reads CSV / TSV tables and XLSX workbooks (ignored for
+         *     images).
+         */
         ImportInputRequest: {
             /** @description Text datasets: the column of the texts, a 1-based number or a header name; empty: a header column named text/content/review/文本/内容..., else the column with the most distinct values. */
             text_column?: string;
@@ -2379,6 +2387,8 @@ export interface components {
             label_column?: string;
             /** @description Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: detected (byte-order mark, else UTF-8, else GB18030) and reported. */
             encoding?: string;
+            /** @description Text datasets: the worksheet of XLSX workbooks to read, by name; empty: the first worksheet. A workbook without it is rejected naming its sheets. */
+            sheet?: string;
             files: string[];
             /** @description Class label for loose image files (not zips); not taken by an object detection dataset. */
             label?: string;

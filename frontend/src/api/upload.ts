@@ -9,9 +9,9 @@ type ImportsPost = paths["/api/v1/projects/{project_id}/datasets/{dataset_id}/im
 export type ImportJob = ImportsPost["responses"]["202"]["content"]["application/json"];
 type ImportForm = ImportsPost["requestBody"]["content"]["multipart/form-data"];
 
-/** How a text classification dataset reads CSV / TSV tables: optional form fields of an import
- * (empty or absent: the server chooses). */
-export type TextImportFields = Partial<Pick<ImportForm, "text_column" | "label_column" | "encoding">>;
+/** How a text classification dataset reads CSV / TSV tables and XLSX workbooks: optional form
+ * fields of an import (empty or absent: the server chooses). */
+export type TextImportFields = Partial<Pick<ImportForm, "text_column" | "label_column" | "encoding" | "sheet">>;
 
 /** The fields of `text` that are set (an empty value is the server's choice, so it is not sent). */
 export function textImportEntries(text: TextImportFields | undefined): [keyof TextImportFields, string][] {

@@ -129,7 +129,7 @@ class ImportCreateApi(ProjectApi):
         data = s.ImportInput(data={"files": request.FILES.getlist("files"),
                                    "label": request.data.get("label", ""),
                                    **{key: request.data[key] for key in (
-                                       "text_column", "label_column", "encoding")
+                                       "text_column", "label_column", "encoding", "sheet")
                                       if key in request.data}})
         data.is_valid(raise_exception=True)
         job = imports.import_job_create(dataset=dataset, files=data.validated_data["files"],

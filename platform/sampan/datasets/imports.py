@@ -448,9 +448,18 @@ def _import_texts(job: ImportJob, files: list[StagedFile], report: dict[str, Any
     """The rows of a text dataset's files (``sampan.datasets.text_imports``) into ``report``;
     False when the job was cancelled or reaped meanwhile (what it added is taken back)."""
     result = text_imports.TextImport()
+    beat = {"at": time.monotonic()}
+
+    def reading(name: str, done: int) -> None:
+        # a large workbook takes a minute to read: the reaper must see a heartbeat meanwhile
+        if time.monotonic() - beat["at"] >= EXTRACT_HEARTBEAT_S:
+            beat["at"] = time.monotonic()
+            job_report_progress(ImportJob, job.pk, {"fraction": 0.0, "message": (
+                f"reading {name}: {done} rows")})
+
     rows = text_imports.read_rows([(f.name, f.path, f.label or job.default_label or None)
                                    for f in files], text_imports.TextOptions.from_json(
-                                       job.options), result)
+                                       job.options), result, reading)
 
     def heartbeat(done: int, total: int) -> bool:
         return job_report_progress(ImportJob, job.pk, {

@@ -261,7 +261,8 @@ class PrelabelJobOutput(serializers.Serializer):
 
 
 class TextOptionsInput(serializers.Serializer):
-    """How a text classification dataset reads CSV / TSV tables (ignored for images)."""
+    """How a text classification dataset reads CSV / TSV tables and XLSX workbooks (ignored for
+    images)."""
 
     text_column = serializers.CharField(
         required=False, allow_blank=True, max_length=200,
@@ -277,6 +278,10 @@ class TextOptionsInput(serializers.Serializer):
         required=False, allow_blank=True, max_length=40,
         help_text="Text datasets: the files' encoding (utf-8, gb18030, utf-16, big5...); empty: "
                   "detected (byte-order mark, else UTF-8, else GB18030) and reported.")
+    sheet = serializers.CharField(
+        required=False, allow_blank=True, max_length=200,
+        help_text="Text datasets: the worksheet of XLSX workbooks to read, by name; empty: the "
+                  "first worksheet. A workbook without it is rejected naming its sheets.")
 
     def validate_encoding(self, value: str) -> str:
         if value:
@@ -289,7 +294,7 @@ class TextOptionsInput(serializers.Serializer):
 
     def text_options(self) -> dict[str, str]:
         return {key: self.validated_data[key]
-                for key in ("text_column", "label_column", "encoding")
+                for key in ("text_column", "label_column", "encoding", "sheet")
                 if self.validated_data.get(key)}
 
 

@@ -1,5 +1,6 @@
-"""Imports into a text classification dataset: CSV / TSV tables and ``.txt`` files (loose, or
-in a zip of class folders), read by ``sampan.datasets.formats.text_table``.
+"""Imports into a text classification dataset: CSV / TSV tables, XLSX workbooks and ``.txt``
+files (loose, or in a zip of class folders), read by ``sampan.datasets.formats.text_table`` and
+``text_xlsx``.
 
 A text is a sample: stored whole in the database (``Sample.text``, no file), identified by the
 sha256 of its normalised UTF-8 bytes, so the same text twice in a dataset is one sample (counted
@@ -16,15 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from sampan.core.names import display_name
-from sampan.datasets.archives import sort_labels
-from sampan.datasets.formats.text_table import (TABLE_SUFFIXES, TEXT_SUFFIXES, TextFileError,
-                                                TextRow, normalise_label, read_text_file,
-                                                read_text_table)
+from sampan.datasets.archives import ArchiveLimits, sort_labels
+from sampan.datasets.formats.text_table import (TABLE_SUFFIXES, TEXT_SUFFIXES, WORKBOOK_SUFFIXES,
+                                                TextFileError, TextRow, TextTable,
+                                                normalise_label, read_text_file, read_text_table)
+from sampan.datasets.formats.text_xlsx import read_text_xlsx
 from sampan.datasets.models import Annotation, AnnotationKind, ClassLabel, Dataset, Sample
 from sampan.datasets.services import class_labels_ensure
 
@@ -34,7 +37,7 @@ BATCH_ROWS = 500
 LISTED_DUPLICATES = 200
 
 NOT_A_TEXT_FILE = gettext_noop(
-    "not a text file: a text classification dataset imports CSV, TSV or .txt files")
+    "not a text file: a text classification dataset imports CSV, TSV, XLSX or .txt files")
 SAME_TEXT = gettext_noop("same text as %(first)s")
 SAME_TEXT_OTHER_LABEL = gettext_noop(
     "same text as %(first)s, which has the label %(kept)r; the label %(dropped)r was not used")
@@ -45,16 +48,19 @@ TEXT_TEMPLATES = (NOT_A_TEXT_FILE, SAME_TEXT, SAME_TEXT_OTHER_LABEL)
 class TextOptions:
     """How the person asked for tables to be read (the import dialog): 1-based column numbers or
     header names, None to let the reader choose; ``label_column`` 0: no labels; ``encoding`` a
-    codec name, None to detect."""
+    codec name, None to detect (CSV / TSV / .txt); ``sheet`` the worksheet of XLSX workbooks,
+    None: the first."""
 
     text_column: int | str | None = None
     label_column: int | str | None = None
     encoding: str | None = None
+    sheet: str | None = None
 
     @classmethod
     def from_json(cls, value: dict[str, Any] | None) -> TextOptions:
         value = value or {}
-        return cls(value.get("text_column"), value.get("label_column"), value.get("encoding"))
+        return cls(value.get("text_column"), value.get("label_column"), value.get("encoding"),
+                   value.get("sheet"))
 
 
 @dataclass
@@ -87,18 +93,30 @@ class TextImport:
 
 
 def read_rows(files: list[tuple[str, Path, str | None]], options: TextOptions,
-              result: TextImport) -> list[_Row]:
+              result: TextImport,
+              reading: Callable[[str, int], None] | None = None) -> list[_Row]:
     """Every usable text of ``files`` (``(shown name, local path, folder label)``), in order;
-    what cannot be used goes to ``result.rejected``."""
+    what cannot be used goes to ``result.rejected``. ``reading(file, rows read)`` is called
+    while a workbook is read (every ``text_xlsx.PROGRESS_ROWS`` rows: a long one takes a
+    minute), for the job's heartbeat."""
     rows: list[_Row] = []
     for name, path, folder_label in files:
         suffix = Path(name).suffix.lower()
         try:
-            if suffix in TABLE_SUFFIXES:
-                table = read_text_table(path.read_bytes(), name=name,
-                                        text_column=options.text_column,
-                                        label_column=options.label_column,
-                                        encoding=options.encoding)
+            if suffix in TABLE_SUFFIXES | WORKBOOK_SUFFIXES:
+                table: TextTable
+                if suffix in WORKBOOK_SUFFIXES:
+                    # the bounds of the import's zips (imports._limits), checked before parsing
+                    table = read_text_xlsx(path, name=name, text_column=options.text_column,
+                                           label_column=options.label_column,
+                                           sheet=options.sheet, limits=ArchiveLimits(
+                                               max_total_bytes=settings.SAMPAN_IMPORT_MAX_BYTES),
+                                           on_rows=_reading(reading, name))
+                else:
+                    table = read_text_table(path.read_bytes(), name=name,
+                                            text_column=options.text_column,
+                                            label_column=options.label_column,
+                                            encoding=options.encoding)
                 result.tables.append(table.describe())
                 result.encodings[table.encoding] = result.encodings.get(table.encoding, 0) + 1
                 result.rejected.extend({"name": f"{name}:{p['line']}", "reason": p["message"],
@@ -117,6 +135,11 @@ def read_rows(files: list[tuple[str, Path, str | None]], options: TextOptions,
         except TextFileError as exc:
             result.rejected.append({"name": name, "reason": str(exc), "code": "unreadable"})
     return rows
+
+
+def _reading(reading: Callable[[str, int], None] | None, name: str
+             ) -> Callable[[int], None] | None:
+    return None if reading is None else (lambda rows: reading(name, rows))
 
 
 def _row(name: str, row: TextRow, folder_label: str | None) -> _Row:
@@ -188,10 +211,10 @@ def _duplicate(result: TextImport, row: _Row, first_name: str, kept: str | None)
 
 def check_text_upload(names: list[str]) -> None:
     """Raise TextFileError when an upload to a text dataset holds a file of another kind than a
-    table, a .txt file or a zip (said at once, before anything is queued)."""
+    table, a workbook, a .txt file or a zip (said at once, before anything is queued)."""
     for name in names:
         suffix = Path(name).suffix.lower()
-        if suffix not in TABLE_SUFFIXES | TEXT_SUFFIXES | {".zip"}:
+        if suffix not in TABLE_SUFFIXES | WORKBOOK_SUFFIXES | TEXT_SUFFIXES | {".zip"}:
             raise TextFileError(_("%(file)s: %(reason)s")
                                 % {"file": name, "reason": _(NOT_A_TEXT_FILE)})
 

@@ -191,3 +191,84 @@ def test_the_text_report_reads_in_chinese(ctx: dict[str, Any]) -> None:
     assert reasons["latin.csv"].startswith("latin.csv：内容既不是 UTF-8（第 8 个字节为 e9）")
     assert answer["report"]["duplicates"][0]["reason"] == (
         "与 t.csv:2 的文本相同，该文本的标签为 'a'；未使用标签 'b'")
+
+
+def _workbook(*sheets: tuple[str, list[list[Any]]]) -> bytes:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.remove(book.active)
+    for title, rows in sheets:
+        sheet = book.create_sheet(title)
+        for row in rows:
+            sheet.append(row)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_an_xlsx_imports_with_its_rows_named_by_sheet_row_and_a_sheet_chosen(
+        ctx: dict[str, Any]) -> None:
+    data = _workbook(("Notes", [["text", "label"], ["物流很快 🚚", 1.0], ["Too slow", 0],
+                                [None, 1], ["=CONCAT(\"a\",\"b\")", 0]]),
+                     ("二月", [["文本", "标签"], ["第二张表", "好"]]))
+    job = run(ctx, {"reviews.xlsx": data})
+    assert job["status"] == "SUCCEEDED", job
+    assert labels_of(ctx) == {"物流很快 🚚": "1", "Too slow": "0"}
+    assert [(r["name"], r["code"]) for r in job["report"]["rejected"]] == [
+        ("reviews.xlsx:4", "empty_text"), ("reviews.xlsx:5", "formula_without_value")]
+    assert job["report"]["text"]["encodings"] == {"xlsx": 1}
+    (table,) = job["report"]["text"]["tables"]
+    assert (table["sheet"], table["encoding"], table["header"]) == (
+        "Notes", "xlsx", ["text", "label"])
+    chinese = ctx["client"].get(f"{ctx['base']}/imports/{job['id']}/",
+                                HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert chinese["report"]["rejected"][1]["reason"] == (
+        "第 5 行：单元格 A5 是公式，但文件中没有保存它的计算结果（请在 Excel 或 LibreOffice 中"
+        "打开并保存以计算它）：已跳过该行")
+
+    second = run(ctx, {"reviews.xlsx": data}, sheet="二月")
+    assert second["report"]["counts"]["imported"] == 1, second["report"]
+    assert second["report"]["text"]["tables"][0]["sheet"] == "二月"
+    missing = run(ctx, {"reviews.xlsx": data}, sheet="March")
+    assert missing["report"]["rejected"] == [{
+        "name": "reviews.xlsx", "code": "unreadable",
+        "reason": "reviews.xlsx: no sheet named 'March'; its sheets: 'Notes', '二月'"}]
+
+
+def test_an_xlsx_inside_a_zip_of_tables_and_a_corrupt_one_beside_it(ctx: dict[str, Any]
+                                                                    ) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("tables/good.xlsx", _workbook(("S", [["review", "class"],
+                                                              ["很好用", "正面"]])))
+        archive.writestr("tables/broken.xlsx", b"PK\x03\x04 not really a workbook")
+        archive.writestr("tables/more.csv", "text,label\nok 👍,正面\n".encode())
+    job = run(ctx, {"tables.zip": buffer.getvalue()})
+    assert job["status"] == "SUCCEEDED", job
+    assert labels_of(ctx) == {"很好用": "正面", "ok 👍": "正面"}
+    (rejected,) = job["report"]["rejected"]
+    assert rejected["name"] == "tables/broken.xlsx" and rejected["code"] == "unreadable"
+    assert rejected["reason"].startswith("tables/broken.xlsx: not read as an .xlsx workbook")
+    assert job["report"]["text"]["encodings"] == {"xlsx": 1, "utf-8": 1}
+
+
+def test_reading_a_long_workbook_keeps_the_job_alive(ctx: dict[str, Any], monkeypatch: Any
+                                                     ) -> None:
+    from sampan.datasets import imports
+    from sampan.datasets.formats import text_xlsx
+
+    beats: list[str] = []
+    real = imports.job_report_progress
+
+    def spy(model: Any, pk: Any, progress: dict[str, Any]) -> bool:
+        beats.append(progress.get("message", ""))
+        return bool(real(model, pk, progress))
+
+    monkeypatch.setattr(text_xlsx, "PROGRESS_ROWS", 2)
+    monkeypatch.setattr(imports, "EXTRACT_HEARTBEAT_S", 0.0)
+    monkeypatch.setattr(imports, "job_report_progress", spy)
+    job = run(ctx, {"long.xlsx": _workbook(("S", [["text"], *[[f"t{i}"] for i in range(5)]]))})
+    assert job["status"] == "SUCCEEDED" and job["report"]["counts"]["imported"] == 5
+    assert beats[:3] == ["reading long.xlsx: 2 rows", "reading long.xlsx: 4 rows",
+                         "reading long.xlsx: 6 rows"]

@@ -21,8 +21,9 @@ const report = {
     tables: [
       { file: "gbk.csv", encoding: "gb18030", delimiter: ",", header: null, text_column: 0, label_column: 1, rows: 2, skipped: 0, label_variants: { 正面: ["正面 ", "正面　"] } },
       { file: "t.csv", encoding: "utf-8-sig", delimiter: "tab", header: ["text", "label"], text_column: 0, label_column: null, rows: 2, skipped: 2, label_variants: {} },
+      { file: "book.xlsx", encoding: "xlsx", delimiter: "", sheet: "评论", header: ["text", "label"], text_column: 0, label_column: 1, rows: 0, skipped: 0, label_variants: {} },
     ],
-    encodings: { gb18030: 1, "utf-8-sig": 2 },
+    encodings: { gb18030: 1, "utf-8-sig": 2, xlsx: 1 },
     duplicates: 250,
     duplicates_listed: 1,
   },
@@ -58,6 +59,11 @@ describe("the import report of a text dataset", () => {
     expect(t).toHaveTextContent("tab");
     expect(t).toHaveTextContent("1 · text");
     expect(t).toHaveTextContent("no labels");
+    // a workbook: the worksheet read instead of a delimiter, and its format named
+    const book = within(tables).getByText("book.xlsx").closest("tr")!;
+    expect(book).toHaveTextContent("Excel (XLSX)");
+    expect(book).toHaveTextContent("worksheet “评论”");
+    expect(within(text).getByTestId("text-encodings")).toHaveTextContent("Excel (XLSX): 1 file");
 
     // label spellings merged, their spaces visible
     const variants = within(text).getByTestId("label-variants");

@@ -45,7 +45,11 @@ export function TextImportReportView({ report }: { report: TextReport }) {
           columns={[
             { title: t("imports.file"), dataIndex: "file" },
             { title: t("text.report.encoding"), dataIndex: "encoding", render: (codec: string) => encodingName(codec) },
-            { title: t("text.report.delimiter"), dataIndex: "delimiter", render: (d: string) => (d === "tab" ? t("text.report.tab") : d) },
+            {
+              title: t("text.report.delimiter"),
+              key: "delimiter",
+              render: (_, table) => (table.sheet !== undefined ? t("text.report.sheet", { sheet: table.sheet }) : table.delimiter === "tab" ? t("text.report.tab") : table.delimiter),
+            },
             {
               title: t("text.report.header"),
               dataIndex: "header",

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { json, renderRoutes } from "../../test/render";
 import { bomCsv, GBK_CSV } from "./textTable.fixture";
+import { xlsxFile } from "./textXlsx.fixture";
 import { UploadPanel } from "./UploadPanel";
 
 const routes = [{ path: "/p/:projectId", element: <UploadPanel projectId="p1" datasetId="d1" /> }];
@@ -71,13 +72,15 @@ async function pick(label: string, option: string) {
 }
 
 describe("UploadPanel of a text classification dataset", () => {
-  it("explains the files it takes and accepts tables, .txt and zips", async () => {
+  it("explains the files it takes and accepts tables, workbooks, .txt and zips", async () => {
     const { container } = renderRoutes(routes, "/p/p1", server());
     const help = await screen.findByTestId("text-formats");
     expect(help).toHaveTextContent("Files for text classification");
     expect(help.querySelector('[data-format="table"]')).toHaveTextContent("review,label");
+    expect(help.querySelector('[data-format="table"]')).toHaveTextContent("CSV / TSV / XLSX");
+    expect(screen.getByText(/Drop CSV, TSV, XLSX, \.txt or zip files here/)).toBeInTheDocument();
     expect(help.querySelector('[data-format="folders"]')).toHaveTextContent("positive/0001.txt");
-    expect(container.querySelector("input[type=file]")).toHaveAttribute("accept", ".csv,.tsv,.tab,.txt,.zip");
+    expect(container.querySelector("input[type=file]")).toHaveAttribute("accept", ".csv,.tsv,.tab,.xlsx,.txt,.zip");
     expect(screen.queryByText(/ImageNet-folder layout/)).toBeNull();
   });
 
@@ -158,5 +161,56 @@ describe("UploadPanel of a text classification dataset", () => {
     expect(screen.getByRole("button", { name: "Upload" })).toBeDisabled();
     await pick("Text column", "2 · comment_text");
     await waitFor(() => expect(screen.getByRole("button", { name: "Upload" })).toBeEnabled());
+  });
+
+  it("previews an XLSX workbook's first sheet and sends the sheet chosen instead by name", async () => {
+    const { container } = renderRoutes(routes, "/p/p1", server());
+    await screen.findByTestId("text-formats");
+    const file = await xlsxFile("评论.xlsx", [
+      { sheet: "Notes", data: [["文本", "标签"], ["今天天气很好 😀", 1], ["Terrible service", 0]] },
+      { sheet: "二月", data: [["id", "comment_text", "label"], [1, "第二张表的评论", 5.0], [2, "Second sheet", 4]] },
+    ]);
+    choose(container, file);
+
+    const preview = await screen.findByTestId("text-preview");
+    expect(within(preview).getByTestId("preview-encoding")).toHaveTextContent("Sheet “Notes” of the workbook");
+    expect(shownValue("Text column")).toHaveTextContent("1 · 文本");
+    expect(shownValue("Label column")).toHaveTextContent("2 · 标签");
+    expect(within(preview).getByText("今天天气很好 😀")).toBeInTheDocument();
+    expect(within(preview).getByText("1")).toBeInTheDocument();
+    // a workbook has no encoding to choose
+    expect(screen.queryByRole("combobox", { name: "Encoding" })).toBeNull();
+    expect(shownValue("Sheet")).toHaveTextContent("Notes");
+
+    await pick("Sheet", "二月");
+    await waitFor(() => expect(screen.getByTestId("preview-encoding")).toHaveTextContent("Sheet “二月” of the workbook"));
+    expect(within(screen.getByTestId("text-preview")).getByText("第二张表的评论")).toBeInTheDocument();
+    // no header cell names a text column there: the person chooses it
+    expect(screen.getByText("No header cell names a text column: choose the text column.")).toBeInTheDocument();
+    expect(shownValue("Label column")).toHaveTextContent("3 · label");
+    await pick("Text column", "2 · comment_text");
+    await waitFor(() => expect(screen.getByRole("button", { name: "Upload" })).toBeEnabled());
+
+    await userEvent.click(screen.getByRole("button", { name: "Upload" }));
+    await waitFor(() => expect(sent).toHaveLength(1));
+    const form = sent[0]!.form;
+    expect((form.get("files") as File).name).toBe("评论.xlsx");
+    expect(Object.fromEntries([...form.entries()].filter(([key]) => key !== "files"))).toEqual({
+      sheet: "二月",
+      text_column: "comment_text",
+      label_column: "label",
+    });
+  });
+
+  it("says when a workbook is an .xls or password-protected one", async () => {
+    const { container } = renderRoutes(routes, "/p/p1", server());
+    await screen.findByTestId("text-formats");
+    const ole2 = new Uint8Array([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, ...new Array<number>(504).fill(0)]);
+    choose(container, new File([ole2], "old.xlsx"));
+    expect(await screen.findByTestId("preview-problem")).toHaveTextContent(
+      "old.xlsx is an Excel 97-2003 (.xls) or password-protected workbook, which the server refuses",
+    );
+    expect(screen.queryByTestId("text-preview")).toBeNull();
+    expect(screen.queryByText(/so the server will refuse the upload/)).toBeNull();
   });
 });

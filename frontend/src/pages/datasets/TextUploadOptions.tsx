@@ -1,6 +1,7 @@
 // The upload tab of a text classification dataset: which files it takes (TextFormatsHelp), and
 // for a CSV / TSV about to be sent a preview made in the browser from the file's first 256 KB
-// (textTable.ts) with the text column, the label column and the encoding to read it with
+// (textTable.ts), for an XLSX workbook one of its sheets (textXlsx.ts, read-excel-file), with the
+// text column, the label column and the encoding (or the sheet) to read it with
 // (TextImportOptions). What is chosen goes with the upload as the import's form fields; the
 // server reads the whole file and its import report is what counts.
 import { Alert, Card, Select, Space, Table, Tag, Typography } from "antd";
@@ -21,6 +22,7 @@ import {
   type EncodingChoice,
   type TablePreview,
 } from "./textTable";
+import { isWorkbookFile, readWorkbook, sheetPreview, type WorkbookRead } from "./textXlsx";
 
 // file trees and table lines are the same in every language
 const EXAMPLES = {
@@ -35,7 +37,7 @@ export function TextFormatsHelp() {
     <Card size="small" title={t("text.upload.formatsTitle")} data-testid="text-formats">
       <Space orientation="vertical" style={{ width: "100%" }}>
         <div data-format="table">
-          <Typography.Text strong>CSV / TSV</Typography.Text>: {t("text.upload.formatTable")}
+          <Typography.Text strong>CSV / TSV / XLSX</Typography.Text>: {t("text.upload.formatTable")}
           <pre style={{ margin: "4px 0 0", fontSize: 12, overflowX: "auto" }}>{EXAMPLES.table.join("\n")}</pre>
         </div>
         <div data-format="folders">
@@ -49,21 +51,39 @@ export function TextFormatsHelp() {
 }
 
 /**
- * The encoding and, for the first table among `files`, its preview and columns. `onChange` gets
- * the form fields to send, or null while the text column must still be chosen.
+ * The encoding and, for the first table or workbook among `files`, its preview and columns (and a
+ * workbook's sheet). `onChange` gets the form fields to send, or null while the text column must
+ * still be chosen.
  */
 export function TextImportOptions({ files, onChange }: { files: File[]; onChange: (fields: TextImportFields | null) => void }) {
   const { t } = useTranslation();
-  const table = files.find((f) => isTableFile(f.name)) ?? null;
-  const refused = files.filter((f) => !isTextUploadFile(f.name)).map((f) => f.name);
+  const table = files.find((f) => isTableFile(f.name) || isWorkbookFile(f.name)) ?? null;
+  const workbook = table !== null && isWorkbookFile(table.name);
+  const refused = files.filter((f) => !isTextUploadFile(f.name) && !isWorkbookFile(f.name)).map((f) => f.name);
+  const onlyWorkbooks = files.length > 0 && files.every((f) => isWorkbookFile(f.name));
   const [encoding, setEncoding] = useState<EncodingChoice>("");
   const [preview, setPreview] = useState<{ file: File; encoding: EncodingChoice; result: TablePreview } | null>(null);
-  // the person's columns; null: the server's choice (the guess) — reset with each file and encoding
+  const [book, setBook] = useState<{ file: File; result: WorkbookRead } | null>(null);
+  // a workbook's sheet ("": the first, the server's default) — reset with each file
+  const [sheet, setSheet] = useState("");
+  // the person's columns; null: the server's choice (the guess) — reset with each file, encoding and sheet
   const [choice, setChoice] = useState<ColumnChoice | null>(null);
 
   useEffect(() => {
+    setSheet("");
+    if (!table || !workbook) return;
+    let current = true;
+    void readWorkbook(table).then((result) => {
+      if (current) setBook({ file: table, result });
+    });
+    return () => {
+      current = false;
+    };
+  }, [table, workbook]);
+
+  useEffect(() => {
     setChoice(null);
-    if (!table) return;
+    if (!table || workbook) return;
     let current = true;
     void previewTable(table, encoding).then(
       (result) => {
@@ -78,15 +98,23 @@ export function TextImportOptions({ files, onChange }: { files: File[]; onChange
     };
   }, [table, encoding]);
 
-  const ready = preview !== null && preview.file === table && preview.encoding === encoding ? preview.result : null;
+  const bookRead = workbook && book !== null && book.file === table ? book.result : null;
+  const sheets = bookRead?.ok ? bookRead.sheets : [];
+  const sheetIndex = Math.max(0, sheets.findIndex((s) => s.name === sheet));
+  const sheetShown = sheets[sheetIndex] ?? null;
+  const bookPreview = useMemo(() => (sheetShown ? sheetPreview(sheetShown) : null), [sheetShown]);
+  const ready = workbook ? bookPreview : preview !== null && preview.file === table && preview.encoding === encoding ? preview.result : null;
   const layout = ready?.ok ? ready.layout : null;
   const columns: ColumnChoice | null = layout ? (choice ?? { text: layout.text, label: layout.label }) : null;
 
   const fields = useMemo<TextImportFields | null>(() => {
     if (!table) return encoding ? { encoding } : {};
     if (!layout || !columns) return encoding ? { encoding } : {}; // still reading, or unreadable here: the server decides
-    return importFields(columns, layout, encoding);
-  }, [table, layout, columns, encoding]);
+    const chosen = importFields(columns, layout, encoding);
+    // another sheet than the first (the server's default) goes with the upload by name
+    if (chosen && sheetShown && sheetIndex > 0) chosen.sheet = sheetShown.name;
+    return chosen;
+  }, [table, layout, columns, encoding, sheetShown, sheetIndex]);
   const fieldsKey = JSON.stringify(fields);
   useEffect(() => {
     onChange(fields);
@@ -101,19 +129,53 @@ export function TextImportOptions({ files, onChange }: { files: File[]; onChange
   return (
     <Space orientation="vertical" style={{ width: "100%" }} data-testid="text-import-options">
       {refused.length > 0 && <Alert type="error" showIcon title={t("text.upload.refused", { files: refused.join(", ") })} />}
-      <Space wrap>
-        <Typography.Text>{t("text.upload.encoding")}</Typography.Text>
-        <Select<EncodingChoice>
-          aria-label={t("text.upload.encoding")}
-          value={encoding}
-          onChange={setEncoding}
-          style={{ minWidth: 220 }}
-          options={ENCODING_CHOICES.map((value) => ({
-            value,
-            label: value ? encodingName(value) : ready?.ok && !encoding ? t("text.upload.encodingDetected", { encoding: encodingName(ready.encoding) }) : t("text.upload.encodingAuto"),
-          }))}
+      {!onlyWorkbooks && (
+        <Space wrap>
+          <Typography.Text>{t("text.upload.encoding")}</Typography.Text>
+          <Select<EncodingChoice>
+            aria-label={t("text.upload.encoding")}
+            value={encoding}
+            onChange={setEncoding}
+            style={{ minWidth: 220 }}
+            options={ENCODING_CHOICES.map((value) => ({
+              value,
+              label:
+                value ? encodingName(value)
+                : !workbook && ready?.ok && !encoding ? t("text.upload.encodingDetected", { encoding: encodingName(ready.encoding) })
+                : t("text.upload.encodingAuto"),
+            }))}
+          />
+        </Space>
+      )}
+      {table && bookRead?.ok === false && (
+        <Alert
+          type="warning"
+          showIcon
+          data-testid="preview-problem"
+          title={
+            bookRead.reason === "xls"
+              ? t("text.upload.workbookXls", { file: table.name })
+              : bookRead.reason === "tooLarge"
+                ? t("text.upload.workbookTooLarge", { file: table.name })
+                : t("text.upload.workbookUnreadable", { file: table.name })
+          }
         />
-      </Space>
+      )}
+      {table && sheets.length > 1 && (
+        <Space wrap>
+          <Typography.Text>{t("text.upload.sheet")}</Typography.Text>
+          <Select<string>
+            aria-label={t("text.upload.sheet")}
+            value={sheetShown?.name}
+            onChange={(name) => {
+              setSheet(name);
+              setChoice(null);
+            }}
+            style={{ minWidth: 220 }}
+            options={sheets.map((s) => ({ value: s.name, label: s.name }))}
+          />
+        </Space>
+      )}
       {table && ready?.ok === false && (
         <Alert
           type="warning"
@@ -133,7 +195,7 @@ export function TextImportOptions({ files, onChange }: { files: File[]; onChange
           <Space orientation="vertical" style={{ width: "100%" }}>
             <Space wrap size="middle">
               <Typography.Text data-testid="preview-encoding">
-                {t("text.upload.readAs", { encoding: encodingName(ready.encoding) })}
+                {workbook && sheetShown ? t("text.upload.readSheet", { sheet: sheetShown.name }) : t("text.upload.readAs", { encoding: encodingName(ready.encoding) })}
               </Typography.Text>
               <Typography.Text type="secondary">{layout.header ? t("text.upload.withHeader") : t("text.upload.noHeader")}</Typography.Text>
             </Space>
@@ -162,7 +224,7 @@ export function TextImportOptions({ files, onChange }: { files: File[]; onChange
             </Space>
             {columns.text === null && <Alert type="warning" showIcon title={t("text.upload.chooseText")} />}
             <PreviewTable records={ready.records} preview={ready} columns={columns} />
-            <Typography.Text type="secondary">{t("text.upload.previewNote")}</Typography.Text>
+            <Typography.Text type="secondary">{t(workbook ? "text.upload.previewNoteWorkbook" : "text.upload.previewNote")}</Typography.Text>
           </Space>
         </Card>
       )}

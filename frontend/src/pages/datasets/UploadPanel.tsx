@@ -3,8 +3,8 @@
 // progress and, when it ends, its report. Zips and large files go up resumably (tus), small
 // loose images in multipart batches. An object detection dataset explains the COCO, Pascal VOC
 // and YOLO layouts it takes instead of class folders, and has no class for loose images. A text
-// classification dataset takes CSV / TSV / .txt / zip and previews a table's columns first
-// (TextUploadOptions.tsx); the columns and encoding chosen go with the upload.
+// classification dataset takes CSV / TSV / XLSX / .txt / zip and previews a table's columns first
+// (TextUploadOptions.tsx); the columns, encoding and sheet chosen go with the upload.
 import { InboxOutlined } from "@ant-design/icons";
 import { Alert, Button, Card, Form, Input, Progress, Space, Typography, Upload } from "antd";
 import { useRef, useState } from "react";
@@ -113,7 +113,7 @@ export function UploadPanel({ projectId, datasetId }: { projectId: string; datas
       {!canEdit && <Alert type="info" showIcon title={t("role.readOnly")} description={t("role.needsEditor")} />}
       <Upload.Dragger
         multiple
-        accept={text ? ".csv,.tsv,.tab,.txt,.zip" : ".zip,image/*"}
+        accept={text ? ".csv,.tsv,.tab,.xlsx,.txt,.zip" : ".zip,image/*"}
         showUploadList={false}
         disabled={sending !== null || !canEdit}
         beforeUpload={(file) => {

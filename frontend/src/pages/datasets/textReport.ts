@@ -7,8 +7,10 @@ export interface TextTableReport {
   file: string;
   /** the server's codec name: utf-8, utf-8-sig, utf-16, gb18030... */
   encoding: string;
-  /** "," or "tab" */
+  /** "," or "tab"; "" for a workbook */
   delimiter: string;
+  /** a workbook's (.xlsx) worksheet that was read */
+  sheet?: string;
   /** the header's cells, or null when the first row was data */
   header: string[] | null;
   /** 0-based */
@@ -45,6 +47,7 @@ function table(raw: unknown): TextTableReport | null {
     file: raw.file,
     encoding: typeof raw.encoding === "string" ? raw.encoding : "",
     delimiter: typeof raw.delimiter === "string" ? raw.delimiter : ",",
+    ...(typeof raw.sheet === "string" && raw.sheet ? { sheet: raw.sheet } : {}),
     header: Array.isArray(raw.header) ? raw.header.map(String) : null,
     text_column: column(raw.text_column) ?? 0,
     label_column: column(raw.label_column),

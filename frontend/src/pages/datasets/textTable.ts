@@ -35,6 +35,7 @@ const ENCODING_NAMES: Record<string, string> = {
   gb18030: "GB18030 / GBK",
   gbk: "GBK",
   big5: "Big5",
+  xlsx: "Excel (XLSX)",
 };
 
 /** An encoding as people know it: the server's codec names ("utf-8-sig") and the choices. */

@@ -14,7 +14,9 @@ tab, otherwise comma). The text column and the label column are the ones the per
 with a header of known names (``text``/``文本``/``content``..., ``label``/``标签``/``class``...),
 those; without a header, one column is text only and of two or more the column with fewer
 distinct values is the label. Every row that cannot be used is reported by its line number
-(the line its record starts on) with a code, and the rest is read.
+(the line its record starts on) with a code, and the rest is read. XLSX workbooks are read into
+the same records by ``sampan.datasets.formats.text_xlsx`` (the line is then the sheet's row
+number) and share every rule below.
 
 Texts are normalised as they are stored: Unicode NFC, line endings to ``\\n``, surrounding
 whitespace trimmed; a text is stored whole (no truncation here: the trainer truncates what it
@@ -41,6 +43,8 @@ MAX_TEXT_CHARS = 4 * 1024 * 1024
 #: the most rows read from one table; beyond: refused with this number named
 MAX_ROWS = 1_000_000
 TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".tab"})
+#: workbooks read by ``text_xlsx`` (the first worksheet, or the one named by the ``sheet`` option)
+WORKBOOK_SUFFIXES = frozenset({".xlsx"})
 TEXT_SUFFIXES = frozenset({".txt"})
 
 csv.field_size_limit(MAX_TEXT_CHARS)
@@ -61,7 +65,12 @@ NO_TEXT_CELL = gettext_noop(
 EMPTY_TEXT = gettext_noop("line %(line)d: the text is empty: row skipped")
 TEXT_TOO_LONG = gettext_noop(
     "line %(line)d: the text has %(chars)d characters (at most %(limit)d): row skipped")
-ROW_TEMPLATES = (TOO_MANY_COLUMNS, NO_TEXT_CELL, EMPTY_TEXT, TEXT_TOO_LONG)
+#: XLSX: a cell of the text or label column whose formula the file holds no computed value of
+#: (saved by a program that writes formulas without calculating them)
+FORMULA_WITHOUT_VALUE = gettext_noop(
+    "line %(line)d: cell %(cell)s is a formula whose value the file does not hold (open and "
+    "save it in Excel or LibreOffice to compute it): row skipped")
+ROW_TEMPLATES = (TOO_MANY_COLUMNS, NO_TEXT_CELL, EMPTY_TEXT, TEXT_TOO_LONG, FORMULA_WITHOUT_VALUE)
 # why a whole file cannot be read (the import report's ``rejected``, by file)
 UNKNOWN_ENCODING = gettext_noop("%(file)s: unknown encoding %(encoding)r")
 NOT_THAT_ENCODING = gettext_noop("%(file)s: not %(encoding)s (byte %(offset)d is %(byte)s)")
@@ -77,8 +86,29 @@ CHOOSE_TEXT_COLUMN = gettext_noop(
     "%(file)s: choose the text column: none of the header %(header)r is a known text column "
     "name")
 NO_TEXT = gettext_noop("%(file)s: the file holds no text")
+# why a workbook cannot be read (text_xlsx); nothing of it is imported
+XLS_OR_ENCRYPTED = gettext_noop(
+    "%(file)s: an Excel 97-2003 workbook (.xls) or a password-protected one, not an .xlsx: save "
+    "it as an .xlsx workbook without a password")
+XLSX_REFUSED = gettext_noop("%(file)s: not read as an .xlsx workbook: %(error)s")
+XLSX_ENCRYPTED_PART = gettext_noop(
+    "%(file)s: the workbook's part %(part)r is encrypted: save it without a password")
+XLSX_TOO_LARGE = gettext_noop(
+    "%(file)s: the workbook's parts add up to %(bytes)d bytes uncompressed (limit %(limit)d): "
+    "not read")
+XLSX_PART_RATIO = gettext_noop(
+    "%(file)s: the workbook's part %(part)r expands %(ratio)d times (limit %(limit)d), a "
+    "possible zip bomb: not read")
+XLSX_RATIO = gettext_noop(
+    "%(file)s: the workbook expands %(ratio)d times its size (limit %(limit)d), a possible zip "
+    "bomb: not read")
+XLSX_UNREADABLE = gettext_noop("%(file)s: not a readable .xlsx workbook: %(error)s")
+NO_SUCH_SHEET = gettext_noop("%(file)s: no sheet named %(sheet)r; its sheets: %(sheets)s")
+NO_WORKSHEET = gettext_noop("%(file)s: the workbook has no worksheet")
 FILE_TEMPLATES = (UNKNOWN_ENCODING, NOT_THAT_ENCODING, UNDECODABLE, TOO_MANY_ROWS, COLUMN_NUMBER,
-                  NOT_A_COLUMN, NO_ROWS, CHOOSE_TEXT_COLUMN, NO_TEXT)
+                  NOT_A_COLUMN, NO_ROWS, CHOOSE_TEXT_COLUMN, NO_TEXT, XLS_OR_ENCRYPTED,
+                  XLSX_REFUSED, XLSX_ENCRYPTED_PART, XLSX_TOO_LARGE, XLSX_PART_RATIO, XLSX_RATIO,
+                  XLSX_UNREADABLE, NO_SUCH_SHEET, NO_WORKSHEET)
 
 
 class TextFileError(ArchiveError):
@@ -155,7 +185,9 @@ class TextRow:
 @dataclass
 class TextTable:
     """What :func:`read_text_table` read: the rows, the problems of the rows it skipped (each
-    ``{"line", "code", "message", "params"}``; ``message`` English), and how it read them."""
+    ``{"line", "code", "message", "params"}``; ``message`` English), and how it read them.
+    A workbook's table (``text_xlsx``): ``encoding`` ``"xlsx"``, ``delimiter`` ``""`` and the
+    ``sheet`` it was read from."""
 
     name: str
     encoding: str
@@ -167,14 +199,19 @@ class TextTable:
     problems: list[dict[str, Any]] = field(default_factory=list)
     #: {stored label: [the other spellings merged into it]}
     label_variants: dict[str, list[str]] = field(default_factory=dict)
+    #: the worksheet a workbook's table was read from (None: a CSV / TSV file)
+    sheet: str | None = None
 
     def describe(self) -> dict[str, Any]:
         """How the table was read, for the import report and the preview."""
-        return {"file": self.name, "encoding": self.encoding,
-                "delimiter": "tab" if self.delimiter == "\t" else self.delimiter,
-                "header": self.header, "text_column": self.text_column,
-                "label_column": self.label_column, "rows": len(self.rows),
-                "skipped": len(self.problems), "label_variants": self.label_variants}
+        described = {"file": self.name, "encoding": self.encoding,
+                     "delimiter": "tab" if self.delimiter == "\t" else self.delimiter,
+                     "header": self.header, "text_column": self.text_column,
+                     "label_column": self.label_column, "rows": len(self.rows),
+                     "skipped": len(self.problems), "label_variants": self.label_variants}
+        if self.sheet is not None:
+            described["sheet"] = self.sheet
+        return described
 
 
 def _delimiter(name: str) -> str:
@@ -233,6 +270,19 @@ def read_text_table(data: bytes, *, name: str, text_column: int | str | None = N
     decoded = decode_text(data, name=name, encoding=encoding)
     delimiter = _delimiter(name)
     records = _records(decoded.text, delimiter, name)
+    return table_from_records(records, name=name, encoding=decoded.encoding,
+                              delimiter=delimiter, text_column=text_column,
+                              label_column=label_column, has_header=has_header)
+
+
+def table_from_records(records: list[tuple[int, list[str]]], *, name: str, encoding: str,
+                       delimiter: str, text_column: int | str | None = None,
+                       label_column: int | str | None = None, has_header: bool | None = None,
+                       uncomputed: dict[int, dict[int, str]] | None = None) -> TextTable:
+    """The table of ``records`` (``(line, cells)``, blank rows left out), its columns chosen and
+    its rows read as :func:`read_text_table` says. ``uncomputed`` (workbooks): ``{line: {0-based
+    column: cell name}}`` of the formulas without a stored value; a row whose text or label is
+    one is skipped with ``formula_without_value``."""
     if not records:
         raise TextFileError(_(NO_ROWS) % {"file": name})
     first = records[0][1]
@@ -263,9 +313,9 @@ def read_text_table(data: bytes, *, name: str, text_column: int | str | None = N
                                                  else guessed_label)
         else:
             raise TextFileError(_(CHOOSE_TEXT_COLUMN) % {"file": name, "header": header})
-    table = TextTable(name=name, encoding=decoded.encoding, delimiter=delimiter, header=header,
+    table = TextTable(name=name, encoding=encoding, delimiter=delimiter, header=header,
                       text_column=text_index, label_column=label_index)
-    _read_rows(table, body, width if header is not None else None)
+    _read_rows(table, body, width if header is not None else None, uncomputed or {})
     return table
 
 
@@ -289,12 +339,19 @@ def _problem(table: TextTable, template: str, code: str, **params: Any) -> None:
 
 
 def _read_rows(table: TextTable, body: list[tuple[int, list[str]]],
-               header_width: int | None) -> None:
+               header_width: int | None, uncomputed: dict[int, dict[int, str]]) -> None:
     raw_labels: dict[str, set[str]] = {}
     for line, cells in body:
         if header_width is not None and len(cells) > header_width:
             _problem(table, TOO_MANY_COLUMNS, "too_many_columns", line=line, found=len(cells),
                      expected=header_width)
+            continue
+        formulas = uncomputed.get(line, {})
+        unknown = next((formulas[c] for c in (table.text_column, table.label_column)
+                        if c is not None and c in formulas), None)
+        if unknown is not None:
+            _problem(table, FORMULA_WITHOUT_VALUE, "formula_without_value", line=line,
+                     cell=unknown)
             continue
         if table.text_column >= len(cells):
             _problem(table, NO_TEXT_CELL, "no_text_cell", line=line,
@@ -332,5 +389,6 @@ def read_text_file(data: bytes, *, name: str, encoding: str | None = None) -> De
 
 __all__ = ["DecodedText", "FILE_TEMPLATES", "LABEL_COLUMN_NAMES", "MAX_ROWS", "MAX_TEXT_CHARS",
            "ROW_TEMPLATES", "TABLE_SUFFIXES", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES",
-           "TextFileError", "TextRow", "TextTable", "decode_text", "normalise_label",
-           "normalise_text", "read_text_file", "read_text_table"]
+           "WORKBOOK_SUFFIXES", "TextFileError", "TextRow", "TextTable", "decode_text",
+           "normalise_label", "normalise_text", "read_text_file", "read_text_table",
+           "table_from_records"]
