@@ -17,12 +17,12 @@ import { CancelJobButton } from "../../components/CancelJobButton";
 import { formatDate } from "../../format";
 import { curvesOption, validationMetric, validationValue } from "./curves";
 import { applyMessage, applySnapshot, formatDuration, isTerminal, keptIndex, lastValidation, type JobMessage, type LiveJob } from "./jobState";
-import { augmentationWhyText, elapsedOf, entryStageName, outputLayerOnly, percentText, phaseName, resolutionWhyText, runName, stopReasonText, validationHeadline } from "./jobText";
+import { augmentationWhyText, elapsedOf, entryStageName, outputLayerOnly, percentText, phaseName, resolutionWhyText, runName, stopReasonText, validationHeadline, wonOnValidationText } from "./jobText";
 import { JobStatusTag } from "../../components/JobStatusTag";
 import { headlineMetric } from "../models/headlineMetric";
 import { jobSocketUrl, useJobSocket } from "./useJobSocket";
 import { CandidatesCard } from "./TextCandidates";
-import { familyName, familyOf, isTextTask, textPhaseName, textRecipeOf } from "./textJob";
+import { familyOf, fitOf, isTextTask, modelName, textPhaseName } from "./textJob";
 
 export function TrainingJobPage() {
   const { t } = useTranslation();
@@ -124,8 +124,9 @@ export function TrainingJobPage() {
  * epoch it belongs to (while epoch n runs it is epoch n-1's), elapsed and time left; a bar that
  * only moves forward (jobState.advanceShown). An object detector (`task` object_detection, or
  * entries with mAP) counts steps and shows its validation mAP@0.5. A text classifier
- * (`task` text_classification) says which model family is training, and once done which won
- * (`recipe.family`).
+ * (`task` text_classification) says which model family (and fit) is training, and once done in
+ * one line which won on validation and its validation accuracy (`recipe.family`, its candidate's
+ * `fit` and `val_accuracy`).
  */
 export function ProgressCard({ live, budget, metrics, task, recipe }: { live: LiveJob; budget: number; metrics?: unknown; task?: string; recipe?: unknown }) {
   const { t } = useTranslation();
@@ -148,14 +149,23 @@ export function ProgressCard({ live, budget, metrics, task, recipe }: { live: Li
     : running && live.shown.etaS !== null
       ? formatDuration(live.shown.etaS)
       : t("training.budgetOf", { budget: formatDuration(budget) });
-  // a text job: the family being measured, trained or exported now; once done, the one kept
-  const winner = live.status === "SUCCEEDED" ? (textRecipeOf({ recipe }).family ?? familyOf(metrics)) : undefined;
-  const family = winner ? t("training.text.chosenFamily", { family: familyName(t, winner) }) : familyName(t, familyOf(p));
+  // a text job: the family (and fit) being measured, trained or exported now; once done, the
+  // one that won on validation, with its validation accuracy
+  const won = live.status === "SUCCEEDED" ? wonOnValidationText(t, recipe, metrics) : null;
+  const family = won ?? modelName(t, familyOf(p), fitOf(p));
   return (
     <Card size="small">
       <Space size="large" wrap align="start">
         <Statistic title={t("training.phase")} value={text ? textPhaseName(t, p.phase, familyOf(p)) : phaseName(t, p.phase)} />
-        {text && <Statistic title={t("training.text.family")} value={family} data-testid="text-family" />}
+        {text && (
+          <Statistic
+            title={t("training.text.family")}
+            value={family}
+            data-testid="text-family"
+            // the sentence once done is longer than a figure
+            styles={won ? { content: { fontSize: 16 } } : undefined}
+          />
+        )}
         <div>
           {text ? (
             <>

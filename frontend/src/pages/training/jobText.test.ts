@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import en from "../../i18n/locales/en.json";
 import zhCN from "../../i18n/locales/zh-CN.json";
-import { augmentationWhyText, elapsedOf, outputLayerOnly, phaseName, resolutionReason, resolutionWhyText, stopReasonText, validationHeadline } from "./jobText";
+import { augmentationWhyText, elapsedOf, outputLayerOnly, phaseName, resolutionReason, resolutionWhyText, stopReasonText, validationHeadline, wonOnValidationText } from "./jobText";
 
 const t = i18n.t.bind(i18n);
 
@@ -115,5 +115,40 @@ describe("the engine's reasons", () => {
     await i18n.changeLanguage("zh-CN");
     expect(resolutionWhyText(t, older, false)).toBe("");
     expect(augmentationWhyText(t, older, false)).toBe("");
+  });
+});
+
+describe("wonOnValidationText", () => {
+  // a finished text job's recipe and metrics as the engine writes them (workers/ml/text/train.py)
+  const recipe = {
+    family: "encoder",
+    candidates: {
+      linear: { family: "linear", fit: "linear", val_accuracy: 0.861, val_balanced_accuracy: 0.85 },
+      encoder: {
+        family: "encoder", fit: "finetune", val_accuracy: 0.912, val_balanced_accuracy: 0.905,
+        fits: { frozen: { val_accuracy: 0.874, val_balanced_accuracy: 0.861 }, finetune: { val_accuracy: 0.912, val_balanced_accuracy: 0.905 } },
+      },
+    },
+  };
+  const metrics = { family: "encoder", winner: "finetune", val_accuracy: 0.91, val_by_family: { encoder: { val_accuracy: 0.912, fit: "finetune" } } };
+
+  it("says in one line which model won on validation, its fit and its validation accuracy", async () => {
+    expect(wonOnValidationText(t, recipe, metrics)).toBe("Won on validation: sentence encoder (all-MiniLM-L6-v2), fine-tuned, 91.2%");
+    expect(wonOnValidationText(t, { family: "charcnn", candidates: { charcnn: { family: "charcnn", fit: "charcnn", val_accuracy: 0.8 } } }, undefined)).toBe(
+      "Won on validation: character CNN, 80.0%",
+    );
+    // the linear model's exact fit beat Adam; only the metrics (val_by_family) say so
+    expect(wonOnValidationText(t, undefined, { family: "linear", val_by_family: { linear: { val_accuracy: 0.884, fit: "linear_lbfgs" } } })).toBe(
+      "Won on validation: linear model, exact (L-BFGS), 88.4%",
+    );
+    expect(wonOnValidationText(t, { family: "fasttext" }, undefined)).toBe("Won on validation: fastText-style model");
+    expect(wonOnValidationText(t, { family: "bilstm", candidates: { bilstm: { val_accuracy: 0.5 } } }, undefined)).toBe("Won on validation: bilstm, 50.0%");
+    await i18n.changeLanguage("zh-CN");
+    expect(wonOnValidationText(t, recipe, metrics)).toBe("验证集上胜出：句向量编码器（all-MiniLM-L6-v2），全部权重微调，91.2%");
+  });
+
+  it("says nothing for an image job", () => {
+    expect(wonOnValidationText(t, { stop_reason: "deadline", resolution: 96 }, { accuracy: 0.9, best_phase: "finetune", best_epoch: 3 })).toBeNull();
+    expect(wonOnValidationText(t, undefined, undefined)).toBeNull();
   });
 });

@@ -4,7 +4,7 @@ import type { TFunction } from "i18next";
 
 import { PHASES, type EpochRecord, type Phase, type TrainingRecipe } from "../../api/queries/training";
 import { formatDuration } from "./jobState";
-import { familyName, familyOf, isTextFamily } from "./textJob";
+import { familyName, familyOf, fitOf, isTextFamily, modelName, textWinner } from "./textJob";
 
 function isPhase(phase: string | undefined): phase is Phase {
   return (PHASES as readonly string[]).includes(phase ?? "");
@@ -21,10 +21,13 @@ export function stageName(t: TFunction, phase: string | undefined): string {
   return phase === "head" || phase === "features" ? t("training.stages.head") : phase === "finetune" ? t("training.stages.finetune") : t("training.stages.other");
 }
 
-/** What an epoch belongs to: a text job's model family ("linear"), else the stage of its phase. */
+/**
+ * What an epoch belongs to: a text job's model family ("linear model"; with its fit where the
+ * family has several: "linear model, exact (L-BFGS)"), else the stage of its phase.
+ */
 export function entryStageName(t: TFunction, entry: EpochRecord): string {
   const family = familyOf(entry);
-  return family ? familyName(t, family) : stageName(t, entry.phase);
+  return family ? modelName(t, family, fitOf(entry)) : stageName(t, entry.phase);
 }
 
 /** A band of the curves (curves.phaseRuns): a text model family's name, else the stage's. */
@@ -34,7 +37,21 @@ export function runName(t: TFunction, key: string | undefined): string {
 
 export const percentText = (x: number) => `${(100 * x).toFixed(1)}%`;
 
-/** "Validation accuracy 96.5% after epoch 4 (all layers)"; a text job's "(linear)". */
+/**
+ * A finished text job's headline: which model won on validation and its validation accuracy
+ * ("Won on validation: sentence encoder (all-MiniLM-L6-v2), fine-tuned, 91.2%"); null when no
+ * family is named (an image job, a text job not finished).
+ */
+export function wonOnValidationText(t: TFunction, recipe: unknown, metrics: unknown): string | null {
+  const winner = textWinner(recipe, metrics);
+  if (!winner) return null;
+  const family = modelName(t, winner.family, winner.fit);
+  return winner.valAccuracy === undefined
+    ? t("training.text.chosenFamilyPlain", { family })
+    : t("training.text.chosenFamily", { family, accuracy: percentText(winner.valAccuracy) });
+}
+
+/** "Validation accuracy 96.5% after epoch 4 (all layers)"; a text job's "(linear model)". */
 export function validationHeadline(t: TFunction, entry: EpochRecord): string {
   return t("training.valHeadline", {
     accuracy: typeof entry.val_accuracy === "number" ? percentText(entry.val_accuracy) : "—",
