@@ -67,6 +67,21 @@ describe("ModelVersionPage figures", () => {
     expect(screen.getByText("90.0%")).toBeInTheDocument();
   });
 
+  it("a text model says which family won on validation, and no 'from scratch' warning for n-gram models", async () => {
+    const text = {
+      ...version, task_type: "text_classification", labels: ["正面", "负面"], pretrained: false,
+      manifest: { text: { max_chars: 4096 } },
+      metrics: { evaluated_on: "test", val_accuracy: 0.88, val_macro_f1: 0.87, test_accuracy: 0.86, test_macro_f1: 0.85, winner: "linear_lbfgs", family: "linear",
+        val_by_family: { linear: { val_accuracy: 0.88, val_balanced_accuracy: 0.87, fit: "linear_lbfgs" }, fasttext: { val_accuracy: 0.85, fit: "fasttext" } } },
+    };
+    const fetcher = async (request: Request) =>
+      new URL(request.url).pathname.endsWith("/model-versions/mv1/") ? json(200, text) : json(200, []);
+    renderRoutes(routes, "/projects/p1/models/versions/mv1", fetcher as unknown as typeof globalThis.fetch);
+    expect(await screen.findByTestId("text-winner")).toHaveTextContent("Won on validation: linear model, exact (L-BFGS), 88.0%");
+    expect(screen.getByTestId("headline-metric")).toHaveTextContent("86.0%");
+    expect(screen.queryByText("trained from scratch")).toBeNull();
+  });
+
   it("an object detector shows its mAP@0.5 and mAP@0.5:0.95 on the split evaluated, not accuracy", async () => {
     const detector = {
       ...version, task_type: "object_detection", labels: ["cat", "dog"],

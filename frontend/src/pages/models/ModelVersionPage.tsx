@@ -7,6 +7,8 @@ import { useTranslation } from "react-i18next";
 import { Link, useParams } from "react-router";
 
 import { useModelVersion } from "../../api/queries/training";
+import { wonOnValidationText } from "../training/jobText";
+import { isTextTask } from "../training/textJob";
 import { DatasetVersionLink } from "../../components/DatasetVersionLink";
 import { ErrorAlert } from "../../components/errors";
 import { NotEvaluatedTag } from "../../components/NotEvaluatedTag";
@@ -42,6 +44,11 @@ export function ModelVersionPage() {
   const headline = headlineMetric(v);
   const names = metricNames(v.task_type);
   const split = t(`training.splitShort.${headline?.split ?? "val"}`);
+  // a text model: which family won on validation (the metrics mirror the job's candidates)
+  const won = isTextTask(v.task_type) ? wonOnValidationText(t, undefined, v.metrics) : null;
+  // "from scratch" warns that no pretrained weights were found; the n-gram text models never
+  // have any (only the sentence encoder starts pretrained), so it would warn about nothing
+  const scratchWarning = !v.pretrained && !isTextTask(v.task_type);
 
   return (
     <Space orientation="vertical" size="middle" style={{ width: "100%" }}>
@@ -52,7 +59,7 @@ export function ModelVersionPage() {
             {t("models.versionTitle", { name: v.model_name, version: v.version })}
           </Typography.Title>
           <Tag>{t(`datasets.taskTypes.${v.task_type as "image_classification"}`, { defaultValue: v.task_type })}</Tag>
-          {!v.pretrained && <Tag color="warning">{t("models.fromScratch")}</Tag>}
+          {scratchWarning && <Tag color="warning">{t("models.fromScratch")}</Tag>}
         </Space>
         <Space>
           <DeployButton projectId={projectId} version={v} />
@@ -70,6 +77,7 @@ export function ModelVersionPage() {
           <Statistic title={`${t(names.secondaryKey)} (${split})`} value={percent(headline.secondary)} data-testid="secondary-metric" />
         )}
         {headline && <NotEvaluatedTag headline={headline} />}
+        {won && <Statistic title={t("training.text.family")} value={won} data-testid="text-winner" />}
         <Statistic title={t("models.size")} value={formatBytes(v.model_size)} />
         <Statistic title={t("versions.classes")} value={v.labels.length} />
       </Space>
