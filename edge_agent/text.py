@@ -30,6 +30,20 @@ A text becomes a bag of hashed n-grams:
 The output of one text is ``indices`` (L,) int64, ascending and unique, and ``weights`` (L,)
 float32; :func:`pad_batch` stacks texts into (B, Lmax) arrays padded with index 0 and weight 0
 (a weight of 0 adds nothing to any bucket).
+
+That is ``kind="ngrams"`` (the default). ``kind="chars"`` is the input of a character-level
+model (the ``charcnn`` family): steps 1 and 2 alike, then the text's characters **in order**,
+each hashed alone as CRC-32 of ``s:`` + its UTF-8 bytes, modulo ``buckets``; ``indices`` (L,) in
+text order (repeats kept, so not sorted nor unique) and ``weights`` 1.0 for each, so the
+padding's weight 0 is the model's mask. ``char_ngrams``, ``word_ngrams`` and ``sublinear_tf``
+are ignored by this kind (still validated, and stored as given).
+
+``kind="wordpiece"`` is the input of the pretrained sentence encoder (the ``encoder`` family,
+:mod:`workers.ml.text.encoder`): the text as it is (BERT's own cleaning, lower-casing and
+accent removal, :mod:`edge_agent.wordpiece`), ``indices`` its WordPiece ids ``[CLS] ... [SEP]``
+(at most ``max_tokens``) and ``weights`` 1.0 each, the attention mask. The vocabulary is not in
+the settings (only ``vocab_sha256``): it travels in the model's ONNX metadata and is given by
+:meth:`TextFeatures.with_vocabulary`.
 """
 
 from __future__ import annotations
@@ -38,14 +52,17 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from edge_agent.wordpiece import WordPiece, vocab_sha256
+
 __all__ = [
     "HASH",
     "INPUT_NAMES",
+    "KINDS",
     "OUTPUT_NAME",
     "TextFeatures",
     "TextFeaturesError",
@@ -68,6 +85,12 @@ HASH = "crc32"
 #: Kind prefixes of the hashed n-grams (part of the hash input: "ab" as characters and "ab" as a
 #: word land in different buckets).
 CHAR_PREFIX, WORD_PREFIX, BIGRAM_PREFIX = b"c:", b"w:", b"b:"
+#: Prefix of one character of a ``kind="chars"`` sequence (not a ``c:`` 1-gram: another hash).
+SEQUENCE_PREFIX = b"s:"
+_SEQUENCE_SEED = zlib.crc32(SEQUENCE_PREFIX)
+#: ``TextFeatures.kind``: a bag of hashed n-grams (linear, fastText) or the characters in order
+#: (a character-level model).
+KINDS = ("ngrams", "chars", "wordpiece")
 _CHAR_SEED, _WORD_SEED, _BIGRAM_SEED = (zlib.crc32(p) for p in (CHAR_PREFIX, WORD_PREFIX,
                                                                 BIGRAM_PREFIX))
 #: Runs of Latin letters (basic, Latin-1 and Latin Extended-A/B, after case folding) and ASCII
@@ -80,7 +103,10 @@ _NORMALIZATIONS = ("NFC", "NFKC")
 #: A UTF-16 surrogate code point on its own (a Python str may hold one; UTF-8 cannot encode it).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = frozenset(("max_chars", "char_ngrams", "word_ngrams", "buckets", "sublinear_tf",
-                   "normalization", "hash"))
+                   "normalization", "hash", "kind", "max_tokens", "vocab_sha256"))
+#: WordPiece tokenizers built from vocabularies (a few models at a time), by (sha256, length).
+_TOKENIZERS: dict[tuple[str, int], WordPiece] = {}
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 class TextFeaturesError(ValueError):
@@ -109,7 +135,10 @@ class TextFeatures:
     (shortest, longest) character n-gram, 1 <= shortest <= longest <= 8. ``word_ngrams``: 0 (no
     word features), 1 (Latin words) or 2 (words and word bigrams). ``buckets``: hash buckets,
     2 .. 2**24. ``sublinear_tf``: ``1 + ln(count)`` instead of the count. ``normalization``:
-    ``NFC`` or ``NFKC``. ``hash``: ``crc32``. Raises :class:`TextFeaturesError` on other values.
+    ``NFC`` or ``NFKC``. ``hash``: ``crc32``. ``kind``: ``ngrams`` (the bag of hashed n-grams)
+    or ``chars`` (the characters in order, hashed one by one: ``char_ngrams``, ``word_ngrams``
+    and ``sublinear_tf`` are then ignored, but still validated). Raises
+    :class:`TextFeaturesError` on other values.
     """
 
     max_chars: int = 4096
@@ -119,6 +148,29 @@ class TextFeatures:
     sublinear_tf: bool = True
     normalization: str = "NFC"
     hash: str = HASH
+    kind: str = "ngrams"
+    #: ``wordpiece``: ids per text, [CLS] and [SEP] included (3 .. 512, BERT's positions)
+    max_tokens: int = 128
+    #: ``wordpiece``: SHA-256 of the vocabulary (:func:`edge_agent.wordpiece.vocab_sha256`)
+    vocab_sha256: str = ""
+    #: ``wordpiece``: the vocabulary itself, never serialised (it travels in the model's ONNX
+    #: metadata); set by :meth:`with_vocabulary`
+    vocabulary: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def with_vocabulary(self, vocabulary: Sequence[str]) -> TextFeatures:
+        """These ``wordpiece`` settings with their vocabulary (token strings in id order).
+
+        Raises:
+            TextFeaturesError: not ``wordpiece`` settings, or the vocabulary's SHA-256 is not
+                ``vocab_sha256`` (``field`` ``vocabulary``).
+        """
+        if self.kind != "wordpiece":
+            raise _settings_error("kind", self.kind, "must be wordpiece to take a vocabulary")
+        found = vocab_sha256(vocabulary)
+        if found != self.vocab_sha256:
+            raise _settings_error("vocabulary", found[:12],
+                                  f"must have the sha256 {self.vocab_sha256[:12]}...")
+        return replace(self, vocabulary=tuple(vocabulary))
 
     def __post_init__(self) -> None:
         if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int) \
@@ -141,19 +193,35 @@ class TextFeatures:
             raise _settings_error("normalization", self.normalization, "must be NFC or NFKC")
         if self.hash != HASH:
             raise _settings_error("hash", self.hash, "must be crc32")
+        if self.kind not in KINDS:
+            raise _settings_error("kind", self.kind, "must be ngrams, chars or wordpiece")
+        if self.kind == "wordpiece":
+            if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) \
+                    or not 3 <= self.max_tokens <= 512:
+                raise _settings_error("max_tokens", self.max_tokens,
+                                      "must be an integer in 3 .. 512")
+            if not isinstance(self.vocab_sha256, str) or not _HEX64.fullmatch(self.vocab_sha256):
+                raise _settings_error("vocab_sha256", self.vocab_sha256,
+                                      "must be 64 lowercase hex digits")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"max_chars", "char_ngrams": [lo, hi], "word_ngrams", "buckets",
-        "sublinear_tf", "normalization", "hash"}``."""
-        return {"max_chars": self.max_chars, "char_ngrams": list(self.char_ngrams),
-                "word_ngrams": self.word_ngrams, "buckets": self.buckets,
-                "sublinear_tf": self.sublinear_tf, "normalization": self.normalization,
-                "hash": self.hash}
+        "sublinear_tf", "normalization", "hash"}``, plus ``"kind"`` when it is not ``ngrams``
+        (so the settings of every n-gram model, older packages' included, stay as they were)."""
+        out = {"max_chars": self.max_chars, "char_ngrams": list(self.char_ngrams),
+               "word_ngrams": self.word_ngrams, "buckets": self.buckets,
+               "sublinear_tf": self.sublinear_tf, "normalization": self.normalization,
+               "hash": self.hash}
+        if self.kind != "ngrams":
+            out["kind"] = self.kind
+        if self.kind == "wordpiece":
+            out.update(max_tokens=self.max_tokens, vocab_sha256=self.vocab_sha256)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TextFeatures:
         """The inverse of :meth:`to_dict`; raises :class:`TextFeaturesError` on unknown keys or
-        invalid values (missing keys take the defaults)."""
+        invalid values (missing keys take the defaults: no ``kind`` is ``ngrams``)."""
         unknown = sorted(set(data) - _KEYS)
         if unknown:
             raise _settings_error(unknown[0], data[unknown[0]], "is not a setting")
@@ -165,8 +233,9 @@ class TextFeatures:
 
 @dataclass(frozen=True)
 class TextFeaturesOutput:
-    """One text's features: ``indices`` (L,) int64 ascending and unique, ``weights`` (L,)
-    float32 (term frequencies, sublinear when the settings say so); ``truncated``: the
+    """One text's features: ``indices`` (L,) int64 and ``weights`` (L,) float32. ``ngrams``:
+    indices ascending and unique, weights the term frequencies (sublinear when the settings say
+    so); ``chars``: one index per character in text order, weights 1.0. ``truncated``: the
     normalised text was longer than ``max_chars`` (its first ``max_chars`` were used);
     ``chars``: characters featurised."""
 
@@ -188,9 +257,29 @@ def normalize_text(text: str, normalization: str = "NFC") -> str:
     return " ".join(text.casefold().split())
 
 
+def _tokenizer(settings: TextFeatures) -> WordPiece:
+    if settings.vocabulary is None:
+        raise _settings_error("vocabulary", None, "must be given to wordpiece settings "
+                              "(TextFeatures.with_vocabulary: it is in the model's metadata)")
+    key = (settings.vocab_sha256, settings.max_tokens)
+    tokenizer = _TOKENIZERS.get(key)
+    if tokenizer is None:
+        if len(_TOKENIZERS) >= 4:
+            _TOKENIZERS.clear()
+        tokenizer = _TOKENIZERS[key] = WordPiece(settings.vocabulary, settings.max_tokens)
+    return tokenizer
+
+
 def prepare_text(text: str, settings: TextFeatures) -> tuple[str, bool]:
     """(the normalised text truncated to ``max_chars``, whether it was truncated): what
-    :func:`featurize` takes its n-grams from. Empty when nothing is left of ``text``."""
+    :func:`featurize` takes its n-grams from. Empty when nothing is left of ``text``.
+    ``wordpiece`` settings: byte order marks and lone surrogates removed and the text trimmed
+    only (BERT's own cleaning and lower-casing follow in :mod:`edge_agent.wordpiece`); empty
+    when it has no token; truncated when its tokens pass ``max_tokens``."""
+    if settings.kind == "wordpiece":
+        cleaned = _SURROGATE.sub("\ufffd", text.replace("\ufeff", ""))
+        ids, cut = _tokenizer(settings).encode(cleaned)
+        return (cleaned.strip() if len(ids) > 2 else ""), cut
     limit = settings.max_chars
     raw_limit = limit * _RAW_PER_CHAR
     raw = text[:raw_limit]
@@ -233,8 +322,20 @@ def _hashes(text: str, settings: TextFeatures) -> list[int]:
     return out
 
 
+def _sequence(text: str, buckets: int) -> np.ndarray:
+    """``kind="chars"``: each character's bucket, in text order."""
+    crc32, seed = zlib.crc32, _SEQUENCE_SEED
+    if text.isascii():
+        data = text.encode("ascii")
+        hashes = [crc32(data[i : i + 1], seed) for i in range(len(data))]
+    else:
+        hashes = [crc32(c.encode("utf-8"), seed) for c in text]
+    return np.asarray(hashes, dtype=np.int64) % buckets
+
+
 def featurize(text: str, settings: TextFeatures) -> TextFeaturesOutput:
-    """One text's hashed n-gram features (module docstring).
+    """One text's features (module docstring): hashed n-grams, or its characters in order when
+    ``settings.kind`` is ``chars``, or its WordPiece ids when it is ``wordpiece``.
 
     Raises:
         TextFeaturesError: ``text`` is not a str (``not_text``), or nothing is left of it after
@@ -243,10 +344,21 @@ def featurize(text: str, settings: TextFeatures) -> TextFeaturesOutput:
     if not isinstance(text, str):
         raise TextFeaturesError(f"text must be a string, got {type(text).__name__}", "not_text",
                                 type=type(text).__name__)
+    if settings.kind == "wordpiece":
+        ids, cut = _tokenizer(settings).encode(_SURROGATE.sub("\ufffd", text))
+        if len(ids) <= 2:
+            raise TextFeaturesError("empty text: nothing is left after removing whitespace",
+                                    "empty")
+        return TextFeaturesOutput(np.asarray(ids, dtype=np.int64),
+                                  np.ones(len(ids), dtype=np.float32), cut, len(text))
     normalized, truncated = prepare_text(text, settings)
     if not normalized:
         raise TextFeaturesError("empty text: nothing is left after removing whitespace",
                                 "empty")
+    if settings.kind == "chars":
+        sequence = _sequence(normalized, settings.buckets)
+        return TextFeaturesOutput(sequence, np.ones(len(sequence), dtype=np.float32), truncated,
+                                  len(normalized))
     hashes = np.asarray(_hashes(normalized, settings), dtype=np.int64)
     indices, counts = np.unique(hashes % settings.buckets, return_counts=True)
     weights = counts.astype(np.float32)

@@ -37,7 +37,9 @@ from edge_agent.text import (
     TextFeatures,
     TextFeaturesError,
     classify_texts,
+    featurize,
 )
+from edge_agent.wordpiece import VOCAB_METADATA_KEY, vocab_sha256
 
 __all__ = ["MAX_TEXTS", "TASK", "TextClassifierSession", "WrongInputError", "image_model_got",
            "parse_text_body"]
@@ -189,6 +191,27 @@ class TextClassifierSession:
         self._check_manifest_io(manifest)
         self._session = load_onnx(path, manifest, threads)
         self._check_signature()
+        if self.settings.kind == "wordpiece":
+            self.settings = self._with_vocabulary(self.settings)
+
+    def _with_vocabulary(self, settings: TextFeatures) -> TextFeatures:
+        """A WordPiece model's vocabulary comes from its graph's metadata
+        (:data:`edge_agent.wordpiece.VOCAB_METADATA_KEY`) and must be the one the settings name
+        by SHA-256: a text is never tokenised with another model's vocabulary."""
+        metadata = self._session.get_modelmeta().custom_metadata_map
+        stored = metadata.get(VOCAB_METADATA_KEY)
+        if not stored:
+            raise ModelLoadError(f"a WordPiece text model carries its vocabulary in the ONNX "
+                                 f"metadata {VOCAB_METADATA_KEY!r}; this one has none")
+        vocab = stored.split("\n")
+        if vocab_sha256(vocab) != settings.vocab_sha256:
+            raise ModelLoadError(f"the model's vocabulary (sha256 {vocab_sha256(vocab)[:12]}...) "
+                                 f"is not the one its manifest names "
+                                 f"({settings.vocab_sha256[:12]}...)")
+        try:
+            return settings.with_vocabulary(vocab)
+        except (TextFeaturesError, ValueError) as error:
+            raise ModelLoadError(f"the model's vocabulary cannot be used: {error}") from error
 
     @staticmethod
     def _text_settings(manifest: dict[str, Any]) -> TextFeatures:
@@ -278,14 +301,21 @@ class TextClassifierSession:
 
     def self_test(self) -> None:
         """Run one input holding the first and the last hash bucket (a graph whose table has
-        fewer rows than ``text.buckets`` fails here, not on a user's text) and check (1, C)
+        fewer rows than ``text.buckets`` fails here, not on a user's text; a WordPiece model:
+        the vocabulary's last token between its markers) and check (1, C)
         finite probabilities summing to ~1.
 
         Raises:
             ModelLoadError: the model fails to run or its output is not a probability vector.
         """
-        indices = np.array([[0, self.settings.buckets - 1]], dtype=np.int64)
-        probabilities = self.predict_batch(indices, np.ones((1, 2), dtype=np.float32))
+        last = self.settings.buckets - 1
+        if self.settings.kind == "wordpiece":  # [CLS], the last token, [SEP]
+            ids = featurize("x", self.settings).indices
+            last = len(self.settings.vocabulary or ()) - 1
+            indices = np.array([[ids[0], last, ids[-1]]], dtype=np.int64)
+        else:
+            indices = np.array([[0, last]], dtype=np.int64)
+        probabilities = self.predict_batch(indices, np.ones(indices.shape, dtype=np.float32))
         total = float(probabilities.sum())
         if not np.all(np.isfinite(probabilities)) or abs(total - 1.0) > 1e-3:
             raise ModelLoadError(f"model output is not a probability vector (sum {total:.4f})")

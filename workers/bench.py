@@ -25,6 +25,9 @@ with a ``"bench"`` key, and nothing is asserted):
 - ``text``: :mod:`workers.bench_text`, Sampan's text classifier (120 s) vs scikit-learn's
   character TF-IDF + logistic regression on the same split of ``seeds/text``, test accuracy, and
   the featurise + onnxruntime latency of one text.
+- ``text_en``: :mod:`workers.bench_text_en`, the same on English (Rotten Tomatoes snippets,
+  1,000 training texts) vs word TF-IDF + logistic regression: where the pretrained sentence
+  encoder competes.
 """
 
 from __future__ import annotations
@@ -266,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("training", "serving", "upload", "compression",
                                            "detection", "swap", "heartbeats", "agent",
-                                           "text"),
+                                           "text", "text_en"),
                         help="run one benchmark")
     parser.add_argument("--budget-s", type=float, default=30.0,
                         help="training budget of the served model, seconds")
@@ -310,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         from workers import bench_text
 
         bench_text.main(["--seed", str(args.seed)])
+    if args.only in (None, "text_en"):
+        from workers import bench_text_en
+
+        bench_text_en.main(["--seed", str(args.seed)])
     return 0
 
 

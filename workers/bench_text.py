@@ -7,7 +7,7 @@ rule (``seeds/text/split.json``: sha256 of the text, 80/10/10); the counts are c
 the ones the seed builder recorded.
 
 1. Sampan: :func:`workers.ml.text.train.train_text_classifier` with ``--budget-s`` (default 120;
-   everything included: featurisation, both families, export, parity, evaluation); its
+   everything included: featurisation, every family, export, parity, evaluation); its
    wall-clock seconds are measured. Its test figure is the exported ONNX model's on raw texts.
 2. Baseline: ``TfidfVectorizer(analyzer="char", ngram_range=(1, 2), sublinear_tf=True)`` +
    ``LogisticRegression(max_iter=2000)`` with ``C`` chosen on the validation split from
@@ -18,8 +18,10 @@ the ones the seed builder recorded.
    adds its HTTP cost), and featurisation alone (``featurize_us_p50``) on the test texts.
 
 Prints one JSON line ``{"bench": "text", "sampan_test_acc", "tfidf_lr_test_acc", "budget_s",
-"edge_p50_ms", "edge_p99_ms", "winner", "wall_s", ...}``. Nothing is asserted. scikit-learn is
-a dev-only dependency used here as the baseline; Sampan never imports it.
+"edge_p50_ms", "edge_p99_ms", "winner", "wall_s", ...}``: ``winner`` is the family that won on
+validation (``winner_fit`` the fit), ``charcnn_val_acc`` the character CNN's validation accuracy
+(null when the budget left it no time: ``charcnn_skipped`` says why). Nothing is asserted.
+scikit-learn is a dev-only dependency used here as the baseline; Sampan never imports it.
 """
 
 from __future__ import annotations
@@ -157,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         "sampan_test_macro_f1": round(result.metrics["test_macro_f1"], 4),
         **baseline, "budget_s": args.budget_s, **latency, "winner": result.family,
         "winner_fit": result.winner,
+        "charcnn_val_acc": result.candidates.get("charcnn", {}).get("val_accuracy"),
+        "charcnn_skipped": result.candidates.get("charcnn", {}).get("skipped"),
         "candidates": {name: {key: c.get(key) for key in (
             "val_accuracy", "val_balanced_accuracy", "epochs_done", "kept_epoch", "steps_done",
             "planned_steps", "train_s", "stop_reason", "l2_c_kept", "skipped")

@@ -225,3 +225,73 @@ def test_a_lone_surrogate_is_featurised_as_the_replacement_character():
     assert normalize_text(broken) == "good\ufffd day\ufffd"
     assert np.array_equal(featurize(broken, settings).indices,
                           featurize("good\ufffd day\ufffd", settings).indices)
+
+
+# kind="chars": the characters in order, the input of the character CNN
+
+
+CHARS = TextFeatures(kind="chars", max_chars=8, buckets=2**16)
+
+
+def char_bucket(character: str, buckets: int = CHARS.buckets) -> int:
+    """The documented rule, independently: CRC-32 of ``s:`` + the character's UTF-8."""
+    return zlib.crc32(b"s:" + character.encode("utf-8")) % buckets
+
+
+def test_chars_are_the_normalised_characters_in_order_with_weight_one():
+    out = featurize("  Ａb\u3000好好😀 ", TextFeatures(kind="chars", buckets=2**16,
+                                                  normalization="NFKC"))
+    # NFKC, case folded, whitespace run one space, stripped: "ab 好好😀", repeats kept, in order
+    assert out.indices.tolist() == [char_bucket(c) for c in "ab 好好😀"]
+    assert out.indices.dtype == np.int64 and out.weights.dtype == np.float32
+    assert out.weights.tolist() == [1.0] * 6 and out.chars == 6 and not out.truncated
+    # another prefix than the n-grams' "c:": a character is not its own 1-gram bucket
+    assert char_bucket("好") != zlib.crc32(b"c:" + "好".encode()) % CHARS.buckets
+    assert featurize("好", CHARS).indices.tolist() == [char_bucket("好")]
+
+
+def test_chars_are_truncated_to_max_chars_and_padding_is_the_mask():
+    long = featurize("这本书很好看，推荐给大家", CHARS)
+    assert long.truncated and long.indices.tolist() == [char_bucket(c) for c in "这本书很好看，推"]
+    indices, weights, truncated = featurize_batch(["好", "这本书很好看，推荐给大家"], CHARS)
+    assert indices.shape == weights.shape == (2, 8) and truncated == [False, True]
+    assert weights[0].tolist() == [1.0] + [0.0] * 7 and weights[1].tolist() == [1.0] * 8
+    assert indices[0].tolist() == [char_bucket("好")] + [0] * 7
+
+
+def test_chars_settings_round_trip_and_ngrams_settings_stay_as_they_were():
+    assert TextFeatures.from_dict(json.loads(json.dumps(CHARS.to_dict()))) == CHARS
+    assert CHARS.to_dict()["kind"] == "chars"
+    # an n-gram setting's dict is today's: no "kind" key, so older packages' manifests and
+    # their checks stay byte for byte
+    assert list(TextFeatures().to_dict()) == ["max_chars", "char_ngrams", "word_ngrams",
+                                              "buckets", "sublinear_tf", "normalization", "hash"]
+    old = {"max_chars": 64, "char_ngrams": [1, 2], "word_ngrams": 1, "buckets": 1024,
+           "sublinear_tf": True, "normalization": "NFC", "hash": "crc32"}
+    assert TextFeatures.from_dict(old).kind == "ngrams"
+    assert TextFeatures.from_dict(old).to_dict() == old
+    assert TextFeatures.from_dict({**old, "kind": "ngrams"}) == TextFeatures.from_dict(old)
+    with pytest.raises(TextFeaturesError) as caught:
+        TextFeatures.from_dict({"kind": "words"})
+    assert (caught.value.kind, caught.value.params["field"]) == ("settings", "kind")
+    # the n-gram settings are ignored by this kind but still validated
+    assert featurize("好书", TextFeatures(kind="chars", buckets=2**16, char_ngrams=(2, 5),
+                                         word_ngrams=0)).indices.tolist() == \
+        featurize("好书", TextFeatures(kind="chars", buckets=2**16)).indices.tolist()
+    with pytest.raises(TextFeaturesError):
+        TextFeatures(kind="chars", word_ngrams=3)
+
+
+def test_classify_texts_batches_char_sequences_by_length():
+    shapes = []
+
+    def run(indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        shapes.append(indices.shape)
+        n = weights.sum(1)  # the characters of each text: the mask's sum
+        return np.stack([1 - n / 100, n / 100], axis=1).astype(np.float32)
+
+    texts = ["这本书很好看", "好", "这本书很好看，推荐给大家", "ok"]
+    answer = classify_texts(texts, CHARS, run, batch_size=2)
+    assert answer.probabilities[:, 1].tolist() == pytest.approx([0.06, 0.01, 0.08, 0.02])
+    assert shapes == [(2, 2), (2, 8)] and answer.truncated.tolist() == [False, False, True,
+                                                                         False]

@@ -17,7 +17,8 @@ __all__ = ["FeaturizedTexts", "featurize_texts"]
 @dataclass
 class FeaturizedTexts:
     """``n`` texts' features one after the other: text i is ``indices[starts[i]:starts[i+1]]``
-    with ``weights`` alike; ``labels`` (n,) int64; ``truncated``: texts longer than
+    with ``weights`` alike (a bag of n-grams, or a character sequence in order: the featurising
+    settings' ``kind``); ``labels`` (n,) int64; ``truncated``: texts longer than
     ``max_chars``."""
 
     indices: np.ndarray
@@ -53,7 +54,8 @@ class FeaturizedTexts:
                           for i in map(int, rows)])
 
     def document_frequency(self, buckets: int) -> np.ndarray:
-        """Texts per bucket (each text's indices are unique), (buckets,) int64."""
+        """Texts per bucket (each text's indices are unique: ``ngrams`` settings; a ``chars``
+        sequence repeats its characters, and its model needs no IDF), (buckets,) int64."""
         return np.bincount(self.indices, minlength=buckets).astype(np.int64)
 
     def idf(self, buckets: int) -> np.ndarray:

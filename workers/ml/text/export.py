@@ -3,8 +3,9 @@ on raw texts with onnxruntime (what the device does, :func:`edge_agent.text.clas
 
 Graph: inputs ``indices`` (B, L) int64 and ``weights`` (B, L) float32, both dimensions dynamic;
 output ``probabilities`` (B, C) float32 (softmax in the graph). Operators: Gather, Mul,
-ReduceSum, Sqrt, Clip, Div, Add or Gemm, Softmax, Unsqueeze: no sparse operator and no custom
-one, so any onnxruntime (and most other runtimes) can run it.
+ReduceSum, Sqrt, Clip, Div, Add or Gemm, Softmax, Unsqueeze (the character CNN adds Greater,
+Cast, Transpose, Pad, Conv, Relu, ReduceMax, Concat): no sparse operator and no custom one, so
+any onnxruntime (and most other runtimes) can run it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from edge_agent.text import (
 
 from ..export import PARITY_MAX_ABS_DIFF, _quiet
 from .data import FeaturizedTexts
-from .model import TextClassifier
+from .model import TextModel
 
 __all__ = ["PARITY_MAX_ABS_DIFF", "TextParityError", "check_text_parity", "export_text_onnx",
            "onnx_text_session", "parity_gate", "predict_texts"]
@@ -46,7 +47,7 @@ class TextParityError(RuntimeError):
         self.parity = parity
 
 
-def export_text_onnx(model: TextClassifier, onnx_path: Path,
+def export_text_onnx(model: TextModel, onnx_path: Path,
                      exporter: str = "torchscript") -> dict[str, Any]:
     """Write ``model`` (softmax included) as one ONNX file (no external data).
 
@@ -120,7 +121,7 @@ def predict_texts(session: onnxruntime.InferenceSession | Path, texts: Sequence[
     return classify_texts(texts, features, run, batch_size)
 
 
-def check_text_parity(model: TextClassifier, onnx_path: Path, data: FeaturizedTexts,
+def check_text_parity(model: TextModel, onnx_path: Path, data: FeaturizedTexts,
                       sample_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Does the ONNX file compute what the torch model computes on every text of ``data``?
     Both get the same padded batches of 64.
@@ -176,7 +177,7 @@ def check_text_parity(model: TextClassifier, onnx_path: Path, data: FeaturizedTe
     }
 
 
-def parity_gate(model: TextClassifier, onnx_path: Path, data: FeaturizedTexts,
+def parity_gate(model: TextModel, onnx_path: Path, data: FeaturizedTexts,
                 sample_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """:func:`check_text_parity`, raising :class:`TextParityError` (naming the worst
     difference and the texts whose top-1 class differs) unless it passed."""

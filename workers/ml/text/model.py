@@ -18,6 +18,13 @@ padding), and compute
 The exported graph is plain Gather/Mul/ReduceSum (no sparse operator, no EmbeddingBag); training
 runs the same arithmetic on flat, unpadded batches with ``embedding_bag`` (sparse gradients:
 only the rows of the n-grams in a batch are touched), see :meth:`TextClassifier.flat_logits`.
+
+- ``charcnn`` (:class:`CharCNN`): the same two inputs, from ``TextFeatures(kind="chars")``: the
+  text's characters in order (hashed) and weight 1.0 per character, 0 on padding (the mask).
+  Embedding of each character (zero on padding), parallel ``Conv1d`` of several widths, ReLU,
+  max over the text's positions, dropout, ``Linear`` (Kim 2014, "Convolutional Neural Networks
+  for Sentence Classification"; Zhang et al. 2015, character-level). Trained on the padded
+  batches the graph takes (Adam; sparse rows for the embedding table, as the other families).
 """
 
 from __future__ import annotations
@@ -25,9 +32,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["FAMILIES", "TextClassifier"]
+__all__ = ["BAG_FAMILIES", "FAMILIES", "CharCNN", "TextClassifier", "TextModel",
+           "new_text_model"]
 
-FAMILIES = ("linear", "fasttext")
+#: Families over a bag of n-grams (``TextFeatures(kind="ngrams")``): :class:`TextClassifier`.
+BAG_FAMILIES = ("linear", "fasttext")
+#: Every family; ``charcnn`` takes ``TextFeatures(kind="chars")``: :class:`CharCNN`.
+FAMILIES = (*BAG_FAMILIES, "charcnn")
 _EPS = 1e-12
 
 
@@ -43,8 +54,8 @@ class TextClassifier(nn.Module):
 
     def __init__(self, family: str, buckets: int, n_classes: int, dim: int = 64) -> None:
         super().__init__()
-        if family not in FAMILIES:
-            raise ValueError(f"unknown text model family {family!r}: one of {FAMILIES}")
+        if family not in BAG_FAMILIES:
+            raise ValueError(f"unknown text model family {family!r}: one of {BAG_FAMILIES}")
         if n_classes < 2:
             raise ValueError("a classifier needs at least 2 classes")
         self.family = family
@@ -90,3 +101,67 @@ class TextClassifier(nn.Module):
         hidden = nn.functional.embedding_bag(indices, self.table, offsets, mode="sum",
                                              per_sample_weights=normalized, sparse=True)
         return self._out(hidden)
+
+
+class CharCNN(nn.Module):
+    """(indices (B, L) int64, weights (B, L) float32) -> probabilities (B, C): a character CNN
+    over ``TextFeatures(kind="chars")`` (module docstring). A position is a character when its
+    weight is > 0; padding (weight 0) is masked twice: its embedding is zero, and its windows
+    are left out of the max.
+
+    Each convolution of width ``k`` sees the sequence padded inside the graph with ``k - 1``
+    zero vectors at the end, so it has one output per position (the window starting there),
+    any ``L`` >= 1 works (shorter than the widest kernel included), and a text gives the same
+    answer alone or padded in a batch of longer texts (the extra positions are zeros either way
+    and masked). ReLU outputs are >= 0, so multiplying the padded windows by 0 before the max is
+    the masked max (every text has at least one character).
+    """
+
+    family = "charcnn"
+
+    def __init__(self, buckets: int, n_classes: int, dim: int = 64, filters: int = 128,
+                 widths: tuple[int, ...] = (2, 3, 4), dropout: float = 0.5) -> None:
+        super().__init__()
+        if n_classes < 2:
+            raise ValueError("a classifier needs at least 2 classes")
+        if not widths or any(k < 1 for k in widths) or filters < 1 or dim < 1:
+            raise ValueError("charcnn: widths, filters and dim must be >= 1")
+        self.buckets = buckets
+        self.n_classes = n_classes
+        self.dim = dim
+        self.filters = filters
+        self.widths = tuple(int(k) for k in widths)
+        self.embedding = nn.Parameter(torch.randn(buckets, dim) * 0.1)
+        self.convs = nn.ModuleList(nn.Conv1d(dim, filters, k) for k in self.widths)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(filters * len(self.widths), n_classes)
+
+    def logits(self, indices: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Padded (B, L) inputs -> logits (B, C): the exported path and the training path."""
+        mask = (weights > 0).to(self.embedding.dtype)
+        # sparse gradient: a step touches the rows of its batch's characters only (the export
+        # is a plain Gather)
+        rows = nn.functional.embedding(indices, self.embedding, sparse=True)
+        x = (rows * mask.unsqueeze(-1)).transpose(1, 2)  # (B, dim, L)
+        window_mask = mask.unsqueeze(1)  # (B, 1, L)
+        pooled = [torch.amax(torch.relu(conv(nn.functional.pad(x, (0, k - 1)))) * window_mask,
+                             dim=2)
+                  for k, conv in zip(self.widths, self.convs, strict=True)]
+        out: torch.Tensor = self.head(self.dropout(torch.cat(pooled, dim=1)))
+        return out
+
+    def forward(self, indices: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.logits(indices, weights), dim=-1)
+
+
+#: A text model's graph, of any family.
+TextModel = TextClassifier | CharCNN
+
+
+def new_text_model(family: str, buckets: int, n_classes: int, dim: int = 64,
+                   filters: int = 128, widths: tuple[int, ...] = (2, 3, 4),
+                   dropout: float = 0.5) -> TextModel:
+    """The graph of ``family`` (``filters``, ``widths``, ``dropout``: ``charcnn`` only)."""
+    if family == "charcnn":
+        return CharCNN(buckets, n_classes, dim, filters, widths, dropout)
+    return TextClassifier(family, buckets, n_classes, dim)

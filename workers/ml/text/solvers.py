@@ -7,6 +7,11 @@ seed's 14,000 noisy reviews, Adam stopped after 5 epochs reached validation 87.5
 the exact optimum reached 86.0-86.8 % (C 1-100); on a few hundred clean texts, Adam pushed every
 n-gram's weight at the same pace (its per-coordinate step), unique filler n-grams included, and
 reached 82-91 % where the exact optimum reached 100 %. The validation split chooses.
+
+The character CNN (``charcnn``) is fitted by Adam too, on the padded batches its graph takes
+(sparse rows for its embedding table: a dense Adam step over a 2^15 x 64 table took 8-19 ms of
+a 34-73 ms step), the batches drawn from runs of texts of similar length (a batch is as long as
+its longest text).
 """
 
 from __future__ import annotations
@@ -26,14 +31,17 @@ from edge_agent.text import TextFeatures
 
 from ..state import Progress, TrainingState
 from .data import FeaturizedTexts
-from .model import FAMILIES, TextClassifier
+from .model import BAG_FAMILIES, FAMILIES, CharCNN, TextClassifier, TextModel, new_text_model
 
-__all__ = ["SOLVERS", "FamilyConfig", "FamilyRun", "calibrate", "class_weights", "evaluate",
-           "steps_per_epoch", "train_adam", "train_lbfgs"]
+__all__ = ["SOLVERS", "FamilyConfig", "FamilyRun", "calibrate", "class_weights", "epoch_order",
+           "evaluate", "steps_per_epoch", "train_adam", "train_lbfgs"]
 
 SOLVERS = ("adam", "lbfgs")
 _EVAL_CHUNK = 512
 _CALIBRATION_STEPS = 6
+#: charcnn: a training epoch's texts are sorted by length within runs of this many batches (each
+#: batch then pads to little more than its own texts), the batches taken in a random order.
+_LENGTH_RUN_BATCHES = 50
 #: Validations per Adam run at most (small data: many short epochs; each keeps a copy).
 MAX_VALIDATIONS = 20
 #: L-BFGS iterations per ``optimizer.step`` call: the unit of the clock checks and of a replay.
@@ -50,6 +58,10 @@ class FamilyConfig:
     - ``lbfgs`` (linear only): for each inverse regularisation strength ``c`` of ``l2_c``
       (scikit-learn's ``C``: loss = mean cross-entropy + ||W||^2 / (2 C n)), L-BFGS to
       convergence or ``max_iter`` iterations, warm-started from the previous ``c``.
+
+    ``charcnn`` (features of ``kind="chars"``; the other families take ``kind="ngrams"``):
+    ``dim`` is the character embedding's width, ``filters`` per convolution ``widths``,
+    ``dropout`` before the output layer; Adam on padded batches.
     """
 
     family: str
@@ -62,26 +74,39 @@ class FamilyConfig:
     min_steps: int = 400
     l2_c: tuple[float, ...] = (1.0, 10.0, 100.0)
     max_iter: int = 100
+    filters: int = 128
+    widths: tuple[int, ...] = (2, 3, 4)
+    dropout: float = 0.5
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES or self.solver not in SOLVERS:
             raise ValueError(f"family must be one of {FAMILIES} and solver one of {SOLVERS}")
         if self.solver == "lbfgs" and self.family != "linear":
             raise ValueError("the lbfgs solver fits the linear family only")
+        wanted = "ngrams" if self.family in BAG_FAMILIES else "chars"
+        if self.features.kind != wanted:
+            raise ValueError(f"the {self.family} family takes features of kind {wanted!r}, "
+                             f"not {self.features.kind!r}")
         object.__setattr__(self, "l2_c", tuple(float(c) for c in self.l2_c))
+        object.__setattr__(self, "widths", tuple(int(k) for k in self.widths))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "features": self.features.to_dict(), "dim": self.dim,
-                "solver": self.solver, "lr": self.lr, "epochs": self.epochs,
-                "batch_size": self.batch_size, "min_steps": self.min_steps,
-                "l2_c": list(self.l2_c), "max_iter": self.max_iter}
+        """JSON-ready; ``filters``, ``widths`` and ``dropout`` only for ``charcnn``."""
+        out = {"family": self.family, "features": self.features.to_dict(), "dim": self.dim,
+               "solver": self.solver, "lr": self.lr, "epochs": self.epochs,
+               "batch_size": self.batch_size, "min_steps": self.min_steps,
+               "l2_c": list(self.l2_c), "max_iter": self.max_iter}
+        if self.family == "charcnn":
+            out.update(filters=self.filters, widths=list(self.widths), dropout=self.dropout)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FamilyConfig:
         values = dict(data)
         values["features"] = TextFeatures.from_dict(values["features"])
-        if "l2_c" in values:
-            values["l2_c"] = tuple(values["l2_c"])
+        for key in ("l2_c", "widths"):
+            if key in values:
+                values[key] = tuple(values[key])
         return cls(**values)
 
 
@@ -91,7 +116,7 @@ class FamilyRun:
     (``val_accuracy``, ``val_balanced_accuracy``, ``val_loss`` of what was kept, ...) and one
     history entry per validation."""
 
-    model: TextClassifier
+    model: TextModel
     summary: dict[str, Any]
     history: list[dict[str, Any]]
 
@@ -115,34 +140,86 @@ def _balanced_accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean([np.mean(predicted[labels == c] == c) for c in np.unique(labels)]))
 
 
+def _padded_tensors(data: FeaturizedTexts, rows: np.ndarray
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    indices, weights = data.padded(rows)
+    return torch.from_numpy(indices), torch.from_numpy(weights)
+
+
 @torch.no_grad()
-def evaluate(model: TextClassifier, data: FeaturizedTexts) -> tuple[float, float, float]:
+def _cnn_logits(model: CharCNN, data: FeaturizedTexts) -> torch.Tensor:
+    """Logits of every text, in batches of texts of similar length (a text's answer does not
+    depend on its batch's padding: :class:`CharCNN`)."""
+    order = np.argsort(np.diff(data.starts), kind="stable")
+    logits = torch.zeros(len(data), model.n_classes)
+    for i in range(0, len(data), _EVAL_CHUNK):
+        rows = order[i : i + _EVAL_CHUNK]
+        logits[torch.from_numpy(rows)] = model.logits(*_padded_tensors(data, rows))
+    return logits
+
+
+@torch.no_grad()
+def evaluate(model: TextModel, data: FeaturizedTexts) -> tuple[float, float, float]:
     """(accuracy, balanced accuracy, mean cross-entropy) on ``data``, the training path's
-    arithmetic (:meth:`TextClassifier.flat_logits`)."""
+    arithmetic (:meth:`TextClassifier.flat_logits`; a :class:`CharCNN`'s padded batches)."""
     model.eval()
-    logits = torch.cat([model.flat_logits(*data.flat(np.arange(i, min(len(data),
-                                                                      i + _EVAL_CHUNK))))
-                        for i in range(0, len(data), _EVAL_CHUNK)])
+    if isinstance(model, CharCNN):
+        logits = _cnn_logits(model, data)
+    else:
+        logits = torch.cat([model.flat_logits(*data.flat(np.arange(i, min(len(data),
+                                                                          i + _EVAL_CHUNK))))
+                            for i in range(0, len(data), _EVAL_CHUNK)])
     predicted = logits.argmax(1).numpy()
     return (float((predicted == data.labels).mean()),
             _balanced_accuracy(predicted, data.labels),
             float(nn.functional.cross_entropy(logits, torch.from_numpy(data.labels))))
 
 
-def _new_model(config: FamilyConfig, n_classes: int, scale: np.ndarray, seed: int
-               ) -> TextClassifier:
+def _new_model(config: FamilyConfig, n_classes: int, scale: np.ndarray | None, seed: int
+               ) -> TextModel:
+    """The untrained graph, initialised from ``seed`` (``scale``: the bag families' IDF)."""
     torch.manual_seed(seed)
-    model = TextClassifier(config.family, config.features.buckets, n_classes, config.dim)
-    model.set_scale(torch.from_numpy(scale))
+    model = new_text_model(config.family, config.features.buckets, n_classes, config.dim,
+                           config.filters, config.widths, config.dropout)
+    if isinstance(model, TextClassifier):
+        assert scale is not None
+        model.set_scale(torch.from_numpy(scale))
     return model
 
 
-def _adam(model: TextClassifier, lr: float) -> list[torch.optim.Optimizer]:
-    dense = [p for name, p in model.named_parameters() if name != "table"]
-    return [torch.optim.SparseAdam([model.table], lr=lr), torch.optim.Adam(dense, lr=lr)]
+def _scale(config: FamilyConfig, train: FeaturizedTexts) -> np.ndarray | None:
+    """The IDF a bag family's graph starts with; None for ``charcnn``."""
+    return None if config.family == "charcnn" else train.idf(config.features.buckets)
 
 
-def _adam_step(model: TextClassifier, optimizers: list[torch.optim.Optimizer],
+def _adam(model: TextModel, lr: float) -> list[torch.optim.Optimizer]:
+    """Adam: SparseAdam for the lookup table (``table``; charcnn's ``embedding``: only the rows
+    of a batch's features are touched), dense Adam for the rest."""
+    sparse = "embedding" if isinstance(model, CharCNN) else "table"
+    dense = [p for name, p in model.named_parameters() if name != sparse]
+    return [torch.optim.SparseAdam([getattr(model, sparse)], lr=lr),
+            torch.optim.Adam(dense, lr=lr)]
+
+
+def epoch_order(lengths: np.ndarray, batch: int, generator: torch.Generator,
+                by_length: bool) -> np.ndarray:
+    """The texts of one epoch in the order their batches take them (batch ``i`` is
+    ``order[i * batch : (i + 1) * batch]``): a random permutation; ``by_length`` (charcnn):
+    then sorted by length within runs of :data:`_LENGTH_RUN_BATCHES` batches and the full
+    batches shuffled (the one partial batch, if any, stays last)."""
+    order = torch.randperm(len(lengths), generator=generator).numpy()
+    if not by_length:
+        return order
+    run = batch * _LENGTH_RUN_BATCHES
+    order = np.concatenate([chunk[np.argsort(lengths[chunk], kind="stable")]
+                            for chunk in (order[i : i + run] for i in range(0, len(order), run))])
+    full = len(order) // batch
+    shuffled = torch.randperm(full, generator=generator).numpy()
+    batches = [order[b * batch : (b + 1) * batch] for b in shuffled]
+    return np.concatenate([*batches, order[full * batch :]]).astype(np.int64)
+
+
+def _adam_step(model: TextModel, optimizers: list[torch.optim.Optimizer],
                data: FeaturizedTexts, rows: np.ndarray, weights: torch.Tensor, lr: float
                ) -> float:
     model.train()
@@ -150,7 +227,10 @@ def _adam_step(model: TextClassifier, optimizers: list[torch.optim.Optimizer],
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
-    logits = model.flat_logits(*data.flat(rows))
+    if isinstance(model, CharCNN):
+        logits = model.logits(*_padded_tensors(data, rows))
+    else:
+        logits = model.flat_logits(*data.flat(rows))
     loss = nn.functional.cross_entropy(logits, torch.from_numpy(data.labels[rows]),
                                        weight=weights)
     torch.autograd.backward(loss)
@@ -212,21 +292,33 @@ def _lbfgs_loss(design: _Design, w: torch.Tensor, b: torch.Tensor, labels: torch
     return loss + torch.sum(w * w) / (2.0 * c * len(labels))
 
 
-def _time_adam(config: FamilyConfig, train: FeaturizedTexts, n_classes: int, scale: np.ndarray,
-               weights: torch.Tensor, progress: Progress, threads: int
-               ) -> tuple[float, TextClassifier]:
+def _time_adam(config: FamilyConfig, train: FeaturizedTexts, n_classes: int,
+               scale: np.ndarray | None, weights: torch.Tensor, progress: Progress, threads: int
+               ) -> tuple[float, TextModel]:
+    """Seconds per Adam step. charcnn: its batches' lengths vary (sorted runs), so the steps
+    timed are the first batches of a training epoch's order, their time per padded character
+    scaled to the epoch's mean padded batch."""
     torch.set_num_threads(threads)
     model = _new_model(config, n_classes, scale, 0)
     optimizers = _adam(model, config.lr)
+    cnn = config.family == "charcnn"
+    batch = min(config.batch_size, len(train))
+    lengths = np.diff(train.starts)
+    order = epoch_order(lengths, batch, torch.Generator().manual_seed(0), cnn)
+    batches = [order[i : i + batch] for i in range(0, len(order), batch)]
     generator = np.random.default_rng(0)
     timings = []
-    for _ in range(_CALIBRATION_STEPS):
+    for k in range(_CALIBRATION_STEPS):
         progress.check()
-        rows = generator.choice(len(train), size=min(config.batch_size, len(train)),
-                                replace=False)
+        rows = (batches[k % len(batches)] if cnn else
+                generator.choice(len(train), size=batch, replace=False))
         began = time.perf_counter()
         _adam_step(model, optimizers, train, rows, weights, config.lr)
-        timings.append(time.perf_counter() - began)
+        spent = time.perf_counter() - began
+        timings.append(spent / (len(rows) * int(lengths[rows].max())) if cnn else spent)
+    if cnn:
+        padded = float(np.mean([len(rows) * int(lengths[rows].max()) for rows in batches]))
+        return statistics.median(timings[1:]) * padded, model
     return statistics.median(timings[1:]), model
 
 
@@ -254,9 +346,10 @@ def calibrate(config: FamilyConfig, train: FeaturizedTexts, val: FeaturizedTexts
     trainer's measurements; idle, 2 threads took a fastText step in 12-13 ms instead of 19-20 ms,
     a linear one in 5.4-6.2 ms instead of 6.3-7.3 ms). The validation of up to 512 texts is
     timed and scaled to the split."""
-    scale = train.idf(config.features.buckets)
+    scale = _scale(config, train)
     timings: dict[int, float] = {}
     if config.solver == "lbfgs":
+        assert scale is not None
         design = _Design(train, scale)
         labels = torch.from_numpy(train.labels)
         for n in sorted({1, max_threads}):
@@ -287,8 +380,9 @@ def train_adam(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedText
     (``time.monotonic()`` s) a step is not started when it and the validation after it would
     end later; a replay (``deadline`` None) stops at ``plan["steps_done"]``."""
     began = time.monotonic()
-    model = _new_model(config, n_classes, train.idf(config.features.buckets), seed)
+    model = _new_model(config, n_classes, _scale(config, train), seed)
     optimizers = _adam(model, config.lr)
+    lengths = np.diff(train.starts)
     planned = int(plan["planned_steps"])
     stop_at = int(plan.get("steps_done", planned)) if deadline is None else planned
     per_epoch = steps_per_epoch(len(train), config.batch_size)
@@ -318,7 +412,8 @@ def train_adam(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedText
 
     while step < stop_at:
         epoch += 1
-        order = torch.randperm(len(train), generator=generator).numpy()
+        order = epoch_order(lengths, config.batch_size, generator,
+                            config.family == "charcnn")
         for start in range(0, per_epoch * config.batch_size, config.batch_size):
             if step >= stop_at:
                 break
@@ -363,6 +458,9 @@ def train_adam(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedText
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "buckets": config.features.buckets, "dim": model.dim, "lr": config.lr,
     }
+    if isinstance(model, CharCNN):
+        summary.update(filters=model.filters, widths=list(model.widths),
+                       max_chars=config.features.max_chars)
     return FamilyRun(model.eval(), summary, history)
 
 
@@ -387,6 +485,7 @@ def train_lbfgs(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedTex
     replay_chunks = plan.get("chunks_done") if deadline is None else None
     unit_s, eval_s = costs if costs is not None else (0.0, 0.0)
     model = _new_model(config, n_classes, scale, 0)
+    assert isinstance(model, TextClassifier)
     history: list[dict[str, Any]] = []
     chunks_done: list[int] = []
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None

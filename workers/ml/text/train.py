@@ -7,8 +7,9 @@ texts in, files and dataclasses out).
 Steps: class names normalised (:func:`edge_agent.text.merge_labels`: ``正面 `` and ``正面`` are one
 class); every text featurised once per feature setting (:mod:`edge_agent.text`); each candidate
 (:data:`CANDIDATES`: the linear model fitted by Adam, the linear model fitted exactly by L-BFGS
-over a grid of L2 strengths, the fastText-style model fitted by Adam; :mod:`.solvers`) timed
-on a few steps and planned within the budget; trained with validations; the candidate with the
+over a grid of L2 strengths, the fastText-style model fitted by Adam, and with the time left
+after them a character CNN; :mod:`.solvers`) timed on a few steps and planned within the
+budget; trained with validations; the candidate with the
 best validation balanced accuracy wins (the earlier in :data:`CANDIDATES` on a tie); the winner
 is exported to ONNX, must pass the parity gate on the validation texts, and is evaluated through
 onnxruntime on raw texts, as a device computes, on the test split (else validation). The test
@@ -50,8 +51,9 @@ from .solvers import (
     train_lbfgs,
 )
 
-__all__ = ["CANDIDATES", "DEFAULT_CONFIGS", "FamilyConfig", "TextSample", "TextTrainRequest",
-           "TextTrainResult", "TrainingCancelled", "train_text_classifier"]
+__all__ = ["CANDIDATES", "DEFAULT_CONFIGS", "FILL_FAMILIES", "FamilyConfig", "TextSample",
+           "TextTrainRequest", "TextTrainResult", "TrainingCancelled", "plan_candidates",
+           "plan_fill", "train_text_classifier"]
 
 #: Seconds kept for export, parity and evaluation, plus this much per validation/test text.
 _TAIL_S, _TAIL_PER_TEXT_S = 3.0, 4e-4
@@ -65,8 +67,14 @@ DEFAULT_CONFIGS: dict[str, FamilyConfig] = {
                                  l2_c=(1.0, 10.0, 100.0), max_iter=100),
     "fasttext": FamilyConfig("fasttext", TextFeatures(buckets=2**18), dim=64, solver="adam",
                              lr=0.01, epochs=3),
+    "charcnn": FamilyConfig("charcnn", TextFeatures(kind="chars", max_chars=256, buckets=2**15),
+                            dim=64, filters=128, widths=(2, 3, 4), dropout=0.5, solver="adam",
+                            lr=0.002, epochs=3, min_steps=300),
 }
 CANDIDATES = tuple(DEFAULT_CONFIGS)
+#: Families planned after all the others, with the time they leave (the most expensive per
+#: step: :func:`plan_candidates`).
+FILL_FAMILIES = ("charcnn",)
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ class TextTrainResult:
     ``features``: the winner's :class:`edge_agent.text.TextFeatures` as a dict (the model
     package's featurisation settings). ``labels``: class names (normalised, merged) in the
     model's output order. ``winner``: the candidate that won; ``family``: its graph family
-    (``linear`` or ``fasttext``). ``metrics``: ``evaluated_on`` (``test`` or ``val``),
+    (``linear``, ``fasttext`` or ``charcnn``). ``metrics``: ``evaluated_on`` (``test`` or ``val``),
     ``val_accuracy``, ``val_macro_f1`` (the ONNX model on raw validation texts),
     ``test_accuracy``, ``test_macro_f1`` (when there is a test split), ``winner``, ``family``,
     ``val_by_candidate``. ``candidates``: per candidate, its validation figures
@@ -272,12 +280,62 @@ def _minimum(config: FamilyConfig, n_train: int) -> float:
 def plan_candidates(configs: dict[str, FamilyConfig], costs: dict[str, tuple[float, float]],
                     n_train: int, available_s: float) -> dict[str, dict[str, Any]]:
     """What each candidate does within ``available_s`` seconds (``costs``: per candidate,
-    seconds per unit and per validation, from calibration). Every candidate its target
-    (:func:`_target`) when they all fit; else the first keeps its target (``linear``: cheap,
-    and the winner on the data measured) and the others, in order, share what is left in
-    proportion to their targets, each getting at least its minimum (:func:`_minimum`) or
-    being skipped; when even the first does not fit, it alone runs, scaled to the time (at
-    least 10 steps)."""
+    seconds per unit and per validation, from calibration).
+
+    The candidates of :data:`FILL_FAMILIES` (``charcnn``) are planned last, with what the
+    others leave: each its target when that fits, else scaled to the time left when that is
+    at least its minimum (one epoch), else skipped with the seconds it lacked. The others
+    (:func:`_plan_priority`) as if the fill candidates were not there; when only fill
+    candidates are asked for, they are planned by that rule instead.
+    """
+    priority = {n: c for n, c in configs.items() if c.family not in FILL_FAMILIES}
+    fill = [n for n in configs if n not in priority]
+    if not priority:
+        return _plan_priority(configs, costs, n_train, available_s)
+    plan = _plan_priority(priority, costs, n_train, available_s)
+    left = available_s - sum(
+        _cost(priority[n], float(plan[n].get("planned_steps") or plan[n].get("max_iter") or 0),
+              n_train, costs[n]) for n in priority if "skipped" not in plan[n])
+    for n in fill:
+        plan[n] = plan_fill(configs[n], costs[n], n_train, left)
+        if "skipped" not in plan[n]:
+            left -= _cost(configs[n], float(plan[n]["planned_steps"]), n_train, costs[n])
+    return plan
+
+
+def plan_fill(config: FamilyConfig, costs: tuple[float, float], n_train: int, left_s: float
+              ) -> dict[str, Any]:
+    """A fill candidate's plan (:func:`plan_candidates`) with ``left_s`` seconds: its target
+    when that fits; else the most steps whose cost, validations included, fits, when that is
+    at least its minimum (one epoch); else skipped, saying how much time it lacked.
+    :func:`train_text_classifier` plans it again when its turn comes, with the time the others
+    really left."""
+    target = float(_target(config, n_train))
+    need = _cost(config, target, n_train, costs)
+    minimum = _cost(config, _minimum(config, n_train), n_train, costs)
+    per_epoch = steps_per_epoch(n_train, config.batch_size)
+    if need <= left_s:
+        steps, reason = int(target), "every candidate gets its planned epochs"
+    elif minimum <= left_s:
+        unit_s, eval_s = costs
+        validations = min(MAX_VALIDATIONS, math.ceil(target * left_s / need / per_epoch))
+        steps = int((left_s - validations * eval_s) / max(unit_s, 1e-9))
+        reason = "shortened to the time the other candidates leave"
+    else:
+        return {"skipped": f"budget: {max(0.0, left_s):.1f} s left after the other "
+                           f"candidates, its minimum (one epoch) needs {minimum:.1f} s"}
+    steps = max(10, steps)
+    return {"reason": reason, "planned_steps": steps,
+            "planned_epochs": round(steps / per_epoch, 3)}
+
+
+def _plan_priority(configs: dict[str, FamilyConfig], costs: dict[str, tuple[float, float]],
+                   n_train: int, available_s: float) -> dict[str, dict[str, Any]]:
+    """Every candidate its target (:func:`_target`) when they all fit; else the first keeps its
+    target (``linear``: cheap, and the winner on the data measured) and the others, in order,
+    share what is left in proportion to their targets, each getting at least its minimum
+    (:func:`_minimum`) or being skipped; when even the first does not fit, it alone runs,
+    scaled to the time (at least 10 steps)."""
     names = list(configs)
     target = {n: float(_target(configs[n], n_train)) for n in names}
     need = {n: _cost(configs[n], target[n], n_train, costs[n]) for n in names}
@@ -362,20 +420,33 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
         available = float(request.budget_s) - progress.elapsed_s() - tail_s
         plan = plan_candidates(configs, costs, n_train, available)
     runs: dict[str, FamilyRun] = {}
-    order = list(configs)
+    # the plan's order: the fill candidates (charcnn) run last, with the time left
+    order = sorted(configs, key=lambda n: configs[n].family in FILL_FAMILIES)
+    configs = {name: configs[name] for name in order}
     for position, (name, config) in enumerate(configs.items()):
+        if not replay and config.family in FILL_FAMILIES and name in costs \
+                and any(c.family not in FILL_FAMILIES for c in configs.values()):
+            # planned again with the time the others really left (L-BFGS converging early, a
+            # calibration on a busier moment), keeping what the later fill candidates planned
+            later_fill = sum(_cost(configs[o], float(plan[o]["planned_steps"]), n_train,
+                                   costs[o]) for o in order[position + 1 :]
+                             if "planned_steps" in plan.get(o, {}))
+            plan[name] = plan_fill(config, costs[name], n_train, float(request.budget_s)
+                                   - progress.elapsed_s() - tail_s - later_fill)
         entry = plan.get(name, {"skipped": "not planned"})
         if "skipped" in entry:
             continue
         deadline = None
         if not replay:
             # this candidate's share: never past the point where the later ones and the tail
-            # would miss the budget
+            # would miss the budget; the fill candidates (charcnn) get what is left, so the
+            # others do not keep time for them (a slow machine shortens the CNN, not linear)
+            reserved = [o for o in order[position + 1 :] if "skipped" not in plan.get(o, {})
+                        and (config.family in FILL_FAMILIES
+                             or configs[o].family not in FILL_FAMILIES)]
             later = sum((_cost(configs[o], float(plan[o].get("planned_steps")
                                                  or plan[o].get("max_iter") or 0),
-                               n_train, costs[o])
-                         for o in order[position + 1 :] if "skipped" not in plan.get(o, {})),
-                        0.0)
+                               n_train, costs[o]) for o in reserved), 0.0)
             deadline = progress.started + float(request.budget_s) - tail_s - later
         # the measured thread count; a replay uses the recorded one (another count may sum in
         # another order)
