@@ -63,14 +63,15 @@ def _text_request(inputs: services.TrainingInputs, budget_s: float) -> TextTrain
 def _text_result(inputs: services.TrainingInputs, budget_s: float,
                  on_progress: Any, should_stop: Any) -> dict[str, Any]:
     """Train a text classifier and describe it as ``services.training_job_complete`` reads a
-    result (no image preprocessing, no pretrained weights; the featurisation settings go to the
-    package as ``text``)."""
+    result (no image preprocessing; pretrained only when the sentence encoder won; the
+    featurisation settings go to the package as ``text``)."""
     result = train_text_classifier(_text_request(inputs, budget_s), on_progress=on_progress,
                                    should_stop=should_stop)
     recipe = {**result.recipe, "family": result.family, "candidates": result.candidates}
     return {"onnx_path": str(result.onnx_path), "out_dir": str(inputs.out_dir),
             "preprocessing": {}, "text": result.features, "labels": result.labels,
-            "pretrained": False, "weights_note": "", "metrics": result.metrics,
+            "pretrained": result.pretrained, "weights_note": result.weights_note,
+            "metrics": result.metrics,
             "history": result.history, "report": result.report,
             "parity": {"passed": True, **result.parity}, "recipe": recipe,
             "onnx": onnx_info(result.onnx_path)}

@@ -18,6 +18,7 @@ from edge_agent.sessions import open_session
 from edge_agent.text import TextFeatures, TextFeaturesError, featurize
 from edge_agent.text_session import TextClassifierSession
 from edge_agent.wordpiece import VOCAB_METADATA_KEY, vocab_sha256
+from workers.ml.text import encoder
 from workers.ml.text.encoder import (
     ENCODER_DIR_ENV,
     EncoderFiles,
@@ -158,7 +159,12 @@ def test_the_candidate_is_skipped_with_the_reason_when_it_cannot_run(
     assert encoder_files() is None
     run, _, _ = _run(None, tmp_path, 30)  # type: ignore[arg-type]
     assert run.model is None and "not installed" in (run.skipped or "")
-    run, _, _ = _run(tiny_encoder, tmp_path, 0.5)
+    run, _, _ = _run(tiny_encoder, tmp_path, 5)  # less than loading and exporting take
+    assert run.model is None and (run.skipped or "").startswith("budget: 5 s are left")
+    # set-up free, but the texts do not fit the time: said with the counts
+    monkeypatch.setattr(encoder, "_SETUP_S", 0.0)
+    monkeypatch.setattr(encoder, "_TAIL_S", 0.0)
+    run, _, _ = _run(tiny_encoder, tmp_path, 0.05)
     assert run.model is None and (run.skipped or "").startswith(
         "budget: encoding 40 validation and at least 96 training texts")
     assert latin_share(["good film", "这部电影很好", "très bien", "好好好 ok"]) == 0.5

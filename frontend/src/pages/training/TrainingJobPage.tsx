@@ -103,7 +103,8 @@ export function TrainingJobPage() {
         column={2}
         items={[
           { key: "budget", label: t("training.budget"), children: formatDuration(j.budget_s) },
-          { key: "arch", label: t("training.architecture"), children: j.architecture || "—" },
+          // a text job has no image architecture (the model families are in the candidates)
+          ...(isTextTask(j.task_type) ? [] : [{ key: "arch", label: t("training.architecture"), children: j.architecture || "—" }]),
           {
             key: "version",
             label: t("training.version"),
