@@ -85,6 +85,8 @@ def test_reports_both_families_their_fits_and_which_won(trained):
         assert result.candidates["charcnn"]["skipped"].startswith("budget: ")
     fitted = {f for f, c in result.candidates.items() if "skipped" not in c}
     assert fitted >= set(BAG_FAMILIES)
+    # a training loss is never rounded to 0 (the console's loss chart is logarithmic)
+    assert all(e["loss"] is None or e["loss"] > 0 for e in result.history)
     # it runs last
     families = [e["family"] for e in result.history]
     assert families == sorted(families, key=lambda f: f == "charcnn")

@@ -153,7 +153,9 @@ class _Embedder(nn.Module):
 def load_classifier(files: EncoderFiles, n_classes: int, seed: int) -> SentenceClassifier:
     """The pretrained encoder with a new head (zeros: the frozen fit sets it)."""
     from transformers import AutoModel  # heavy import, only when the candidate runs
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # no "Loading weights" bar in a worker's log
     torch.manual_seed(seed)
     with _quiet():
         encoder = AutoModel.from_pretrained(str(files.directory), attn_implementation="eager")

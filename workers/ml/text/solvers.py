@@ -438,7 +438,9 @@ def train_adam(config: FamilyConfig, plan: dict[str, Any], train: FeaturizedText
         if seen == 0 or step < min(next_validation, stop_at):
             continue
         next_validation = step + every
-        validate(round(running / seen, 4))
+        # 4 significant digits, not 4 decimals: an overfitted fastText's loss of 3e-6 is not
+        # 0 (the console draws losses on a log scale, where 0 has no place)
+        validate(float(f"{running / seen:.4g}"))
         running, seen = 0.0, 0
     if not history:  # stopped before a single step: the untrained model, measured all the same
         epoch = max(epoch, 1)
