@@ -24,6 +24,7 @@ One difference from Hugging Face's ``tokenizers``, on purpose: a marker typed in
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -39,6 +40,14 @@ _MAX_WORD_CHARS = 100
 _CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
         (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+_SPACE = re.compile(r"\s")
+#: Characters of a run without whitespace that are tokenised (see :meth:`WordPiece.encode`).
+_MAX_RUN = 4096
+
+
+def _run_start(text: str, start: int, end: int) -> str:
+    """The first :data:`_MAX_RUN` characters of ``text[start:end]`` (a run without whitespace)."""
+    return text[start : min(end, start + _MAX_RUN)]
 
 
 class WordPieceError(ValueError):
@@ -153,18 +162,21 @@ class WordPiece:
 
     def encode(self, text: str) -> tuple[list[int], bool]:
         """(ids: ``[CLS]`` + word pieces + ``[SEP]``, at most ``max_tokens``; whether pieces were
-        cut off). Only as much of ``text`` is read as can fill ``max_tokens`` (a word needs at
-        least one character), so a 1 MB text costs what its start costs."""
+        cut off). Only as much of ``text`` is read as can fill ``max_tokens``: it is read in
+        chunks ending at whitespace (a word is never cut in two), and of a run without
+        whitespace longer than :data:`_MAX_RUN` characters only the first ``_MAX_RUN`` are
+        tokenised (such a run is one ``[UNK]`` word unless punctuation or CJK split it, and then
+        its first ``_MAX_RUN`` characters hold far more than ``max_tokens`` tokens), so a 1 MB
+        text costs what its start costs."""
         room = self.max_tokens - 2
         ids: list[int] = []
-        # a token needs a character; a character makes at most a few tokens: read in chunks
         start, chunk, truncated = 0, max(256, room * 8), False
         while len(ids) <= room and start < len(text):
-            end = start + chunk
-            # do not cut a word in two: extend the chunk to the next whitespace
-            while end < len(text) and not text[end].isspace() and end - start < 4 * chunk:
-                end += 1
-            for word in self.words(text[start:end]):
+            found = _SPACE.search(text, start + chunk)  # C speed, even over megabytes
+            end = found.start() if found else len(text)
+            piece = text[start:end] if end - start <= _MAX_RUN + chunk else \
+                text[start : start + chunk] + _run_start(text, start + chunk, end)
+            for word in self.words(piece):
                 ids.extend(self._word_ids(word))
                 if len(ids) > room:
                     break

@@ -77,6 +77,14 @@ def test_truncation_reads_only_the_start_and_says_so(files):
     assert WordPiece(files.vocab()).encode("") == ([wordpiece.cls_id, wordpiece.sep_id], False)
 
 
+def test_a_megabyte_without_whitespace_is_one_word_as_the_reference_says(files, reference):
+    # one run of a million letters is one word, [UNK] (longer than 100 characters): read in
+    # chunks cut at 4 KB, it used to become 126 [UNK]s and cost 0.7 s
+    wordpiece = WordPiece(files.vocab(), max_tokens=64)
+    for text in ("a" * 1_000_000, "x" * 5000 + " good bad", "a," * 500_000):
+        assert wordpiece.encode(text)[0] == reference.encode(text).ids, text[:20]
+
+
 def test_a_vocabulary_without_the_special_tokens_is_refused():
     with pytest.raises(WordPieceError, match=r"\[CLS\], \[SEP\]"):
         WordPiece(["[PAD]", "[UNK]", "a"])

@@ -250,3 +250,99 @@ def test_reading_a_long_sheet_reports_its_progress(tmp_path: Path, monkeypatch: 
     seen: list[int] = []
     table = read(tmp_path, data, on_rows=seen.append)
     assert len(table.rows) == 4 and seen == [2, 4]
+
+
+def far_cells(rows: int, text: str = "good", column: str = "XFD") -> bytes:
+    """A workbook whose every row holds a text, a label and a value in ``column`` (a few bytes of
+    XML each: ``XFD`` is column 16,384), shared strings and all: what a writer can produce."""
+    data = workbook(("S", [["text", "label"], [text, "pos"]]))
+
+    def edit(xml: str) -> str:
+        body = "".join(f'<row r="{r}"><c r="A{r}" t="inlineStr"><is><t>{text}</t></is></c>'
+                       f'<c r="B{r}" t="inlineStr"><is><t>pos</t></is></c>'
+                       f'<c r="{column}{r}"><v>1</v></c></row>' for r in range(3, rows + 3))
+        return re.sub(r"</row>\s*</sheetData>", "</row>" + body + "</sheetData>", xml)
+
+    return edited(data, SHEET1, edit)
+
+
+def test_a_far_cell_costs_no_padding_and_its_row_has_too_many_columns(tmp_path: Path) -> None:
+    # 20,000 rows with a value in column XFD: padded, 327 million cells (2.6 GB measured)
+    import tracemalloc
+
+    data = far_cells(20_000)
+    assert len(data) < 400_000
+    tracemalloc.start()
+    try:
+        table = read(tmp_path, data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB to read a 0.4 MB workbook"
+    assert [(r.line, r.text) for r in table.rows] == [(2, "good")]
+    assert len(table.problems) == 20_000
+    assert table.problems[0] == {
+        "line": 3, "code": "too_many_columns", "params": {"line": 3, "found": 16384,
+                                                          "expected": 2},
+        "message": "line 3 has 16384 columns, the header has 2: row skipped"}
+    # a row one column wider than the first is read as a CSV row is
+    data = far_cells(1, column="C")
+    assert read(tmp_path, data).problems[0]["params"]["found"] == 3
+    # and the first row itself may not reach that far
+    data = edited(workbook(("S", [["text", "label"], ["good", "pos"]])), SHEET1,
+                  lambda xml: xml.replace('<c r="B1"', '<c r="AMK1" t="inlineStr"><is><t>x</t>'
+                                          '</is></c><c r="B1"', 1))
+    with pytest.raises(TextFileError) as refused:
+        read(tmp_path, data, name="wide.xlsx")
+    assert str(refused.value) == ("wide.xlsx: row 1 has a value in column 1025; a text table "
+                                  "has at most 1024 columns")
+
+
+def test_one_shared_long_string_in_every_row_is_bounded_by_the_import_limit(
+        tmp_path: Path) -> None:
+    # one long string shared by every row: a small file that reads as gigabytes of text (the
+    # string is random characters, so that no part compresses like a zip bomb)
+    import random
+
+    rng = random.Random(0)
+    long = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(200_000))
+
+    def shared(rows: int) -> bytes:
+        """A workbook whose sheet refers ``rows`` times to shared string 0 (``long``)."""
+        data = workbook(("S", [["text", "label"]]))
+        source, target = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+        main = "http://schemas.openxmlformats.org/"
+        with source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in source.infolist():
+                content = source.read(info).decode()
+                if info.filename == "[Content_Types].xml":
+                    content = content.replace("</Types>", (
+                        '<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+                        'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
+                        "</Types>"))
+                elif info.filename == "xl/_rels/workbook.xml.rels":
+                    content = content.replace("</Relationships>", (
+                        f'<Relationship Id="rIdS" Type="{main}officeDocument/2006/'
+                        'relationships/sharedStrings" Target="sharedStrings.xml"/>'
+                        "</Relationships>"))
+                elif info.filename == SHEET1:
+                    body = "".join(f'<row r="{r}"><c r="A{r}" t="s"><v>0</v></c>'
+                                   f'<c r="B{r}" t="inlineStr"><is><t>pos</t></is></c></row>'
+                                   for r in range(2, rows + 2))
+                    content = re.sub(r"</row>\s*</sheetData>",
+                                     "</row>" + body + "</sheetData>", content)
+                out.writestr(info, content.encode())
+            out.writestr("xl/sharedStrings.xml", (
+                f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{main}spreadsheetml/2006/'
+                f'main" count="1" uniqueCount="1"><si><t>{long}</t></si></sst>').encode())
+        return target.getvalue()
+
+    data = shared(300)  # 60 million characters of text from a file of ~0.7 MB
+    assert len(data) < 1_000_000
+    with pytest.raises(TextFileError) as refused:
+        read(tmp_path, data, name="shared.xlsx", limits=ArchiveLimits(max_total_bytes=50_000_000))
+    assert str(refused.value) == ("shared.xlsx: its cells hold more than 50000000 characters, "
+                                  "more than an import may bring: split the workbook")
+    # within the limit, such rows are read
+    table = read(tmp_path, shared(20), limits=ArchiveLimits(max_total_bytes=50_000_000))
+    assert len(table.rows) == 20 and table.rows[0].text == long

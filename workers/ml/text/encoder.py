@@ -155,7 +155,8 @@ def load_classifier(files: EncoderFiles, n_classes: int, seed: int) -> SentenceC
     from transformers import AutoModel  # heavy import, only when the candidate runs
     from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()  # no "Loading weights" bar in a worker's log
+    # no "Loading weights" progress bar in a worker's log
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     torch.manual_seed(seed)
     with _quiet():
         encoder = AutoModel.from_pretrained(str(files.directory), attn_implementation="eager")

@@ -42,6 +42,10 @@ from sampan.datasets.archives import ArchiveError
 MAX_TEXT_CHARS = 4 * 1024 * 1024
 #: the most rows read from one table; beyond: refused with this number named
 MAX_ROWS = 1_000_000
+#: Columns of a workbook's table kept (a value beyond them in the first row refuses the file; in
+#: a later row, makes it ``too_many_columns``): a cell reference such as ``XFD2`` is a few bytes
+#: of XML but 16,384 cells when padded.
+MAX_COLUMNS = 1024
 TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".tab"})
 #: workbooks read by ``text_xlsx`` (the first worksheet, or the one named by the ``sheet`` option)
 WORKBOOK_SUFFIXES = frozenset({".xlsx"})
@@ -105,10 +109,17 @@ XLSX_RATIO = gettext_noop(
 XLSX_UNREADABLE = gettext_noop("%(file)s: not a readable .xlsx workbook: %(error)s")
 NO_SUCH_SHEET = gettext_noop("%(file)s: no sheet named %(sheet)r; its sheets: %(sheets)s")
 NO_WORKSHEET = gettext_noop("%(file)s: the workbook has no worksheet")
+XLSX_TOO_WIDE = gettext_noop(
+    "%(file)s: row %(line)d has a value in column %(column)d; a text table has at most "
+    "%(limit)d columns")
+XLSX_TOO_MUCH_TEXT = gettext_noop(
+    "%(file)s: its cells hold more than %(limit)d characters, more than an import may bring: "
+    "split the workbook")
 FILE_TEMPLATES = (UNKNOWN_ENCODING, NOT_THAT_ENCODING, UNDECODABLE, TOO_MANY_ROWS, COLUMN_NUMBER,
                   NOT_A_COLUMN, NO_ROWS, CHOOSE_TEXT_COLUMN, NO_TEXT, XLS_OR_ENCRYPTED,
                   XLSX_REFUSED, XLSX_ENCRYPTED_PART, XLSX_TOO_LARGE, XLSX_PART_RATIO, XLSX_RATIO,
-                  XLSX_UNREADABLE, NO_SUCH_SHEET, NO_WORKSHEET)
+                  XLSX_UNREADABLE, NO_SUCH_SHEET, NO_WORKSHEET, XLSX_TOO_WIDE,
+                  XLSX_TOO_MUCH_TEXT)
 
 
 class TextFileError(ArchiveError):
@@ -278,11 +289,14 @@ def read_text_table(data: bytes, *, name: str, text_column: int | str | None = N
 def table_from_records(records: list[tuple[int, list[str]]], *, name: str, encoding: str,
                        delimiter: str, text_column: int | str | None = None,
                        label_column: int | str | None = None, has_header: bool | None = None,
-                       uncomputed: dict[int, dict[int, str]] | None = None) -> TextTable:
+                       uncomputed: dict[int, dict[int, str]] | None = None,
+                       widths: dict[int, int] | None = None) -> TextTable:
     """The table of ``records`` (``(line, cells)``, blank rows left out), its columns chosen and
     its rows read as :func:`read_text_table` says. ``uncomputed`` (workbooks): ``{line: {0-based
     column: cell name}}`` of the formulas without a stored value; a row whose text or label is
-    one is skipped with ``formula_without_value``."""
+    one is skipped with ``formula_without_value``. ``widths`` (workbooks): ``{line: columns}``
+    of the rows whose cells were not all kept (a value far right of the table): their width
+    for the ``too_many_columns`` rule."""
     if not records:
         raise TextFileError(_(NO_ROWS) % {"file": name})
     first = records[0][1]
@@ -315,7 +329,8 @@ def table_from_records(records: list[tuple[int, list[str]]], *, name: str, encod
             raise TextFileError(_(CHOOSE_TEXT_COLUMN) % {"file": name, "header": header})
     table = TextTable(name=name, encoding=encoding, delimiter=delimiter, header=header,
                       text_column=text_index, label_column=label_index)
-    _read_rows(table, body, width if header is not None else None, uncomputed or {})
+    _read_rows(table, body, width if header is not None else None, uncomputed or {},
+               widths or {})
     return table
 
 
@@ -339,11 +354,13 @@ def _problem(table: TextTable, template: str, code: str, **params: Any) -> None:
 
 
 def _read_rows(table: TextTable, body: list[tuple[int, list[str]]],
-               header_width: int | None, uncomputed: dict[int, dict[int, str]]) -> None:
+               header_width: int | None, uncomputed: dict[int, dict[int, str]],
+               widths: dict[int, int] | None = None) -> None:
     raw_labels: dict[str, set[str]] = {}
     for line, cells in body:
-        if header_width is not None and len(cells) > header_width:
-            _problem(table, TOO_MANY_COLUMNS, "too_many_columns", line=line, found=len(cells),
+        found = (widths or {}).get(line, len(cells))
+        if header_width is not None and found > header_width:
+            _problem(table, TOO_MANY_COLUMNS, "too_many_columns", line=line, found=found,
                      expected=header_width)
             continue
         formulas = uncomputed.get(line, {})
@@ -387,8 +404,8 @@ def read_text_file(data: bytes, *, name: str, encoding: str | None = None) -> De
     return DecodedText(text, decoded.encoding)
 
 
-__all__ = ["DecodedText", "FILE_TEMPLATES", "LABEL_COLUMN_NAMES", "MAX_ROWS", "MAX_TEXT_CHARS",
-           "ROW_TEMPLATES", "TABLE_SUFFIXES", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES",
-           "WORKBOOK_SUFFIXES", "TextFileError", "TextRow", "TextTable", "decode_text",
-           "normalise_label", "normalise_text", "read_text_file", "read_text_table",
-           "table_from_records"]
+__all__ = ["DecodedText", "FILE_TEMPLATES", "LABEL_COLUMN_NAMES", "MAX_COLUMNS", "MAX_ROWS",
+           "MAX_TEXT_CHARS", "ROW_TEMPLATES", "TABLE_SUFFIXES", "TEXT_COLUMN_NAMES",
+           "TEXT_SUFFIXES", "TextFileError", "TextRow", "TextTable", "WORKBOOK_SUFFIXES",
+           "decode_text", "normalise_label", "normalise_text", "read_text_file",
+           "read_text_table", "table_from_records"]

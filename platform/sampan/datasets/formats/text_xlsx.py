@@ -43,11 +43,12 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._reader import FORMULA_TAG, VALUE_TAG, WorkSheetParser
 
 from sampan.datasets.archives import ArchiveError, ArchiveLimits, open_archive
-from sampan.datasets.formats.text_table import (MAX_ROWS, NO_SUCH_SHEET, NO_WORKSHEET,
-                                                TOO_MANY_ROWS, XLS_OR_ENCRYPTED,
+from sampan.datasets.formats.text_table import (MAX_COLUMNS, MAX_ROWS, NO_SUCH_SHEET,
+                                                NO_WORKSHEET, TOO_MANY_ROWS, XLS_OR_ENCRYPTED,
                                                 XLSX_ENCRYPTED_PART, XLSX_PART_RATIO, XLSX_RATIO,
-                                                XLSX_REFUSED, XLSX_TOO_LARGE, XLSX_UNREADABLE,
-                                                TextFileError, TextTable, table_from_records)
+                                                XLSX_REFUSED, XLSX_TOO_LARGE, XLSX_TOO_MUCH_TEXT,
+                                                XLSX_TOO_WIDE, XLSX_UNREADABLE, TextFileError,
+                                                TextTable, table_from_records)
 
 #: the first bytes of an OLE2 compound document: .xls, and every password-protected Office file
 OLE2_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
@@ -156,12 +157,23 @@ def _sheet_named(worksheets: list[Any], sheet: str, name: str) -> Any:
 
 
 def _sheet_records(workbook: Any, worksheet: Any, name: str,
-                   on_rows: Callable[[int], None] | None = None,
-                   ) -> tuple[list[tuple[int, list[str]]], dict[int, dict[int, str]]]:
-    """(sheet row number, cells) of each row with a non-blank cell, and the formulas without a
-    value by row and 0-based column."""
+                   on_rows: Callable[[int], None] | None = None, max_chars: int = 2**31,
+                   ) -> tuple[list[tuple[int, list[str]]], dict[int, dict[int, str]],
+                              dict[int, int]]:
+    """(sheet row number, cells) of each row with a non-blank cell, the formulas without a
+    value by row and 0-based column, and the true width of the rows whose cells were not all
+    kept.
+
+    Bounded in memory whatever the XML says (a few bytes can name a far cell or reuse one
+    shared string of a megabyte in every row): the first row keeps at most
+    :data:`MAX_COLUMNS` columns (a value beyond refuses the file), later rows at most one more
+    than the first (their width is kept apart: ``too_many_columns``), and the characters of
+    the cells kept, counted per cell even when the file shares one string, stop at
+    ``max_chars`` (the import's byte limit: what a CSV of the same content could bring)."""
     records: list[tuple[int, list[str]]] = []
     uncomputed: dict[int, dict[int, str]] = {}
+    widths: dict[int, int] = {}
+    keep, chars = MAX_COLUMNS, 0
     with worksheet._get_source() as source:
         parser = _CellParser(source, worksheet._shared_strings, data_only=True,
                              epoch=workbook.epoch, date_formats=workbook._date_formats,
@@ -170,8 +182,13 @@ def _sheet_records(workbook: Any, worksheet: Any, name: str,
             if on_rows is not None and count % PROGRESS_ROWS == 0:
                 on_rows(count)
             cells: list[str] = []
+            beyond = 0
             for cell in row:
                 column = int(cell["column"])
+                if column > keep:
+                    if cell["value"] is not None and cell_text(cell["value"]).strip():
+                        beyond = max(beyond, column)
+                    continue
                 if column > len(cells) + 1:
                     cells.extend([""] * (column - 1 - len(cells)))
                 value = cell["value"]
@@ -185,11 +202,22 @@ def _sheet_records(workbook: Any, worksheet: Any, name: str,
                     cells.append(cell_text(value))
             while cells and not cells[-1].strip():
                 cells.pop()  # formatted but empty cells at the end are no columns
-            if cells or line in uncomputed:  # a lone formula without a value is reported
+            if beyond:
+                if not records:
+                    raise TextFileError(_(XLSX_TOO_WIDE) % {
+                        "file": name, "line": line, "column": beyond, "limit": MAX_COLUMNS})
+                widths[line] = beyond
+            if cells or line in uncomputed or beyond:  # a lone formula without a value too
                 if len(records) > MAX_ROWS:
                     raise TextFileError(_(TOO_MANY_ROWS) % {"file": name, "limit": MAX_ROWS})
+                chars += sum(map(len, cells))
+                if chars > max_chars:
+                    raise TextFileError(_(XLSX_TOO_MUCH_TEXT) % {"file": name,
+                                                                 "limit": max_chars})
+                if not records:
+                    keep = len(cells) + 1
                 records.append((line, cells))
-    return records, uncomputed
+    return records, uncomputed, widths
 
 
 def read_text_xlsx(path: Path, *, name: str, text_column: int | str | None = None,
@@ -207,7 +235,8 @@ def read_text_xlsx(path: Path, *, name: str, text_column: int | str | None = Non
     import's (default: ``ArchiveLimits()``). ``on_rows(rows read)`` is called every
     :data:`PROGRESS_ROWS` sheet rows (the import job's heartbeat).
     """
-    check_workbook_zip(path, name=name, limits=limits or ArchiveLimits())
+    limits = limits or ArchiveLimits()
+    check_workbook_zip(path, name=name, limits=limits)
     try:
         with open(path, "rb") as handle:
             # a file object: openpyxl would refuse a path not ending in .xlsx (a staged upload)
@@ -218,7 +247,8 @@ def read_text_xlsx(path: Path, *, name: str, text_column: int | str | None = Non
                     raise TextFileError(_(NO_WORKSHEET) % {"file": name})
                 worksheet = (_sheet_named(worksheets, sheet, name) if sheet
                              else worksheets[0])
-                records, uncomputed = _sheet_records(workbook, worksheet, name, on_rows)
+                records, uncomputed, widths = _sheet_records(
+                    workbook, worksheet, name, on_rows, max_chars=limits.max_total_bytes)
             finally:
                 workbook.close()
     except TextFileError:
@@ -228,7 +258,7 @@ def read_text_xlsx(path: Path, *, name: str, text_column: int | str | None = Non
         raise TextFileError(_(XLSX_UNREADABLE) % {"file": name, "error": error}) from None
     table = table_from_records(records, name=name, encoding=XLSX_ENCODING, delimiter="",
                                text_column=text_column, label_column=label_column,
-                               has_header=has_header, uncomputed=uncomputed)
+                               has_header=has_header, uncomputed=uncomputed, widths=widths)
     table.sheet = worksheet.title
     return table
 
