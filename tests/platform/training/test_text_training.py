@@ -23,6 +23,7 @@ from sampan.registry.signing import public_key_b64
 from sampan.training import services
 from sampan.training.budget import minimum_budget_s
 from sampan.training.models import EvaluationReport, TrainingJob
+from workers.tasks import heartbeat
 from workers.tasks import training as task
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,12 @@ def text_version(project: Any, n: int = 60) -> Any:
 
 
 def test_a_text_version_trains_evaluates_and_registers_a_text_package(
-        project_with_roles: dict[str, Any]) -> None:
+        project_with_roles: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the job's heartbeat thread has its own database connection, which does not see this test's
+    # transaction: its first beat (after 5 s) would find no RUNNING job and stop the training as
+    # "cancelled" (the engine now uses its budget: the character CNN fills what is left). The
+    # heartbeat has its own tests (test_time_limit.py); this one is about the wiring.
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_INTERVAL_S", 3600.0)
     version = text_version(project_with_roles["project"])
     assert version.labels == ["正面", "负面"]
     budget = math.ceil(minimum_budget_s(sum(version.stats["splits"].values()),
