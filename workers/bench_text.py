@@ -78,7 +78,9 @@ def load_split(seed_dir: Path = SEED_DIR) -> dict[str, list[TextSample]]:
     return parts
 
 
-def run_baseline(parts: dict[str, list[TextSample]]) -> dict[str, Any]:
+def run_baseline(parts: dict[str, list[TextSample]], analyzer: str = "char") -> dict[str, Any]:
+    """The TF-IDF (``analyzer`` ``char`` or ``word``, 1-2-grams) + logistic regression baseline,
+    C chosen on validation; trained on train, scored on test."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
@@ -88,7 +90,7 @@ def run_baseline(parts: dict[str, list[TextSample]]) -> dict[str, Any]:
     started = time.monotonic()
     (x_train, y_train), (x_val, y_val), (x_test, y_test) = (xy(p) for p in
                                                             ("train", "val", "test"))
-    vectorizer = TfidfVectorizer(analyzer="char", ngram_range=(1, 2), sublinear_tf=True)
+    vectorizer = TfidfVectorizer(analyzer=analyzer, ngram_range=(1, 2), sublinear_tf=True)
     train_matrix = vectorizer.fit_transform(x_train)
     val_matrix, test_matrix = vectorizer.transform(x_val), vectorizer.transform(x_test)
     by_c = {}

