@@ -22,6 +22,7 @@ from sampan.training import selectors, services
 from sampan.training.budget import BUDGET_FIXED_S
 from sampan.training.models import Augmentation, ModelPreference, TrainingJob
 from sampan.training.notes import WeightsNoteField
+from sampan.training.stored_texts import RecipeField, ReportField
 
 
 class TrainingBudgetField(serializers.FloatField):
@@ -74,7 +75,11 @@ class TrainingJobOutput(serializers.Serializer):
     dataset_version = DatasetVersionRef(read_only=True)
     task_type = serializers.CharField()
     model_name = serializers.CharField()
-    architecture = serializers.CharField()
+    architecture = serializers.CharField(
+        help_text="The image backbone trained: mobilenet_v2 (image classification, and the "
+                  "detector's backbone). Empty for text classification: the engine's model "
+                  "families compete instead (recipe.family, recipe.candidates). Not a request "
+                  "field: an architecture sent when creating a job is ignored, for every task.")
     budget_s = serializers.FloatField()
     seed = serializers.IntegerField()
     augmentation = serializers.ChoiceField(choices=Augmentation.choices)
@@ -84,7 +89,7 @@ class TrainingJobOutput(serializers.Serializer):
     attempt = serializers.IntegerField()
     progress = serializers.JSONField()
     history = serializers.JSONField()
-    recipe = serializers.JSONField()
+    recipe = RecipeField()  # a text job's reasons in the request's language
     metrics = serializers.JSONField(
         help_text="Image classification: val_accuracy, macro_f1 (validation split), best_epoch, "
                   "best_phase; newer jobs add evaluated_on (test or val) and, with a test split, "
@@ -109,7 +114,7 @@ class EvaluationReportOutput(serializers.Serializer):
     split = serializers.CharField(help_text="The split the report is computed on: test, or val "
                                             "when the version has no test split.")
     labels = serializers.ListField(child=serializers.CharField())
-    report = serializers.JSONField(
+    report = ReportField(
         help_text="Image classification: accuracy, per_class, macro_f1, confusion_matrix, "
                   "predictions on `split`; newer reports add validation {accuracy, macro_f1, "
                   "n}. Object detection (task: object_detection): n, boxes, map50, map, "

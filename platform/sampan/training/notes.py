@@ -1,10 +1,11 @@
 """The starting-weights note of a training job, read in the request's language.
 
 A worker writes the note outside any request, in English (``workers.ml.weights`` and
-``workers.ml.classification`` / ``workers.ml.detection.train``; workers/ml does not import
-Django, so the sentences are repeated here as msgids), and the job stores it as written. The
-API shows it through :data:`WEIGHTS_NOTES` (sampan.core.stored_text); a note of another form
-(an older worker's) is shown as stored. A test makes the worker's notes and reads them back.
+``workers.ml.classification`` / ``workers.ml.detection.train``, ``workers.ml.text.reasons``;
+workers/ml does not import Django, so the sentences are repeated here as msgids), and the job
+stores it as written. The API shows it through :data:`WEIGHTS_NOTES` (sampan.core.stored_text);
+a note of another form (an older worker's) is shown as stored. A test makes the worker's notes
+and reads them back.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ WEIGHTS_NOTES = Templates(
                  "(install them with: %(command)s)"),
     gettext_noop("ImageNet weights at %(path)s could not be loaded (%(error)s); trained from "
                  "random initialisation"),
+    # a text job's, when the sentence encoder won (workers.ml.text.reasons)
+    gettext_noop("%(encoder)s (sentence-transformers, Apache-2.0)"),
 )
 
 

