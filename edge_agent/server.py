@@ -13,7 +13,8 @@ of :mod:`edge_agent.http11` (a thread each, requests parsed by httptools).
   "results": [{"predictions", "truncated"}], "latency_ms"}``
   (:mod:`edge_agent.text_session`);
   400 ``{"error"}`` for an undecodable image, a bad ``top_k`` or ``score_threshold`` (named),
-  a text request that is not valid (not UTF-8 JSON, no ``text``, an empty text, ...), an
+  a text request that is not valid (not JSON, no ``text``, a text that
+  :func:`edge_agent.text_session.text_input` refuses: not UTF-8, a lone surrogate, empty), an
   image sent to a text model or JSON to an image model (the message says what it expects),
   a ``Content-Length`` that is not a non-negative integer or any other malformed request; 411
   without a length (neither ``Content-Length`` nor ``Transfer-Encoding: chunked``); 413 for a

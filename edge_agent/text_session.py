@@ -11,6 +11,21 @@ The agent's ``POST /v1/predict`` for a text model takes JSON ``{"text": "..."}``
 ``{"texts": ["...", ...]}`` (at most :data:`MAX_TEXTS`): :func:`parse_text_body` reads it,
 :meth:`TextClassifierSession.answer` answers it. :class:`WrongInputError` says that an image was
 sent to a text model, or JSON to an image model, and what the model being served expects.
+
+Text input, one rule for the agent and the platform's try-it (:func:`text_input`; both call it,
+so the same text gets the same answer or the same refusal on either; docs/contracts.md):
+
+- bytes must be UTF-8 (a byte order mark allowed): bytes that are not are refused, never read
+  as U+FFFD (``not_utf8``: the byte and its offset); in a JSON body the text's own bytes are
+  looked at (:func:`load_text_request`), so the refusal names the field;
+- a lone surrogate (JSON's ``"\\ud800"``, no character) is refused (``surrogate``);
+- NUL characters (U+0000) are removed: they carry nothing in a text (UTF-16 read as bytes is
+  full of them) and BERT's cleaning drops them too;
+- a text with nothing but whitespace, byte order marks and NULs is refused (``empty``), an
+  empty one too;
+- any length is taken: the model reads its start (``text.max_chars`` characters or
+  ``max_tokens`` tokens) and the answer says ``truncated``; the body's own limit (32 MiB on the
+  agent and on the platform) bounds it.
 """
 
 from __future__ import annotations
@@ -41,8 +56,9 @@ from edge_agent.text import (
 )
 from edge_agent.wordpiece import VOCAB_METADATA_KEY, vocab_sha256
 
-__all__ = ["MAX_TEXTS", "TASK", "TextClassifierSession", "WrongInputError", "image_model_got",
-           "parse_text_body"]
+__all__ = ["MAX_TEXTS", "TASK", "TextClassifierSession", "TextInputError", "VocabularyError",
+           "WrongInputError", "image_model_got", "load_text_request", "parse_text_body",
+           "text_input"]
 
 TASK = "text_classification"
 #: Most texts one ``POST /v1/predict`` may carry (``{"texts": [...]}``).
@@ -61,6 +77,69 @@ _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a bo
 class WrongInputError(ValueError):
     """The body is not what the model being served takes: an image sent to a text model, JSON
     sent to an image model. ``str(error)`` says what it expects (the HTTP API answers 400)."""
+
+
+class TextInputError(ValueError):
+    """A text a text model does not take (:func:`text_input`). ``str(error)`` is the reason in
+    English, naming the field (``"text"``, ``"texts[3]"``); ``kind`` (``not_string``,
+    ``not_utf8``, ``surrogate``, ``empty``), ``field`` and ``params`` say it for a caller that
+    words it in another language (the platform's try-it)."""
+
+    def __init__(self, message: str, kind: str, field: str, **params: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+        self.params = params
+
+
+class VocabularyError(ModelLoadError):
+    """A WordPiece package whose graph lacks its vocabulary (``kind`` ``missing``) or carries
+    another one than its manifest's ``text.vocab_sha256`` names (``mismatch``; ``params``:
+    ``found``, ``expected``): the package itself is wrong, it loads on no device."""
+
+    def __init__(self, message: str, kind: str, **params: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.params = params
+
+
+#: U+DC80..U+DCFF: where ``surrogateescape`` puts a byte that is not UTF-8.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+#: What a text may hold and still be empty: whitespace, byte order marks and NULs.
+_NOTHING = str.maketrans("", "", "\ufeff\x00")
+
+
+def text_input(value: object, field: str = "text") -> str:
+    """A text sent to a text model, checked and normalised by the one rule of the agent and
+    the platform (module docstring, "Text input"): ``bytes`` decoded as UTF-8 (a byte order
+    mark allowed), NUL characters removed. ``field`` names the text in messages.
+
+    Raises:
+        TextInputError: ``value`` is not a string nor bytes (``not_string``: ``type``); bytes
+            that are not UTF-8 (``not_utf8``: ``byte``, ``offset``); a lone surrogate
+            (``surrogate``: ``code``, ``index``); nothing but whitespace (``empty``).
+    """
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as error:
+            byte = value[error.start]
+            raise TextInputError(f'"{field}" is not valid UTF-8 (byte 0x{byte:02x} at offset '
+                                 f"{error.start})", "not_utf8", field, byte=byte,
+                                 offset=error.start) from None
+    if not isinstance(value, str):
+        raise TextInputError(f'"{field}" must be a string, not {_json_type(value)}',
+                             "not_string", field, type=_json_type(value))
+    found = _SURROGATE.search(value)
+    if found:
+        raise TextInputError(f'"{field}" is not valid Unicode: a lone surrogate '
+                             f"U+{ord(found.group()):04X} at character {found.start()}",
+                             "surrogate", field, code=ord(found.group()), index=found.start())
+    text = value.replace("\x00", "")
+    if not text.translate(_NOTHING).strip():
+        raise TextInputError(f'"{field}" is empty: nothing is left after removing whitespace',
+                             "empty", field)
+    return text
 
 
 def _json_type(value: object) -> str:
@@ -92,31 +171,70 @@ def _not_json(data: bytes, reason: str) -> WrongInputError | ValueError:
     return WrongInputError(f"{_EXPECTS}, not a {fmt} image")
 
 
-def parse_text_body(data: bytes) -> tuple[list[str], bool]:
-    """The texts of a text model's request body: ``({"text": t} -> ([t], False)``, ``{"texts":
-    [...]} -> (texts, True)``. Other keys are ignored. A UTF-8 byte order mark is allowed.
+def load_text_request(data: bytes) -> dict[str, Any]:
+    """The JSON object of a text request's body (UTF-8, a byte order mark allowed). When the
+    body is not UTF-8 but is JSON once its stray bytes are kept aside (``surrogateescape``), a
+    string of ``text`` or ``texts`` holding them comes back as its bytes, for
+    :func:`text_input` to refuse naming that field; the other keys are left as they are.
 
     Raises:
         WrongInputError: the body is an image.
-        ValueError: the body is empty, not UTF-8, not JSON, not an object; it has neither or
-            both of ``text`` and ``texts``; ``text`` is not a string; ``texts`` is not a list
-            of 1 to :data:`MAX_TEXTS` strings; a text holds a lone surrogate (``\\ud800`` in
-            JSON is no character). The message names the field.
+        ValueError: the body is empty, not JSON (or not UTF-8 outside those strings), not an
+            object.
     """
     if not data:
         raise ValueError(f"the body is empty; {_EXPECTS}")
+    escaped, reason = False, ""
     try:
-        body = json.loads(data.decode("utf-8").removeprefix("\ufeff"))
+        decoded = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise _not_json(data, f"the body is not UTF-8 (byte 0x{data[error.start]:02x} at "
-                              f"offset {error.start})") from None
+        reason = (f"the body is not UTF-8 (byte 0x{data[error.start]:02x} at offset "
+                  f"{error.start})")
+        decoded, escaped = data.decode("utf-8", "surrogateescape"), True
+    try:
+        body = json.loads(decoded.removeprefix("\ufeff"))
     except ValueError as error:
-        raise _not_json(data, f"the body is not JSON ({error})") from None
+        raise _not_json(data, reason if escaped else f"the body is not JSON ({error})") from None
     except RecursionError:  # arrays or objects nested thousands deep
         raise ValueError(f"the body is not JSON this agent reads (nested too deeply); "
                          f"{_EXPECTS}") from None
     if not isinstance(body, dict):
         raise ValueError(f"the body must be a JSON object, not {_json_type(body)}; {_EXPECTS}")
+    if escaped:
+        for key in ("text", "texts"):
+            value = body.get(key)
+            if isinstance(value, str):
+                body[key] = _as_sent(value)
+            elif isinstance(value, list):
+                body[key] = [_as_sent(item) if isinstance(item, str) else item
+                             for item in value]
+    return body
+
+
+def _as_sent(value: str) -> str | bytes:
+    """A string of a body decoded with ``surrogateescape``: its bytes when it holds a byte
+    that is not UTF-8 (and nothing JSON escaped as a lone surrogate outside that range)."""
+    if not _ESCAPED_BYTE.search(value):
+        return value
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value
+
+
+def parse_text_body(data: bytes) -> tuple[list[str], bool]:
+    """The texts of a text model's request body: ``({"text": t} -> ([t], False)``, ``{"texts":
+    [...]} -> (texts, True)``, each through :func:`text_input`. Other keys are ignored. A UTF-8
+    byte order mark is allowed.
+
+    Raises:
+        WrongInputError: the body is an image.
+        ValueError: the body is empty, not UTF-8 JSON, not an object; it has neither or both
+            of ``text`` and ``texts``; ``texts`` is not a list of 1 to :data:`MAX_TEXTS`
+            items. :class:`TextInputError` (a ValueError): a text :func:`text_input` refuses
+            (not a string, not UTF-8, a lone surrogate, empty). The message names the field.
+    """
+    body = load_text_request(data)
     if "text" in body and "texts" in body:
         raise ValueError('give "text" (one text) or "texts" (a list), not both')
     if "text" in body:
@@ -131,14 +249,7 @@ def parse_text_body(data: bytes) -> tuple[list[str], bool]:
         names = [f"texts[{index}]" for index in range(len(texts))]
     else:
         raise ValueError(f'the body has no "text"; {_EXPECTS}')
-    for name, text in zip(names, texts, strict=True):
-        if not isinstance(text, str):
-            raise ValueError(f'"{name}" must be a string, not {_json_type(text)}')
-        found = _SURROGATE.search(text)
-        if found:
-            raise ValueError(f'"{name}" is not valid Unicode: a lone surrogate '
-                             f"U+{ord(found.group()):04X} at character {found.start()}")
-    return texts, batch
+    return [text_input(text, name) for name, text in zip(names, texts, strict=True)], batch
 
 
 def _dims(shape: Any) -> list[Any] | None:
@@ -160,7 +271,8 @@ class TextClassifierSession:
             ``weights`` (N, L) float32; ``outputs`` not ``probabilities`` (N, C = labels).
             The message starts with the field.
         ModelLoadError: the model needs a newer onnxruntime, cannot be loaded, or its graph's
-            inputs and output are not those.
+            inputs and output are not those. :class:`VocabularyError` (a ModelLoadError): a
+            WordPiece graph without its vocabulary or with another one.
     """
 
     #: the manifest ``task`` this session serves (edge_agent.sessions picks the class by it)
@@ -197,17 +309,21 @@ class TextClassifierSession:
     def _with_vocabulary(self, settings: TextFeatures) -> TextFeatures:
         """A WordPiece model's vocabulary comes from its graph's metadata
         (:data:`edge_agent.wordpiece.VOCAB_METADATA_KEY`) and must be the one the settings name
-        by SHA-256: a text is never tokenised with another model's vocabulary."""
+        by SHA-256: a text is never tokenised with another model's vocabulary
+        (:class:`VocabularyError` otherwise)."""
         metadata = self._session.get_modelmeta().custom_metadata_map
         stored = metadata.get(VOCAB_METADATA_KEY)
         if not stored:
-            raise ModelLoadError(f"a WordPiece text model carries its vocabulary in the ONNX "
-                                 f"metadata {VOCAB_METADATA_KEY!r}; this one has none")
+            raise VocabularyError(f"a WordPiece text model carries its vocabulary in the ONNX "
+                                  f"metadata {VOCAB_METADATA_KEY!r}; this one has none",
+                                  "missing", key=VOCAB_METADATA_KEY)
         vocab = stored.split("\n")
-        if vocab_sha256(vocab) != settings.vocab_sha256:
-            raise ModelLoadError(f"the model's vocabulary (sha256 {vocab_sha256(vocab)[:12]}...) "
-                                 f"is not the one its manifest names "
-                                 f"({settings.vocab_sha256[:12]}...)")
+        found = vocab_sha256(vocab)
+        if found != settings.vocab_sha256:
+            raise VocabularyError(f"the model's vocabulary (sha256 {found[:12]}...) is not the "
+                                  f"one its manifest names ({settings.vocab_sha256[:12]}...)",
+                                  "mismatch", key=VOCAB_METADATA_KEY, found=found,
+                                  expected=settings.vocab_sha256)
         try:
             return settings.with_vocabulary(vocab)
         except (TextFeaturesError, ValueError) as error:
@@ -356,8 +472,9 @@ class TextClassifierSession:
         try:
             results = self.predict_texts(texts, top_k=top_k)
         except TextFeaturesError as error:
-            if batch and error.kind == "empty":
-                raise TextFeaturesError(f'"texts[{error.params.get("index")}]": {error}',
-                                        error.kind, **error.params) from None
+            if error.kind == "empty":  # nothing the model reads (a WordPiece model: no token)
+                name = f'texts[{error.params.get("index")}]' if batch else "text"
+                raise TextFeaturesError(f'"{name}": {error}', error.kind,
+                                        **error.params) from None
             raise
         return {"results": results} if batch else results[0]

@@ -106,8 +106,11 @@ def test_one_text_and_a_batch_are_classified_over_http(text_served) -> None:
 @pytest.mark.parametrize(("body", "error"), [
     (b"", f"the body is empty; {EXPECTS}"),
     (b"\xff\xfe{\x00}\x00", "the body is not UTF-8 (byte 0xff at offset 0); " + EXPECTS),
+    # the text's own bytes are not UTF-8: the field is named, with the byte's offset in it
     ('{"text": "caf\u00e9"}'.encode("latin-1"),
-     f"the body is not UTF-8 (byte 0xe9 at offset 13); {EXPECTS}"),
+     '"text" is not valid UTF-8 (byte 0xe9 at offset 3)'),
+    (b'{"texts": ["ok", "\xc3("]}', '"texts[1]" is not valid UTF-8 (byte 0xc3 at offset 0)'),
+    (b'{"text": "caf\xe9"', f"the body is not UTF-8 (byte 0xe9 at offset 13); {EXPECTS}"),
     (b"great product", "the body is not JSON (Expecting value: line 1 column 1 (char 0)); "
                        + EXPECTS),
     (b'{"text": "great"', "the body is not JSON (Expecting ',' delimiter: line 1 column 17 "
@@ -119,8 +122,9 @@ def test_one_text_and_a_batch_are_classified_over_http(text_served) -> None:
     (b'{"text": 5}', '"text" must be a string, not a number'),
     (b'{"text": null}', '"text" must be a string, not null'),
     (b'{"text": ["a"]}', '"text" must be a string, not an array'),
-    (b'{"text": "   \\u3000\\n\\t"}', "empty text: nothing is left after removing whitespace"),
-    (b'{"text": "\\ufeff"}', "empty text: nothing is left after removing whitespace"),
+    (b'{"text": ""}', '"text" is empty: nothing is left after removing whitespace'),
+    (b'{"text": "   \\u3000\\n\\t"}', '"text" is empty: nothing is left after removing whitespace'),
+    (b'{"text": "\\ufeff \\u0000"}', '"text" is empty: nothing is left after removing whitespace'),
     (b'{"text": "ok \\ud83d"}', '"text" is not valid Unicode: a lone surrogate U+D83D at '
                                 "character 3"),
     (b'{"text": "a", "texts": ["b"]}', 'give "text" (one text) or "texts" (a list), not both'),
@@ -130,7 +134,7 @@ def test_one_text_and_a_batch_are_classified_over_http(text_served) -> None:
      '"texts" holds 257 texts: give 1 to 256 per request'),
     (b'{"texts": ["good", true]}', '"texts[1]" must be a string, not a boolean'),
     (b'{"texts": ["good", "", "bad"]}',
-     '"texts[1]": empty text: nothing is left after removing whitespace'),
+     '"texts[1]" is empty: nothing is left after removing whitespace'),
 ])
 def test_a_request_a_text_model_cannot_read_is_a_400_naming_the_problem(
         text_served, body: bytes, error: str) -> None:

@@ -1227,8 +1227,9 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * @description Try a model version on one image, as a device would run it: the agent's answer for the
-         *     version's task. Viewers may try models.
+         * @description Try a model version on one image or text, as a device would run it: the agent's answer
+         *     for the version's task. Viewers may try models. Multipart (``file`` or ``text``, ``top_k``,
+         *     ``score_threshold``), or a JSON body for a text model.
          */
         post: operations["model_versions_predict"];
         delete?: never;
@@ -2675,7 +2676,7 @@ export interface components {
              * @description One image (JPEG, PNG, ...), for an image model.
              */
             file?: string;
-            /** @description One text, for a text classification model. */
+            /** @description One text, for a text classification model (multipart, or a JSON body {"text": "...", "top_k": 5}). The agent's rule (docs/contracts.md, "Agent HTTP API"): UTF-8, no lone surrogate, NUL characters removed, not empty once whitespace is removed (400 naming text otherwise); any length, the model reads its start (truncated: true). */
             text?: string;
             /**
              * @description Image classification: the most probable k.
@@ -3167,6 +3168,7 @@ export interface components {
             readonly dataset_version: components["schemas"]["DatasetVersionRef"];
             task_type: string;
             model_name: string;
+            /** @description The image backbone trained: mobilenet_v2 (image classification, and the detector's backbone). Empty for text classification: the engine's model families compete instead (recipe.family, recipe.candidates). Not a request field: an architecture sent when creating a job is ignored, for every task. */
             architecture: string;
             /** Format: double */
             budget_s: number;
@@ -7744,6 +7746,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "multipart/form-data": components["schemas"]["PredictInputRequest"];
+                "application/json": components["schemas"]["PredictInputRequest"];
             };
         };
         responses: {

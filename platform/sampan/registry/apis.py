@@ -9,14 +9,22 @@ from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers
-from rest_framework.parsers import MultiPartParser
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser, DataAndFiles, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from edge_agent.text_session import load_text_request
 from sampan.accounts.models import Role
 from sampan.core import storage
 from sampan.core.apis import ProjectApi
@@ -97,16 +105,64 @@ class ModelVersionDetailApi(ProjectApi):
         return Response(ModelVersionOutput(version).data)
 
 
-#: the longest text a try-it request may send, characters (the model reads its first max_chars)
-MAX_PREDICT_TEXT_CHARS = 1_000_000
+class PredictMultiPartParser(MultiPartParser):
+    """multipart/form-data whose ``text`` field reaches the view as the bytes sent: the agent's
+    text rule (``edge_agent.text_session.text_input``) decides on bytes that are not UTF-8,
+    where Django would have read them as U+FFFD. The other fields are read as UTF-8, as
+    before."""
+
+    def parse(self, stream: Any, media_type: Any = None,
+              parser_context: Any = None) -> DataAndFiles:
+        # latin-1 gives every byte one character: the bytes sent come back from each field
+        parsed = super().parse(stream, media_type, {**(parser_context or {}),
+                                                    "encoding": "latin-1"})
+        data = MultiValueDict()  # not a QueryDict: that would make the bytes text again
+        for key, values in parsed.data.lists():
+            name = key.encode("latin-1").decode("utf-8", "replace")
+            sent = [value.encode("latin-1") for value in values]
+            data.setlist(name, sent if name == "text" else
+                         [value.decode("utf-8", "replace") for value in sent])
+        return DataAndFiles(data, parsed.files)
+
+
+class PredictJSONParser(BaseParser):
+    """application/json ``{"text": "...", "top_k": 5}``, read as the agent reads a text
+    request (``edge_agent.text_session.load_text_request``): a text whose bytes are not UTF-8
+    reaches the view as those bytes, to be refused naming ``text``."""
+
+    media_type = "application/json"
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        try:
+            return load_text_request(stream.read() if stream is not None else b"")
+        except ValueError:  # WrongInputError too: an image sent as JSON
+            raise ParseError(_("the body is not a JSON object such as {\"text\": \"...\"}")
+                             ) from None
+
+
+@extend_schema_field({"type": "string"})
+class PredictTextField(serializers.Field):
+    """The text as sent (a string, or the bytes of a multipart field): the agent's text rule
+    is applied by ``model_version_predict``, so that try-it and a device take and refuse the
+    same texts."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
 
 class PredictInput(serializers.Serializer):
     file = serializers.FileField(required=False,
                                  help_text="One image (JPEG, PNG, ...), for an image model.")
-    text = serializers.CharField(
-        required=False, max_length=MAX_PREDICT_TEXT_CHARS, trim_whitespace=False,
-        help_text="One text, for a text classification model.")
+    text = PredictTextField(
+        required=False,
+        help_text="One text, for a text classification model (multipart, or a JSON body "
+                  "{\"text\": \"...\", \"top_k\": 5}). The agent's rule (docs/contracts.md, "
+                  "\"Agent HTTP API\"): UTF-8, no lone surrogate, NUL characters removed, not "
+                  "empty once whitespace is removed (400 naming text otherwise); any length, "
+                  "the model reads its start (truncated: true).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("file" in attrs) == ("text" in attrs):
@@ -175,13 +231,15 @@ _PREDICT_OUTPUTS: dict[str, type[serializers.Serializer]] = {
 
 
 class ModelVersionPredictApi(ProjectApi):
-    """Try a model version on one image, as a device would run it: the agent's answer for the
-    version's task. Viewers may try models."""
+    """Try a model version on one image or text, as a device would run it: the agent's answer
+    for the version's task. Viewers may try models. Multipart (``file`` or ``text``, ``top_k``,
+    ``score_threshold``), or a JSON body for a text model."""
 
     write_role = Role.VIEWER
-    parser_classes = [MultiPartParser]
+    parser_classes = [PredictMultiPartParser, PredictJSONParser]
 
-    @extend_schema(request={"multipart/form-data": PredictInput},
+    @extend_schema(request={"multipart/form-data": PredictInput,
+                            "application/json": PredictInput},
                    responses=PolymorphicProxySerializer(
                        component_name="PredictOutput", serializers=_PREDICT_OUTPUTS,
                        resource_type_field_name="task"),

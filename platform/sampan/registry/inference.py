@@ -22,7 +22,7 @@ from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import DetectorSession, ManifestError, ModelLoadError
 from edge_agent.sessions import ModelSession, open_session
 from edge_agent.text import TextFeaturesError
-from edge_agent.text_session import TextClassifierSession
+from edge_agent.text_session import TextClassifierSession, TextInputError, text_input
 from sampan.core.errors import ApplicationError, ValidationFailed
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
@@ -75,6 +75,28 @@ def image_problem(error: ImageDecodeError) -> str:
     return _("file: %(reason)s") % {"reason": error}
 
 
+# why a text cannot be tried, by TextInputError.kind (edge_agent.text_session.text_input, the
+# agent's rule; the field is always ``text``)
+_TEXT_PROBLEMS = {
+    "empty": gettext_noop("the text is empty once whitespace is removed"),
+    "not_utf8": gettext_noop("text: not valid UTF-8 (byte 0x%(byte)02x at offset %(offset)d)"),
+    "surrogate": gettext_noop("text: not valid Unicode (a lone surrogate U+%(code)04X at "
+                              "character %(index)d)"),
+    "not_string": gettext_noop("text: must be a string"),
+}
+
+
+def text_problem(error: TextInputError) -> str:
+    """The message for a text a text model does not take, in the active language."""
+    template = _TEXT_PROBLEMS.get(error.kind)
+    try:
+        if template is not None:
+            return gettext(template) % error.params
+    except (KeyError, TypeError, ValueError):  # params that do not fit: say it as it came
+        pass
+    return _("text: %(reason)s") % {"reason": error}
+
+
 def _inference_slots() -> threading.BoundedSemaphore:
     """The process's inference slots, ``settings.SAMPAN_PREDICT_CONCURRENCY`` of them (made
     again when the setting changes)."""
@@ -107,7 +129,7 @@ def _session(version: ModelVersion) -> ModelSession:
 
 def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
                           score_threshold: float | None = None,
-                          text: str | None = None) -> dict[str, Any]:
+                          text: str | bytes | None = None) -> dict[str, Any]:
     """Run ``version`` on one image (any format the one image rule reads), or a text model on
     ``text``, as a device would.
 
@@ -118,10 +140,13 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
     "latency_ms"}`` (boxes xyxy in px of the upright image, best first; ``score_threshold``
     replaces the manifest's ``detection.score_threshold``), or ``{"model_version_id", "task":
     "text_classification", "predictions": [{"label", "index", "score"}], "truncated",
-    "latency_ms"}``. Raises ValidationFailed (field ``file``) for an undecodable image or a text
-    sent to an image model, (field ``text``) for an image sent to a text model or a text empty
-    after normalisation, ModelUnavailable (409) when the package cannot be
-    loaded or its task is not one the agent serves, TooBusy (429, ``Retry-After``) when the
+    "latency_ms"}``. ``text`` (a string, or the bytes sent) goes through the agent's text rule
+    (:func:`edge_agent.text_session.text_input`: UTF-8, no lone surrogate, NULs removed, not
+    empty, any length), so a text is taken or refused as a device would. Raises
+    ValidationFailed (field ``file``) for an undecodable image or a text sent to an image
+    model, (field ``text``) for an image sent to a text model, a text the rule refuses or one
+    empty after normalisation, ModelUnavailable (409) when the package cannot be loaded or its
+    task is not one the agent serves, TooBusy (429, ``Retry-After``) when the
     process's ``SAMPAN_PREDICT_CONCURRENCY`` inferences are running and none ends within
     ``SAMPAN_PREDICT_WAIT_S``: an image may decode to 40 megapixels (~290 MB while it is
     worked on), so the number at once is what bounds the process's memory.
@@ -139,7 +164,7 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
                 if text is None:
                     raise ValidationFailed(_("this is a text classification model: send text, "
                                              "not an image"), field="text")
-                answer = session.predict_texts([text], top_k=top_k)[0]
+                answer = session.predict_texts([text_input(text)], top_k=top_k)[0]
             elif text is not None:
                 raise ValidationFailed(_("this is an image model (%(task)s): send an image "
                                          "file, not text") % {"task": session.task},
@@ -150,6 +175,8 @@ def model_version_predict(*, version: ModelVersion, data: bytes, top_k: int = 5,
                 answer = {"predictions": session.predict_image(data, top_k=top_k)}
         except ImageDecodeError as exc:
             raise ValidationFailed(image_problem(exc), field="file") from None
+        except TextInputError as exc:
+            raise ValidationFailed(text_problem(exc), field="text") from None
         except TextFeaturesError:
             raise ValidationFailed(_("the text is empty once whitespace is removed"),
                                    field="text") from None

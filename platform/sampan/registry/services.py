@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from edge_agent.runtime import file_sha256
 from sampan.accounts.models import Project
 from sampan.core import storage
-from sampan.core.errors import Conflict
+from sampan.core.errors import Conflict, ValidationFailed
 from sampan.registry.models import ModelVersion, RegisteredModel
 from sampan.registry.signing import sign_manifest
 
@@ -92,13 +92,28 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
 def _reference(onnx_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """The reference predictions of the model at ``onnx_path`` (edge_agent.reference), or None
     when onnxruntime cannot load or run it here (logged; the device then only runs its load
-    test)."""
+    test). Raises ValidationFailed when the package itself can never load: a WordPiece text
+    model without its vocabulary in ``model.onnx`` or with another one than ``text.vocab_sha256``
+    names (``edge_agent.text_session.VocabularyError``)."""
     from edge_agent.reference import reference_record
     from edge_agent.runtime import ManifestError, ModelLoadError
     from edge_agent.sessions import open_session
+    from edge_agent.text_session import VocabularyError
 
     try:
         record = reference_record(open_session(onnx_path, manifest))
+    except VocabularyError as error:
+        if error.kind == "missing":
+            raise ValidationFailed(_(
+                "model.onnx: this WordPiece text model has no vocabulary in its ONNX metadata "
+                "%(key)s, so no device could load it; the package is not registered")
+                % {"key": error.params.get("key", "")}, field="model.onnx") from None
+        raise ValidationFailed(_(
+            "text.vocab_sha256: the vocabulary in model.onnx (sha256 %(found)s) is not the one "
+            "the text settings name (%(expected)s), so no device could load it; the package is "
+            "not registered") % {"found": str(error.params.get("found", ""))[:12],
+                                 "expected": str(error.params.get("expected", ""))[:12]},
+            field="text.vocab_sha256") from None
     except (ManifestError, ModelLoadError, ValueError) as error:
         log.warning("no reference predictions for %s: %s", onnx_path, error)
         return None
@@ -129,24 +144,27 @@ def model_version_register(*, project: Project, model_name: str, task_type: str,
     temporary folder; its files are stored under a fresh version id before the row commits, and
     removed again when it does not, so a failure leaves no row without its files. Version
     numbers are unique per model; a concurrent registration retries (bounded). Raises
-    Conflict, StorageUnavailable.
+    Conflict, StorageUnavailable; ValidationFailed (naming the file or field) for a package
+    that no device could load because of the package itself (:func:`_reference`), before
+    anything is written: no model, no version, no stored file.
     """
-    model = model_get_or_create(project=project, name=model_name, task_type=task_type)
     version_id = uuid.uuid4()
+    sha256 = file_sha256(onnx_path)
+    size = Path(onnx_path).stat().st_size
+    # first: a package that can never load is refused before anything is written (the
+    # model's id is not part of what the session reads)
+    reference = _reference(Path(onnx_path), package_manifest(
+        model={"id": "", "name": model_name, "version": 0, "version_id": str(version_id)},
+        task_type=task_type, labels=labels, preprocessing=preprocessing,
+        input_shape=input_shape, metrics=metrics, lineage=lineage, sha256=sha256,
+        size=size, onnx_info=onnx_info, detection=detection, text=text))
+    model = model_get_or_create(project=project, name=model_name, task_type=task_type)
     scratch = Path(settings.DATA_DIR) / "staging"
     scratch.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="package-", dir=scratch))
     final = package_dir_name(model.pk, version_id)
     stored = False
     try:
-        sha256 = file_sha256(onnx_path)
-        size = Path(onnx_path).stat().st_size
-        reference = _reference(Path(onnx_path), package_manifest(
-            model={"id": str(model.pk), "name": model.name, "version": 0,
-                   "version_id": str(version_id)},
-            task_type=task_type, labels=labels, preprocessing=preprocessing,
-            input_shape=input_shape, metrics=metrics, lineage=lineage, sha256=sha256,
-            size=size, onnx_info=onnx_info, detection=detection, text=text))
         stored = True  # outside the transaction: a big upload holds no database lock
         storage.save_file(f"{final}/model.onnx", Path(onnx_path))
         for attempt in range(5):

@@ -119,8 +119,12 @@ def training_job_create(*, project: Project, dataset_version: DatasetVersion, bu
             else display_name(dataset_version.dataset.name))
     with transaction.atomic():
         job_queue_quota_check(TrainingJob, project, kind="training job")
+        # a text job trains no image backbone: no architecture (its families are in the recipe)
+        architecture = ("" if task == TaskType.TEXT_CLASSIFICATION
+                        else TrainingJob._meta.get_field("architecture").default)
         job = TrainingJob.objects.create(project=project, dataset_version=dataset_version,
                                          task_type=dataset_version.task_type, model_name=name,
+                                         architecture=architecture,
                                          budget_s=budget_s, seed=seed,
                                          augmentation=augmentation,
                                          model_preference=model_preference,

@@ -69,10 +69,13 @@ describe("the import report of a text dataset", () => {
     const variants = within(text).getByTestId("label-variants");
     expect([...variants.querySelectorAll("li")].map((li) => li.textContent)).toEqual(["“正面 ” → “正面” (gbk.csv)", "“正面　” → “正面” (gbk.csv)"]);
 
-    // every duplicate counted (250), though the report lists one
-    expect(within(text).getByText("Duplicate texts").closest(".ant-statistic")).toHaveTextContent("250");
+    // every duplicate counted (250), though the report lists one, and shown once: in the card's
+    // counts, not again in the text part
     const card = screen.getByTestId("import-job");
     expect(within(card).getByText("Duplicates").closest(".ant-statistic")).toHaveTextContent("250");
+    expect(within(card).getAllByText(/^Duplicate/).filter((e) => e.closest(".ant-statistic"))).toHaveLength(1);
+    expect(within(text).queryByText(/duplicate/i)).toBeNull();
+    expect(within(card).queryByText("Duplicate texts")).toBeNull();
 
     // rejected rows by file:line with the reason
     const rejected = within(card).getByText("t.csv:3").closest("tr")!;

@@ -1,8 +1,9 @@
 // What an import gave a text classification dataset, below the usual counts (ImportReportView,
-// which lists the rejected rows by file:line with their reasons): the encoding each file was read
-// with, how each table was read (header, text and label columns, rows used and skipped), the
-// label spellings merged into one class ("正面 " -> "正面") and the duplicate texts.
-import { Space, Statistic, Table, Tag, Typography } from "antd";
+// which lists the rejected rows by file:line with their reasons and counts every duplicate text,
+// `duplicateCount`, so the count is not repeated here): the encoding each file was read with, how
+// each table was read (header, text and label columns, rows used and skipped) and the label
+// spellings merged into one class ("正面 " -> "正面").
+import { Space, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 
 import { encodingName } from "./textTable";
@@ -23,17 +24,14 @@ export function TextImportReportView({ report }: { report: TextReport }) {
 
   return (
     <Space orientation="vertical" style={{ width: "100%" }} data-testid="text-report">
-      <Space size="large" wrap align="start">
-        <Statistic title={t("text.report.duplicates")} value={report.duplicates} />
-        <div data-testid="text-encodings">
-          <Typography.Text type="secondary">{t("text.report.encodings")}</Typography.Text>
-          <div>
-            {Object.entries(report.encodings).map(([codec, files]) => (
-              <Tag key={codec}>{t("text.report.encodingFiles", { encoding: encodingName(codec), count: files })}</Tag>
-            ))}
-          </div>
+      <div data-testid="text-encodings">
+        <Typography.Text type="secondary">{t("text.report.encodings")}</Typography.Text>
+        <div>
+          {Object.entries(report.encodings).map(([codec, files]) => (
+            <Tag key={codec}>{t("text.report.encodingFiles", { encoding: encodingName(codec), count: files })}</Tag>
+          ))}
         </div>
-      </Space>
+      </div>
       {report.tables.length > 0 && (
         <div data-testid="text-tables">
         <Table<TextTableReport>
