@@ -1,7 +1,8 @@
 """Celery adapter for compression: ids in, the engine and the device's measurements in the
 middle, the pick registered out (docs/decisions/compression.md).
 
-1. The engine (:func:`workers.ml.compression.compress_classifier`) makes and evaluates the
+1. The engine (:func:`workers.ml.compression.compress_classifier`; a text classifier's:
+   :func:`workers.ml.compression.compress_text_classifier`) makes and evaluates the
    candidates within the job's budget less the time kept for measuring them; each is recorded
    on the job as it is made.
 2. Each ready candidate is measured where it will run: on the job's device by the agent
@@ -31,7 +32,9 @@ from sampan.compression import selectors, services
 from sampan.core.stored_text import (COMPRESSION_FAILED, COMPRESSION_TIME_LIMIT,
                                      REGISTERING_PICK_FAILED)
 from workers.ml.compression import (CompressionCancelled, CompressRequest, Teacher,
-                                    compress_classifier, pick)
+                                    TextCompressRequest, compress_classifier,
+                                    compress_text_classifier, pick)
+from workers.ml.compression.text import text_manifest
 from workers.ml.specs import SampleRef
 from workers.tasks.heartbeat import heartbeating, time_limit_s
 
@@ -76,15 +79,29 @@ def run_compression(compression_job_id: str) -> None:
             return [SampleRef(path=p, label=c, sample_id=i) for p, c, i in rows]
 
         deadline = started + inputs.budget_s
-        request = CompressRequest(
-            teacher=Teacher(onnx_path=Path(inputs.teacher_onnx),
-                            preprocessing=inputs.preprocessing, labels=inputs.labels,
-                            checkpoint_path=inputs.checkpoint),
-            train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
-            out_dir=inputs.out_dir / "candidates",
-            budget_s=max(30.0, deadline - time.monotonic() - measure_reserve_s(inputs.budget_s)),
-            accuracy_budget_pt=inputs.accuracy_budget_pt, providers=inputs.providers,
-            methods=tuple(inputs.methods), seed=inputs.seed, allow_flips=inputs.allow_flips)
+        engine_s = max(30.0, deadline - time.monotonic() - measure_reserve_s(inputs.budget_s))
+        if inputs.text is not None:  # a text classifier: graph-level candidates of its own
+            text_request = TextCompressRequest(
+                onnx_path=Path(inputs.teacher_onnx), text=inputs.text, labels=inputs.labels,
+                sample_labels=inputs.dataset_labels, train=inputs.train, val=inputs.val,
+                test=inputs.test, out_dir=inputs.out_dir / "candidates", budget_s=engine_s,
+                accuracy_budget_pt=inputs.accuracy_budget_pt, providers=inputs.providers,
+                methods=tuple(inputs.methods))
+
+            def engine(**callbacks: Any) -> Any:
+                return compress_text_classifier(text_request, **callbacks)
+        else:
+            request = CompressRequest(
+                teacher=Teacher(onnx_path=Path(inputs.teacher_onnx),
+                                preprocessing=inputs.preprocessing, labels=inputs.labels,
+                                checkpoint_path=inputs.checkpoint),
+                train=refs(inputs.train), val=refs(inputs.val), test=refs(inputs.test),
+                out_dir=inputs.out_dir / "candidates", budget_s=engine_s,
+                accuracy_budget_pt=inputs.accuracy_budget_pt, providers=inputs.providers,
+                methods=tuple(inputs.methods), seed=inputs.seed, allow_flips=inputs.allow_flips)
+
+            def engine(**callbacks: Any) -> Any:
+                return compress_classifier(request, **callbacks)
         limit_s = time_limit_s(inputs.budget_s)
 
         def expire(expired_id: str) -> None:
@@ -94,9 +111,8 @@ def run_compression(compression_job_id: str) -> None:
         with heartbeating(job_id, alive, services.compression_heartbeat, limit_s=limit_s,
                           expire=expire):
             try:
-                result = compress_classifier(request, on_candidate=on_candidate,
-                                             on_progress=on_progress,
-                                             should_stop=lambda: not alive["value"])
+                result = engine(on_candidate=on_candidate, on_progress=on_progress,
+                                should_stop=lambda: not alive["value"])
                 services.compression_warnings_record(job_id=job_id, warnings=result.warnings)
                 ready = [c.to_dict() for c in result.candidates if c.status == "ready"]
                 on_progress({"phase": "measure", "fraction": 0.9,
@@ -121,7 +137,8 @@ def run_compression(compression_job_id: str) -> None:
             services.compression_warnings_record(job_id=job_id, warnings=[
                 *result.warnings, f"not measured: {'; '.join(unmeasured)}"])
         key, reason = pick(candidates, measured_on=inputs.device_name or
-                           "the compression worker")
+                           "the compression worker",
+                           unit="texts" if inputs.text is not None else "images")
         try:
             services.compression_job_complete(job_id=job_id, picked=key, reason=reason)
         except Exception as exc:  # storing or registering (the bucket, the database)
@@ -166,7 +183,8 @@ def _measure_on_device(job_id: str, inputs: Any, ready: list[dict[str, Any]], de
 def _measure_here(job_id: str, inputs: Any, ready: list[dict[str, Any]],
                   alive: dict[str, bool]) -> None:
     """No device: each candidate measured on this worker by the agent's own measuring code
-    (``python -m edge_agent.benchmark``, a child process at low priority)."""
+    (``python -m edge_agent.benchmark``, a child process at low priority; a text model is timed
+    on the agent's own texts)."""
     images = [Path(path) for _, path in inputs.benchmark_inputs]
     for candidate in ready:
         if not alive["value"]:
@@ -189,8 +207,11 @@ def _measure_locally(onnx_path: Path, candidate: dict[str, Any], inputs: Any,
 
     with tempfile.TemporaryDirectory(prefix="measure-", dir=inputs.out_dir) as folder:
         directory = Path(folder)
-        (directory / "manifest.json").write_text(json.dumps(
-            {"labels": inputs.labels, "preprocessing": candidate["preprocessing"]}))
+        # what the measuring code's session reads of a package (a text model: its task, text
+        # settings and inputs; the vocabulary of a WordPiece model is in the graph)
+        manifest = text_manifest(inputs.labels, inputs.text) if inputs.text is not None else {
+            "labels": inputs.labels, "preprocessing": candidate["preprocessing"]}
+        (directory / "manifest.json").write_text(json.dumps(manifest))
         shutil.copyfile(onnx_path, directory / "model.onnx")
         (directory / "inputs").mkdir()
         for index, image in enumerate(images):

@@ -1964,7 +1964,7 @@ export interface components {
             device_id?: string | null;
             /**
              * Format: double
-             * @description Largest accuracy drop allowed, in percentage points, on held-out images.
+             * @description Largest accuracy drop allowed, in percentage points, on held-out images (or texts).
              * @default 1
              */
             accuracy_budget_pt?: number;
@@ -1974,7 +1974,7 @@ export interface components {
              * @default 600
              */
             budget_s?: number;
-            /** @description Candidate families to try (default: all). */
+            /** @description Candidate families to try (default: all that apply to the source: int8 and fp16 for a text classifier, which ignores resolution and pruning with a warning). */
             methods?: components["schemas"]["MethodsEnum"][];
             /** @default 0 */
             seed?: number;

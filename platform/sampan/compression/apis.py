@@ -30,13 +30,17 @@ class CompressionJobInput(serializers.Serializer):
                   "compression worker measures them itself.")
     accuracy_budget_pt = serializers.FloatField(
         default=1.0, min_value=0.0, max_value=services.MAX_ACCURACY_BUDGET_PT,
-        help_text="Largest accuracy drop allowed, in percentage points, on held-out images.")
+        help_text="Largest accuracy drop allowed, in percentage points, on held-out images (or "
+                  "texts).")
     budget_s = serializers.FloatField(
         default=services.DEFAULT_BUDGET_S, min_value=services.MIN_BUDGET_S,
         max_value=services.MAX_BUDGET_S, help_text="Wall-clock budget of the whole job, seconds.")
     methods = serializers.ListField(
         child=serializers.ChoiceField(choices=[(m, m) for m in METHODS]), required=False,
-        allow_empty=False, help_text="Candidate families to try (default: all).")
+        allow_empty=False,
+        help_text="Candidate families to try (default: all that apply to the source: int8 and "
+                  "fp16 for a text classifier, which ignores resolution and pruning with a "
+                  "warning).")
     seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
 
 

@@ -10,6 +10,9 @@ from sampan.core.models import Job
 
 #: The families a job may try (``workers.ml.compression.CompressRequest.methods``).
 METHODS = ("int8", "resolution", "pruning", "fp16")
+#: The families that make candidates of a text classifier (the default for one); ``resolution``
+#: and ``pruning`` make distilled image students and are ignored for text, with a warning.
+TEXT_METHODS = ("int8", "fp16")
 
 
 class CompressionJob(Job):

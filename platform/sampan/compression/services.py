@@ -23,7 +23,7 @@ from django.utils.translation import gettext_noop
 
 from sampan.accounts.audit import audit_record
 from sampan.accounts.models import Project
-from sampan.compression.models import METHODS, CompressionJob
+from sampan.compression.models import METHODS, TEXT_METHODS, CompressionJob
 from sampan.core import storage
 from sampan.core.stored_text import CANCELLED_BY_USER
 from sampan.core.enqueue import job_enqueue_on_commit
@@ -40,7 +40,7 @@ from sampan.fleet.stored_texts import benchmark_incompatibilities
 from sampan.registry.models import ModelVersion
 from sampan.registry.selectors import model_version_file
 from sampan.registry.services import MIN_ONNXRUNTIME, PACKAGE_SCHEMA, model_version_register
-from sampan.training.services import dataset_version_local_rows
+from sampan.training.services import dataset_version_local_rows, dataset_version_text_rows
 from sampan.accounts.lifecycle import ensure_active
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,16 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     compression worker itself). ``idempotency``: the request's key, recorded on the job
     (:func:`sampan.core.idempotency.idempotent_create`).
 
-    Raises ValidationFailed naming the field: a source that is not an image classifier or has
-    no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
+    Raises ValidationFailed naming the field: a source that is not an image or text classifier
+    or has no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
     outside 0..50 points (``accuracy_budget_pt``) or 120 s..6 h (``budget_s``), an unknown
     method (``methods``), a device of another project (``device_id``). Raises QuotaExceeded (429)
     when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
     jobs waiting.
     """
     ensure_active(project=project, doing=_("compressing"))
-    if source.task_type != TaskType.IMAGE_CLASSIFICATION:
+    text = source.task_type == TaskType.TEXT_CLASSIFICATION
+    if source.task_type != TaskType.IMAGE_CLASSIFICATION and not text:
         raise ValidationFailed(_("compressing %(task)s models is not available yet")
                                % {"task": source.task_type}, field="source_model_version_id")
     if source.parent_id is not None:
@@ -88,6 +89,8 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
             field="source_model_version_id")
     if source.dataset_version_id is None:
         raise ValidationFailed(_("this model version has no dataset version: compression "
+                                 "needs its texts to measure accuracy") if text else
+                               _("this model version has no dataset version: compression "
                                  "needs its images to calibrate, distil and measure accuracy"),
                                field="source_model_version_id")
     if not 0 <= accuracy_budget_pt <= MAX_ACCURACY_BUDGET_PT:
@@ -99,7 +102,10 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
         raise ValidationFailed(_("budget_s must be from %(low).0f s to %(high).0f s; got "
                                  "%(value)g") % {"low": MIN_BUDGET_S, "high": MAX_BUDGET_S,
                                                   "value": budget_s}, field="budget_s")
-    chosen = list(dict.fromkeys(METHODS if methods is None else methods))  # no duplicates
+    # a text model's default is what applies to it; resolution and pruning asked for one are
+    # accepted and ignored by the worker, which says so in the job's warnings
+    default = TEXT_METHODS if text else METHODS
+    chosen = list(dict.fromkeys(default if methods is None else methods))  # no duplicates
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
         values = {"methods": ", ".join(METHODS), "unknown": ", ".join(map(str, unknown))}
@@ -167,8 +173,15 @@ class CompressionInputs:
     train: list[tuple[str, int, str]] = field(default_factory=list)
     val: list[tuple[str, int, str]] = field(default_factory=list)
     test: list[tuple[str, int, str]] = field(default_factory=list)
-    #: (storage name, local path) of the encoded images each benchmark times
+    #: (storage name, local path) of the encoded images each benchmark times (none for text:
+    #: the agent times a text model on its own texts)
     benchmark_inputs: list[tuple[str, str]] = field(default_factory=list)
+    task_type: str = TaskType.IMAGE_CLASSIFICATION
+    #: a text model's featurisation settings (its manifest's ``text``)
+    text: dict[str, Any] | None = None
+    #: the dataset version's classes, which the rows' class indices index (a text model's
+    #: labels are these names normalised and merged)
+    dataset_labels: list[str] = field(default_factory=list)
 
 
 def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
@@ -182,16 +195,21 @@ def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
         f"attempt-{job.attempt}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
+    text = job.source.task_type == TaskType.TEXT_CLASSIFICATION
     try:
         teacher = model_version_file(job.source, "model.onnx")
-        rows = dataset_version_local_rows(job.source.dataset_version)
-        checkpoint = _checkpoint(job.source, out_dir)
+        if text:  # texts come from the database; a text model has no checkpoint to distil
+            rows, checkpoint = dataset_version_text_rows(job.source.dataset_version), None
+        else:
+            rows = dataset_version_local_rows(job.source.dataset_version)
+            checkpoint = _checkpoint(job.source, out_dir)
     except Exception as exc:  # noqa: BLE001 - storage, missing files: the job says which
         compression_job_fail(job_id=job.pk, message=READING_SOURCE_FAILED % {"error": exc})
         return None
     training = job.source.training_job
     held_out = rows[Split.TEST] or rows[Split.VAL]
-    names = _sample_names(job.source.dataset_version, [r[2] for r in held_out][:BENCHMARK_INPUTS])
+    names = {} if text else _sample_names(job.source.dataset_version,
+                                          [r[2] for r in held_out][:BENCHMARK_INPUTS])
     runtime = job.device.known_runtime() if job.device else {}
     inputs = CompressionInputs(
         job_id=str(job.pk), attempt=job.attempt, labels=list(job.source.labels),
@@ -203,7 +221,10 @@ def compression_job_start(*, job_id: Any) -> CompressionInputs | None:
         device_id=str(job.device_id) if job.device_id else None, device_name=job.device_name,
         train=rows[Split.TRAIN], val=rows[Split.VAL], test=rows[Split.TEST],
         benchmark_inputs=[(names[sid], path) for path, _index, sid in held_out[:BENCHMARK_INPUTS]
-                          if sid in names])
+                          if sid in names],
+        task_type=str(job.source.task_type),
+        text=dict(job.source.manifest.get("text") or {}) if text else None,
+        dataset_labels=list(job.source.dataset_version.labels))
     job_publish(CompressionJob, job.pk, {"status": JobStatus.RUNNING}, force=True)
     return inputs
 
@@ -263,18 +284,35 @@ def compression_warnings_record(*, job_id: Any, warnings: list[str]) -> None:
 
 def _candidate_manifest(job: CompressionJob, candidate: dict[str, Any]) -> dict[str, Any]:
     source = job.source
-    height, width = candidate["preprocessing"]["size"]
-    return {"schema": PACKAGE_SCHEMA,
-            "model": {"id": str(source.model_id), "name": source.model.name, "version": None,
-                      "version_id": f"candidate-{job.pk}-{candidate['key']}"},
-            "task": source.task_type, "labels": list(source.labels),
-            "preprocessing": candidate["preprocessing"],
-            "inputs": [{"name": "input", "shape": ["N", 3, height, width], "dtype": "float32"}],
-            "outputs": [{"name": "probabilities", "shape": ["N", len(source.labels)],
-                         "dtype": "float32"}],
-            "metrics": {}, "lineage": {"compression_job_id": str(job.pk),
-                                       "candidate": candidate["key"]},
-            "onnx": candidate.get("onnx") or {}, "min_onnxruntime": MIN_ONNXRUNTIME}
+    manifest = {"schema": PACKAGE_SCHEMA,
+                "model": {"id": str(source.model_id), "name": source.model.name, "version": None,
+                          "version_id": f"candidate-{job.pk}-{candidate['key']}"},
+                "task": source.task_type, "labels": list(source.labels),
+                "preprocessing": candidate.get("preprocessing") or {},
+                "outputs": [{"name": "probabilities", "shape": ["N", len(source.labels)],
+                             "dtype": "float32"}],
+                "metrics": {}, "lineage": {"compression_job_id": str(job.pk),
+                                           "candidate": candidate["key"]},
+                "onnx": candidate.get("onnx") or {}, "min_onnxruntime": MIN_ONNXRUNTIME}
+    if source.task_type == TaskType.TEXT_CLASSIFICATION:
+        # the source's featurisation settings unchanged: the candidates take the same features
+        manifest.update(text=dict(source.manifest.get("text") or {}), preprocessing={},
+                        inputs=[{"name": "indices", "shape": ["N", "L"], "dtype": "int64"},
+                                {"name": "weights", "shape": ["N", "L"], "dtype": "float32"}])
+    else:
+        height, width = candidate["preprocessing"]["size"]
+        manifest["inputs"] = [{"name": "input", "shape": ["N", 3, height, width],
+                               "dtype": "float32"}]
+    return manifest
+
+
+def _text_benchmark_input(package_dir: str) -> str:
+    """A device benchmark lists at least one input to download; an agent times a text model on
+    its own texts (edge_agent.benchmark.BENCHMARK_TEXTS) and does not read it. The file is
+    stored in the candidate's package folder, deleted with it."""
+    name = f"{package_dir}/inputs/0.txt"
+    storage.save_bytes(name, b"a text model is timed on the agent's own texts\n")
+    return name
 
 
 def compression_benchmarks_request(*, job_id: Any, candidates: list[dict[str, Any]],
@@ -284,7 +322,8 @@ def compression_benchmarks_request(*, job_id: Any, candidates: list[dict[str, An
     held-out images). A device that cannot load one gets it as ``incompatible`` at once; the
     candidate says so. Returns the number requested."""
     job = CompressionJob.objects.select_related("source__model", "device").get(pk=job_id)
-    if job.device is None or not inputs:
+    text = job.source.task_type == TaskType.TEXT_CLASSIFICATION
+    if job.device is None or not (inputs or text):
         return 0
     requested = 0
     for candidate in candidates:
@@ -294,10 +333,11 @@ def compression_benchmarks_request(*, job_id: Any, candidates: list[dict[str, An
                                           onnx_path=Path(candidate["onnx_path"]),
                                           manifest=_candidate_manifest(job, candidate))
         try:
+            names = [_text_benchmark_input(package.package_dir)] if text else list(inputs)
             benchmark = device_benchmark_create(
                 device=job.device, package_dir=package.package_dir, manifest=package.manifest,
                 model_sha256=package.model_sha256, model_size=package.model_size,
-                inputs=list(inputs), warmup=BENCHMARK_WARMUP, runs=BENCHMARK_RUNS,
+                inputs=names, warmup=BENCHMARK_WARMUP, runs=BENCHMARK_RUNS,
                 compression_job_id=job.pk, candidate=candidate["key"])
         except BaseException:
             benchmark_package_delete(package_dir=package.package_dir)
@@ -434,16 +474,23 @@ def compression_job_complete(*, job_id: Any, picked: str | None, reason: str,
     else:
         metrics["macro_f1"] = candidate.get("macro_f1")
     version_dataset = source.dataset_version
-    size = candidate["preprocessing"]["size"]
+    text = source.task_type == TaskType.TEXT_CLASSIFICATION
+    if text:  # the same features as the source: its text settings unchanged
+        input_shape: list[Any] = ["N", "L"]
+    else:
+        size = candidate["preprocessing"]["size"]
+        input_shape = ["N", 3, size[0], size[1]]
     version = None
     try:
         with transaction.atomic():
             version = model_version_register(
                 project=job.project, model_name=source.model.name, task_type=source.task_type,
-                labels=list(source.labels), preprocessing=candidate["preprocessing"],
+                labels=list(source.labels),
+                preprocessing={} if text else candidate["preprocessing"],
                 onnx_path=Path(onnx_path or candidate["onnx_path"]),
-                input_shape=["N", 3, size[0], size[1]], metrics=metrics,
+                input_shape=input_shape, metrics=metrics,
                 onnx_info=candidate.get("onnx") or {}, pretrained=source.pretrained,
+                text=dict(source.manifest.get("text") or {}) if text else None,
                 lineage={"dataset_version_id": str(version_dataset.pk) if version_dataset else None,
                          "dataset_version_digest": (version_dataset.digest if version_dataset
                                                     else None),

@@ -1,13 +1,13 @@
 """What a compression job stores in English, read in the request's language.
 
 The compression worker writes each candidate's ``reason``, the job's ``warnings`` and its
-``pick_reason`` in English (``workers.ml.compression.engine`` and ``.pick``; workers/ml does not
-import Django, so their sentences are repeated here as msgids, as ``sampan.training.notes`` does
-for the weights note); the device benchmarks' errors come from the fleet
-(``sampan.fleet.stored_texts``). The output serializer shows them in the request's language
-(``sampan.core.stored_text``), keys, names and figures unchanged; a text of another form (an
-exception's own message, a sentence of an older worker) is shown as stored. A test makes the
-worker's sentences and reads them back.
+``pick_reason`` in English (``workers.ml.compression.engine``, ``.text`` and ``.pick``;
+workers/ml does not import Django, so their sentences are repeated here as msgids, as
+``sampan.training.notes`` does for the weights note); the device benchmarks' errors come from
+the fleet (``sampan.fleet.stored_texts``). The output serializer shows them in the request's
+language (``sampan.core.stored_text``), keys, names and figures unchanged; a text of another
+form (an exception's own message, a sentence of an older worker) is shown as stored. A test
+makes the worker's sentences and reads them back.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ CANDIDATE_REASONS = Templates(
                  "%(difference)s)"),
 )
 
-#: the job's warnings (workers/ml/compression/engine.py, workers/tasks/compression.py)
+#: the job's warnings (workers/ml/compression/engine.py, .text, .common,
+#: workers/tasks/compression.py)
 WARNINGS = Templates(
     gettext_noop("this dataset version has no test split: accuracy is measured on the "
                  "validation split, which also chose the teacher's best epoch (it flatters every "
@@ -55,6 +56,22 @@ WARNINGS = Templates(
     gettext_noop("FP16 not attempted: the target reports no GPU execution provider "
                  "(%(providers)s); on a CPU it is emulated and slower"),
     gettext_noop("not measured: %(candidates)s"),
+    # a text classifier's (workers/ml/compression/text.py)
+    gettext_noop("the test split has %(texts)s texts: one text moves accuracy by %(points)s "
+                 "points, more than the %(budget)s-point budget, so the budget is checked as 'no "
+                 "more mistakes than the float model' there and on validation, and a small split "
+                 "can still be lucky; freeze a version with a larger test split (or more texts) "
+                 "for a finer check"),
+    gettext_noop("the validation split has %(texts)s texts: one text moves accuracy by "
+                 "%(points)s points, more than the %(budget)s-point budget, so the budget is "
+                 "checked as 'no more mistakes than the float model' there and on validation, "
+                 "and a small split can still be lucky; freeze a version with a larger test "
+                 "split (or more texts) for a finer check"),
+    gettext_noop("%(methods)s: not applicable to a text model (distilled students at a lower "
+                 "resolution or with fewer channels are for image networks); only graph-level "
+                 "candidates are made"),
+    gettext_noop("%(count)s held-out texts were left out of the accuracy: empty after "
+                 "normalisation, or of a class the model does not have"),
 )
 
 # The pick's reason (workers/ml/compression/pick.py): a sentence of where the candidates were
@@ -65,7 +82,10 @@ _WHERE = Templates(gettext_noop("the compression worker"), gettext_noop("the dev
 _SPEED = Templates(gettext_noop(", %(times)sx faster than the float model"), "")
 _IMAGES = Templates(gettext_noop(" on the test images"), gettext_noop(" on the validation images"),
                     gettext_noop(" on %(count)s test images"),
-                    gettext_noop(" on %(count)s validation images"))
+                    gettext_noop(" on %(count)s validation images"),
+                    gettext_noop(" on the test texts"), gettext_noop(" on the validation texts"),
+                    gettext_noop(" on %(count)s test texts"),
+                    gettext_noop(" on %(count)s validation texts"))
 _ACCURACY = Templates(
     gettext_noop("%(drop)s points less accurate than the float model%(images)s"),
     gettext_noop("no less accurate than the float model%(images)s"), inner={"images": _IMAGES})

@@ -34,8 +34,14 @@ from ..data import ImageTensors, normalise, normalised_batches, to_tensors
 from ..evaluation import classification_report
 from ..export import compare_with_onnx, export_onnx, onnx_probabilities
 from ..specs import TrainingCancelled
-from .graph import (GPU_PROVIDERS, MIN_CALIBRATION_IMAGES, convert_fp16, onnx_info,
-                    optimise_fp32, quantize_int8, tidy_graph)
+from .common import Clock as _Clock
+from .common import fp16_candidate, fp16_warning, held_out_warnings
+from .common import ignore as _ignore
+from .common import judge as _judge
+from .common import never as _never
+from .common import no_progress as _no_progress
+from .graph import (GPU_PROVIDERS, MIN_CALIBRATION_IMAGES, onnx_info, optimise_fp32, quantize_int8,
+                    tidy_graph)
 from .specs import Candidate, CompressionCancelled, CompressRequest, CompressResult
 from .students import (DistillConfig, count_macs, distill, load_teacher_module, prune,
                        student_resolution)
@@ -48,43 +54,6 @@ log = logging.getLogger(__name__)
 CALIBRATION_IMAGES = 200
 #: Seconds kept back at the end of the budget for evaluating and quantizing the last student.
 TAIL_S = 15.0
-
-
-def _no_progress(_: dict[str, Any]) -> None:
-    return None
-
-
-def _never() -> bool:
-    return False
-
-
-def _ignore(_: Candidate) -> None:
-    return None
-
-
-class _Clock:
-    def __init__(self, budget_s: float, should_stop: Callable[[], bool],
-                 on_progress: Callable[[dict[str, Any]], None]) -> None:
-        self.started = time.monotonic()
-        self.deadline = self.started + budget_s
-        self.budget_s = budget_s
-        self._should_stop = should_stop
-        self._on_progress = on_progress
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def check(self) -> None:
-        if self._should_stop():
-            raise CompressionCancelled()
-
-    def emit(self, event: dict[str, Any]) -> None:
-        self.check()
-        self._on_progress({**event, "elapsed_s": round(self.elapsed(), 1),
-                           "fraction": round(min(1.0, self.elapsed() / self.budget_s), 3)})
 
 
 class _Splits:
@@ -133,19 +102,7 @@ def _evaluate(candidate: Candidate, splits: _Splits, labels: list[str],
     candidate.macro_f1 = float(report["macro_f1"])
     candidate.n_evaluated = len(held_out)
     candidate.size_bytes = path.stat().st_size
-    if reference is not None and reference.accuracy is not None:
-        candidate.accuracy_drop_pt = round(100 * (reference.accuracy - candidate.accuracy), 3)
-        candidate.val_accuracy_drop_pt = round(
-            100 * ((reference.val_accuracy or 0.0) - (candidate.val_accuracy or 0.0)), 3)
-        # within the budget on the test split AND on validation: two samples of held-out
-        # images. On one small split a lucky candidate passed (review: +1.7 points on 60 test
-        # images, 4.5 points below the float model on 200 independent ones)
-        candidate.within_budget = (candidate.accuracy_drop_pt <= budget_pt + 1e-9
-                                   and candidate.val_accuracy_drop_pt <= budget_pt + 1e-9)
-    else:  # the reference itself
-        candidate.accuracy_drop_pt = 0.0
-        candidate.val_accuracy_drop_pt = 0.0
-        candidate.within_budget = True
+    _judge(candidate, reference, budget_pt)
 
 
 def _accuracy(probabilities: np.ndarray, data: ImageTensors) -> float:
@@ -215,19 +172,8 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
 
     clock.emit({"phase": "decode"})
     data = splits.at(teacher_size)
-    if not len(data["test"]):
-        result.warnings.append("this dataset version has no test split: accuracy is measured on "
-                               "the validation split, which also chose the teacher's best epoch "
-                               "(it flatters every candidate alike)")
-    held_out = len(data["test"]) or len(data["val"])
-    if held_out and 100.0 / held_out > request.accuracy_budget_pt:
-        result.warnings.append(
-            f"the {'test' if len(data['test']) else 'validation'} split has {held_out} images: "
-            f"one image moves accuracy by {100.0 / held_out:.1f} points, more than the "
-            f"{request.accuracy_budget_pt:g}-point budget, so the budget is checked as 'no more "
-            "mistakes than the float model' there and on validation, and a small split can "
-            "still be lucky; freeze a version with a larger test split (or more images) for a "
-            "finer check")
+    result.warnings.extend(held_out_warnings(len(data["test"]), len(data["val"]),
+                                             float(request.accuracy_budget_pt)))
     # 1. the reference
     started = time.monotonic()
     clock.emit({"phase": "reference", "candidate": "fp32"})
@@ -336,23 +282,13 @@ def _compress(request: CompressRequest, clock: _Clock, out: Path,
         int8_of(student)
     if "int8" in request.methods and clock.left() > 30:
         int8_of(reference, "percentile")
-    if "fp16" in request.methods and not GPU_PROVIDERS & set(request.providers):
-        result.warnings.append(
-            "FP16 not attempted: the target reports no GPU execution provider "
-            f"({', '.join(request.providers) or 'none'}); on a CPU it is emulated and slower")
+    no_fp16 = fp16_warning(tuple(request.methods), request.providers)
+    if no_fp16:
+        result.warnings.append(no_fp16)
     if "fp16" in request.methods and GPU_PROVIDERS & set(request.providers):
         started = time.monotonic()
-        target = out / "fp16" / "model.onnx"
-        candidate = Candidate(key="fp16", method="fp16", parent="fp32",
-                              preprocessing=base.to_dict(), onnx_path=target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            candidate.params = convert_fp16(reference_path, target)
-            candidate.onnx = onnx_info(target, request.providers)
-            _evaluate(candidate, splits, labels, reference, budget_pt)
-        except Exception as error:  # noqa: BLE001
-            candidate.status, candidate.reason = "failed", f"FP16 conversion failed: {error}"
-        add(candidate, started)
+        add(fp16_candidate(reference, out, request.providers,
+                           lambda c: _evaluate(c, splits, labels, reference, budget_pt)), started)
     result.elapsed_s = round(clock.elapsed(), 2)
     clock.emit({"phase": "done"})
     return result

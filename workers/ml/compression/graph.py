@@ -17,12 +17,14 @@ import numpy as np
 import onnx
 import onnxruntime
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
-                                      QuantType, quant_pre_process, quantize_static)
+                                      QuantType, quant_pre_process, quantize_dynamic,
+                                      quantize_static)
 
 from ..export import onnx_info
 
-__all__ = ["CALIBRATION_METHODS", "GPU_PROVIDERS", "MIN_CALIBRATION_IMAGES", "convert_fp16",
-           "onnx_info", "optimise_fp32", "quantize_int8"]
+__all__ = ["CALIBRATION_METHODS", "DYNAMIC_OP_TYPES", "GPU_PROVIDERS", "METADATA_PREFIX",
+           "MIN_CALIBRATION_IMAGES", "convert_fp16", "copy_metadata", "onnx_info",
+           "optimise_fp32", "quantize_dynamic_int8", "quantize_int8"]
 
 
 log = logging.getLogger(__name__)
@@ -178,3 +180,59 @@ def convert_fp16(source: Path, target: Path) -> dict[str, Any]:
     onnx.save(convert_float_to_float16(model, keep_io_types=True), str(target))
     tidy_graph(target)
     return {"precision": "fp16", "keep_io_types": True}
+
+
+#: The operators :func:`quantize_dynamic_int8` quantizes by default: onnxruntime's dynamic
+#: (IntegerOps) registry less ``Conv`` (its ``ConvInteger`` is 7-14x slower than a float Conv
+#: here, docs/decisions/compression.md) and ``LSTM``. A ``Gather`` from a constant table (an
+#: n-gram or token embedding) gets an int8 table, one scale per tensor, and a DequantizeLinear
+#: of the gathered rows; a ``MatMul`` (and a ``Gemm``, which the quantizer rewrites as one) with
+#: constant weights becomes DynamicQuantizeLinear + MatMulInteger, weights per output channel.
+DYNAMIC_OP_TYPES = ("MatMul", "Gather", "Attention", "EmbedLayerNormalization")
+#: Model metadata keys of ours (``sampan.wordpiece_vocab``: a text encoder's vocabulary, which
+#: the device refuses a graph without) that every derived graph keeps.
+METADATA_PREFIX = "sampan."
+
+
+def copy_metadata(source: Path, target: Path, prefix: str = METADATA_PREFIX) -> list[str]:
+    """Give ``target`` the ``prefix`` metadata entries (``metadata_props``) of ``source``, the
+    same values (those it already has are replaced); returns their keys. Raises ValueError when
+    ``target`` does not hold them afterwards."""
+    wanted = {entry.key: entry.value for entry in
+              onnx.load(str(source), load_external_data=False).metadata_props
+              if entry.key.startswith(prefix)}
+    if not wanted:
+        return []
+    model = onnx.load(str(target))
+    kept = [entry for entry in model.metadata_props if entry.key not in wanted]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    for key, value in wanted.items():
+        model.metadata_props.add(key=key, value=value)
+    onnx.save(model, str(target))
+    stored = {entry.key: entry.value for entry in
+              onnx.load(str(target), load_external_data=False).metadata_props}
+    lost = [key for key, value in wanted.items() if stored.get(key) != value]
+    if lost:
+        raise ValueError(f"the graph lost its metadata {', '.join(lost)}")
+    return sorted(wanted)
+
+
+def quantize_dynamic_int8(source: Path, target: Path, *,
+                          op_types: tuple[str, ...] = DYNAMIC_OP_TYPES,
+                          per_channel: bool = True) -> dict[str, Any]:
+    """INT8 dynamic quantization of ``source`` (``onnxruntime.quantization.quantize_dynamic``:
+    weights int8 ahead of time, activations quantized at run time, no calibration data), only
+    the ``op_types`` operators, weights per output channel where the operator allows
+    (``MatMul``; a ``Gather`` table has one scale); the ``sampan.*`` metadata kept
+    (:func:`copy_metadata`). Returns the candidate's ``params``."""
+    quantize_dynamic(str(source), str(target), op_types_to_quantize=list(op_types),
+                     per_channel=per_channel, weight_type=QuantType.QInt8)
+    tidy_graph(target)
+    copy_metadata(source, target)
+    quantized = sorted({node.op_type for node in onnx.load(str(target)).graph.node
+                        if node.op_type in ("MatMulInteger", "DequantizeLinear",
+                                            "DynamicQuantizeLinear")})
+    return {"quantization": "dynamic", "op_types": list(op_types), "per_channel": per_channel,
+            "weight_type": "int8", "activation_type": "uint8 (at run time)",
+            "quantized_ops": quantized}

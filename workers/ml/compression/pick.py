@@ -18,7 +18,7 @@ def _p50(candidate: Mapping[str, Any]) -> float | None:
 
 
 def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32", *,
-         measured_on: str = "the device") -> tuple[str | None, str]:
+         measured_on: str = "the device", unit: str = "images") -> tuple[str | None, str]:
     """Choose among ``candidates`` (dicts with ``key``, ``status`` "ready", ``within_budget``,
     ``compatible`` (False: the device cannot load it), ``latency`` = the measurement
     ``{"p50_ms": float, ...}`` or None when it was not measured, ``size_bytes``,
@@ -31,7 +31,8 @@ def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32", *
     in the reason (the pick is only the fastest of those measured).
 
     Returns ``(key or None, reason)``, the reason in English sentences for the job page;
-    ``measured_on`` names where the latencies come from.
+    ``measured_on`` names where the latencies come from, ``unit`` what the accuracy was measured
+    on ("images", "texts").
     """
     reference = next((c for c in candidates if c.get("key") == reference_key), None)
     unmeasured = [str(c.get("key")) for c in candidates
@@ -59,7 +60,7 @@ def pick(candidates: Sequence[Mapping[str, Any]], reference_key: str = "fp32", *
     drop = float(best.get("accuracy_drop_pt") or 0.0)
     n = int(best.get("n_evaluated") or 0)
     split = "test" if best.get("evaluated_on", "test") == "test" else "validation"
-    images = f" on {n} {split} images" if n else f" on the {split} images"
+    images = f" on {n} {split} {unit}" if n else f" on the {split} {unit}"
     accuracy = (f"{drop:.1f} points less accurate than the float model{images}" if drop > 0
                 else f"no less accurate than the float model{images}")
     return str(best["key"]), (f"{best['key']} is the fastest candidate within the accuracy "

@@ -8,7 +8,8 @@ from typing import Any
 
 from ..specs import SampleRef
 
-__all__ = ["Candidate", "CompressRequest", "CompressResult", "CompressionCancelled", "Teacher"]
+__all__ = ["Candidate", "CompressRequest", "CompressResult", "CompressionCancelled", "Teacher",
+           "TextCompressRequest"]
 
 
 class CompressionCancelled(Exception):
@@ -53,6 +54,35 @@ class CompressRequest:
     methods: tuple[str, ...] = ("int8", "resolution", "pruning", "fp16")
     seed: int = 0
     allow_flips: bool = True
+
+
+@dataclass
+class TextCompressRequest:
+    """A text classifier to compress (docs/decisions/compression.md, "Text classifiers").
+
+    ``onnx_path``: the package's ``model.onnx`` (inputs ``indices``, ``weights``; output
+    ``probabilities``; a WordPiece model's vocabulary in its ``sampan.wordpiece_vocab``
+    metadata); ``text``: the manifest's ``text`` featurisation settings; ``labels``: the model's
+    classes in output order. ``train``, ``val``, ``test``: ``(text, class index, sample id)``
+    with the index into ``sample_labels`` (the dataset version's classes; a class is the
+    model's class of the same :func:`edge_agent.text.normalize_label` name). ``val`` and
+    ``test`` measure accuracy (``test``, else ``val``, as for images); ``train`` is not used
+    by the graph-level candidates. ``methods``: as :class:`CompressRequest`'s; ``int8`` and
+    ``fp16`` apply to text, ``resolution`` and ``pruning`` are ignored with a warning.
+    """
+
+    onnx_path: Path
+    text: dict[str, Any]
+    labels: list[str]
+    val: list[tuple[str, int, str]]
+    out_dir: Path
+    sample_labels: list[str] = field(default_factory=list)
+    train: list[tuple[str, int, str]] = field(default_factory=list)
+    test: list[tuple[str, int, str]] = field(default_factory=list)
+    budget_s: float = 540.0
+    accuracy_budget_pt: float = 1.0
+    providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    methods: tuple[str, ...] = ("int8", "fp16")
 
 
 @dataclass

@@ -12,6 +12,14 @@ export type StartCompressionRequest = Schemas["CompressionJobInputRequest"];
 export type CompressionMethod = Schemas["MethodsEnum"];
 /** The candidate families the form offers, in the order the engine tries them. */
 export const COMPRESSION_METHODS = ["int8", "resolution", "pruning", "fp16"] as const satisfies readonly CompressionMethod[];
+/** What applies to a text classifier (workers/ml/compression/text.py: graph-level candidates only; the
+ * students of "resolution" and "pruning" are image networks), the API's default for one. */
+export const TEXT_COMPRESSION_METHODS = ["int8", "fp16"] as const satisfies readonly CompressionMethod[];
+
+/** The methods the form offers for a model version of `task`. */
+export function compressionMethodsFor(task: string | null | undefined): readonly CompressionMethod[] {
+  return task === "text_classification" ? TEXT_COMPRESSION_METHODS : COMPRESSION_METHODS;
+}
 
 /** The API's defaults (CompressionJobInputRequest). */
 export const DEFAULT_ACCURACY_BUDGET_PT = 1.0;

@@ -39,6 +39,7 @@ import {
   formatMs,
   formatPoints,
   formatRatio,
+  isTextCandidate,
   p50Of,
   paretoOption,
   paretoPoints,
@@ -299,7 +300,7 @@ export function CandidatesTable({ job, candidates }: { job: CompressionJob; cand
                   {formatAccuracy(c.accuracy)}{" "}
                   <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                     ({t(`compression.split.${c.evaluated_on === "test" ? "test" : "val"}`)}
-                    {typeof c.n_evaluated === "number" && c.n_evaluated > 0 ? `, ${t("compression.images", { count: c.n_evaluated })}` : ""})
+                    {typeof c.n_evaluated === "number" && c.n_evaluated > 0 ? `, ${t(isTextCandidate(c) ? "compression.texts" : "compression.images", { count: c.n_evaluated })}` : ""})
                   </Typography.Text>
                 </span>
               ) : (

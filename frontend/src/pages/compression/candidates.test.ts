@@ -11,6 +11,7 @@ import {
   formatMs,
   formatPoints,
   formatRatio,
+  isTextCandidate,
   paretoOption,
   paretoPoints,
   progressPercent,
@@ -45,6 +46,13 @@ describe("candidate names", () => {
     expect(describeCandidate(t, fp32)).toBe("Float reference");
     expect(describeCandidate(t, int8)).toBe("INT8 (8-bit weights and activations)");
     expect(describeCandidate(t, res64)).toBe("Distilled student at 64 px");
+    // a text classifier's INT8 is dynamic; "int8-matmul" leaves the embedding tables float
+    const textInt8 = { key: "int8", method: "int8", preprocessing: {}, params: { quantization: "dynamic", op_types: ["MatMul", "Gather"] } };
+    const textMatMul = { key: "int8-matmul", method: "int8", preprocessing: {}, params: { quantization: "dynamic", op_types: ["MatMul"] } };
+    expect(describeCandidate(t, textInt8 as Candidate)).toBe("INT8, dynamic (8-bit tables and weights)");
+    expect(describeCandidate(t, textMatMul as Candidate)).toBe("INT8, dynamic, matrix weights only (tables stay float)");
+    expect(isTextCandidate(textMatMul as Candidate)).toBe(true);
+    expect(isTextCandidate(res64)).toBe(false);
     expect(describeCandidate(t, { key: "pruned50", method: "distilled", params: { resolution: 96, pruning_ratio: 0.5 } })).toBe("Pruned 50 % + distilled");
     expect(describeCandidate(t, { key: "pruned30-res64", method: "distilled", params: { resolution: 64, pruning_ratio: 0.3 } })).toBe(
       "Pruned 30 % + distilled at 64 px",

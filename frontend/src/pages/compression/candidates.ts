@@ -117,6 +117,13 @@ export function candidateKind(c: Candidate): CandidateKind {
   return { base: "other", int8: isInt8, percentile };
 }
 
+/** A text classifier's candidate (workers/ml/compression/text.py): its preprocessing is empty (an
+ * evaluated image candidate's names its input size); its accuracy was measured on texts. */
+export function isTextCandidate(c: Candidate): boolean {
+  const preprocessing: unknown = c.preprocessing;
+  return typeof preprocessing === "object" && preprocessing !== null && Object.keys(preprocessing).length === 0;
+}
+
 /** "INT8 (quantized, 4x smaller)", "Distilled student at 64 px", "Pruned 50 % + distilled", "Float reference". */
 export function describeCandidate(t: TFunction, c: Candidate): string {
   const kind = candidateKind(c);
@@ -127,6 +134,12 @@ export function describeCandidate(t: TFunction, c: Candidate): string {
     case "fp16":
       return t("compression.kinds.fp16");
     case "int8":
+      // a text model's INT8 is dynamic: its tables and weights int8, activations at run time;
+      // "int8-matmul" keeps the embedding tables float
+      if (c.params?.quantization === "dynamic") {
+        const ops = Array.isArray(c.params.op_types) ? (c.params.op_types as unknown[]) : [];
+        return t(ops.length === 1 && ops[0] === "MatMul" ? "compression.kinds.int8MatMul" : "compression.kinds.int8Dynamic");
+      }
       text = t("compression.kinds.int8");
       break;
     case "student":

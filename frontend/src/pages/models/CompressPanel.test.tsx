@@ -141,12 +141,36 @@ describe("Compress for a device", () => {
     const card = await screen.findByTestId("compress-card", {}, { timeout: 5000 });
     expect(within(card).getByText("Compress for a device")).toBeInTheDocument();
     expect(within(card).getByTestId("compress-unavailable")).toHaveTextContent(
-      "Compressing object detection models is not available yet: only image classifiers can be compressed for a device for now.",
+      "Compressing object detection models is not available yet: only image and text classifiers can be compressed for a device for now.",
     );
     expect(screen.queryByTestId("compress-button")).toBeNull();
     expect(within(card).queryByRole("button")).toBeNull();
     expect(screen.queryByTestId("compression-jobs")).toBeNull();
     expect(state.posted).toEqual([]);
+  }, 30_000);
+
+  it("a text classifier is offered the methods that apply to it: INT8 and FP16, not students", async () => {
+    const text = {
+      ...version, task_type: "text_classification", labels: ["正面", "负面"],
+      metrics: { evaluated_on: "test", val_accuracy: 0.9, test_accuracy: 0.88, macro_f1: 0.87 },
+      manifest: { text: { hash: "crc32", buckets: 32768 } },
+    };
+    const state: State = { posted: [], answer: [201, { ...job, status: "QUEUED" }] };
+    const { router } = renderRoutes(routes, "/projects/p1/models/versions/mv1", api(state, text) as unknown as typeof globalThis.fetch);
+    const dialog = await openForm();
+    expect(within(dialog).getByTestId("accuracy-help")).toHaveTextContent("less accurate than this one on held-out texts.");
+    for (const name of ["INT8 quantization", "FP16 (devices with a GPU only)"]) {
+      expect(within(dialog).getByRole("checkbox", { name, hidden: true })).toBeChecked();
+    }
+    for (const name of ["Lower input resolution (distilled student)", "Pruning (distilled student)"]) {
+      expect(within(dialog).queryByRole("checkbox", { name, hidden: true })).toBeNull();
+    }
+    await waitFor(() => expect(dialog.querySelector(".ant-select-content, .ant-select-selection-item")).toHaveTextContent("camera-1"));
+    await userEvent.click(within(dialog).getByRole("button", { name: "Start compressing" }));
+    await waitFor(() => expect(router.state.location.pathname).toBe("/projects/p1/compression-jobs/cj1"));
+    expect(state.posted).toEqual([
+      { source_model_version_id: "mv1", device_id: "dev1", accuracy_budget_pt: 1, budget_s: 600, methods: ["int8", "fp16"] },
+    ]);
   }, 30_000);
 
   it("a float version has no such line", async () => {

@@ -8,7 +8,7 @@ import { useTranslation } from "react-i18next";
 import { Link, useNavigate } from "react-router";
 
 import {
-  COMPRESSION_METHODS,
+  compressionMethodsFor,
   DEFAULT_ACCURACY_BUDGET_PT,
   DEFAULT_COMPRESSION_BUDGET_S,
   MAX_ACCURACY_BUDGET_PT,
@@ -27,6 +27,7 @@ import { JobStatusTag } from "../../components/JobStatusTag";
 import { EditorOnly } from "../../components/ReadOnly";
 import { formatDate } from "../../format";
 import { formatMs } from "../compression/candidates";
+import { isTextTask } from "../training/textJob";
 import { DeviceStatusBadge } from "../devices/DeploymentStateTag";
 import { isDetectionTask } from "./headlineMetric";
 
@@ -138,6 +139,8 @@ export function CompressModal({ projectId, version, open, onClose }: { projectId
   const [form] = Form.useForm<CompressValues>();
   const devices = useDevices(projectId, open ? 5000 : false);
   const start = useStartCompression(projectId);
+  // a text classifier gets graph-level candidates only: no students to offer
+  const methods = compressionMethodsFor(version.task_type);
 
   // the first online device, once the list arrives, unless the person already chose
   useEffect(() => {
@@ -153,7 +156,7 @@ export function CompressModal({ projectId, version, open, onClose }: { projectId
         device_id: values.device_id === WORKER_CHOICE ? null : values.device_id,
         accuracy_budget_pt: values.accuracy_budget_pt,
         budget_s: Math.round(values.budget_s * 60),
-        methods: COMPRESSION_METHODS.filter((m) => values.methods.includes(m)),
+        methods: methods.filter((m) => values.methods.includes(m)),
       },
       {
         onSuccess: (job) => {
@@ -203,7 +206,7 @@ export function CompressModal({ projectId, version, open, onClose }: { projectId
           device_id: WORKER_CHOICE,
           accuracy_budget_pt: DEFAULT_ACCURACY_BUDGET_PT,
           budget_s: DEFAULT_COMPRESSION_BUDGET_S / 60,
-          methods: [...COMPRESSION_METHODS],
+          methods: [...methods],
         }}
       >
         <Form.Item name="device_id" label={t("compression.device")} extra={t("compression.deviceHelp")}>
@@ -216,7 +219,7 @@ export function CompressModal({ projectId, version, open, onClose }: { projectId
         <Form.Item
           name="accuracy_budget_pt"
           label={t("compression.accuracyBudget")}
-          extra={<span data-testid="accuracy-help">{t("compression.accuracyBudgetHelp")}</span>}
+          extra={<span data-testid="accuracy-help">{t(isTextTask(version.task_type) ? "compression.accuracyBudgetHelpText" : "compression.accuracyBudgetHelp")}</span>}
           rules={[{ required: true, type: "number", min: 0, max: MAX_ACCURACY_BUDGET_PT, message: `0 – ${MAX_ACCURACY_BUDGET_PT}` }]}
         >
           <InputNumber step={0.5} precision={1} style={{ width: 140 }} aria-label={t("compression.accuracyBudget")} />
@@ -254,7 +257,7 @@ export function CompressModal({ projectId, version, open, onClose }: { projectId
                 >
                   <Checkbox.Group>
                     <Space orientation="vertical" size={2}>
-                      {COMPRESSION_METHODS.map((method) => (
+                      {methods.map((method) => (
                         <Checkbox key={method} value={method}>
                           {t(`compression.methodNames.${method}`)}
                         </Checkbox>
