@@ -66,13 +66,17 @@ def image_problem(error: ImageDecodeError) -> str:
     if key == "too_large":
         key = ("too_large_size" if "width" in error.params else
                "too_large_pixels" if "pixels" in error.params else "too_large")
-    template = _IMAGE_PROBLEMS.get(key)
+    return (_translated(_IMAGE_PROBLEMS.get(key), error.params)
+            or _("file: %(reason)s") % {"reason": error})
+
+
+def _translated(template: str | None, params: dict[str, Any]) -> str | None:
+    """``template`` in the active language filled with ``params``; None when there is no
+    template or the params do not fit it (the caller then says the error as it came)."""
     try:
-        if template is not None:
-            return gettext(template) % error.params
-    except (KeyError, TypeError, ValueError):  # params that do not fit: say it as it came
-        pass
-    return _("file: %(reason)s") % {"reason": error}
+        return gettext(template) % params if template is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 # why a text cannot be tried, by TextInputError.kind (edge_agent.text_session.text_input, the
@@ -88,13 +92,8 @@ _TEXT_PROBLEMS = {
 
 def text_problem(error: TextInputError) -> str:
     """The message for a text a text model does not take, in the active language."""
-    template = _TEXT_PROBLEMS.get(error.kind)
-    try:
-        if template is not None:
-            return gettext(template) % error.params
-    except (KeyError, TypeError, ValueError):  # params that do not fit: say it as it came
-        pass
-    return _("text: %(reason)s") % {"reason": error}
+    return (_translated(_TEXT_PROBLEMS.get(error.kind), error.params)
+            or _("text: %(reason)s") % {"reason": error})
 
 
 def _inference_slots() -> threading.BoundedSemaphore:
