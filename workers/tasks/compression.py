@@ -34,6 +34,7 @@ from sampan.core.stored_text import (COMPRESSION_FAILED, COMPRESSION_TIME_LIMIT,
 from workers.ml.compression import (CompressionCancelled, CompressRequest, Teacher,
                                     TextCompressRequest, compress_classifier,
                                     compress_text_classifier, pick)
+from workers.ml.compression.pick import TEXT_TIE_SHARE, TIE_SHARE
 from workers.ml.compression.text import text_manifest
 from workers.ml.specs import SampleRef
 from workers.tasks.heartbeat import heartbeating, time_limit_s
@@ -136,9 +137,10 @@ def run_compression(compression_job_id: str) -> None:
         if unmeasured:
             services.compression_warnings_record(job_id=job_id, warnings=[
                 *result.warnings, f"not measured: {'; '.join(unmeasured)}"])
+        text = inputs.text is not None
         key, reason = pick(candidates, measured_on=inputs.device_name or
-                           "the compression worker",
-                           unit="texts" if inputs.text is not None else "images")
+                           "the compression worker", unit="texts" if text else "images",
+                           tie_share=TEXT_TIE_SHARE if text else TIE_SHARE)
         try:
             services.compression_job_complete(job_id=job_id, picked=key, reason=reason)
         except Exception as exc:  # storing or registering (the bucket, the database)

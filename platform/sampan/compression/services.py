@@ -69,7 +69,7 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     Raises ValidationFailed naming the field: a source that is not an image or text classifier
     or has no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
     outside 0..50 points (``accuracy_budget_pt``) or 120 s..6 h (``budget_s``), an unknown
-    method (``methods``), a device of another project (``device_id``). Raises QuotaExceeded (429)
+    method or, for a text classifier, none of ``TEXT_METHODS`` (``methods``), a device of another project (``device_id``). Raises QuotaExceeded (429)
     when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
     jobs waiting.
     """
@@ -110,6 +110,11 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
                                   "%(unknown)s") if unknown
                                 else _("methods must be a non-empty subset of %(methods)s"))
                                % values, field="methods")
+    if text and not any(m in TEXT_METHODS for m in chosen):
+        raise ValidationFailed(
+            _("a text classifier is compressed by %(methods)s; %(asked)s make smaller image "
+              "networks (a lower resolution, fewer channels) and do not apply to it")
+            % {"methods": ", ".join(TEXT_METHODS), "asked": ", ".join(chosen)}, field="methods")
     if device is not None and device.project_id != project.pk:
         raise ValidationFailed(_("the device is not in this project"), field="device_id")
     with transaction.atomic():

@@ -99,6 +99,9 @@ PICK_REASONS = Templates(
                  "%(where)s: keep the float model.%(note)s"),
     gettext_noop("%(key)s is the fastest candidate within the accuracy budget: %(p50)s ms p50 "
                  "on %(where)s%(speed)s; %(accuracy)s.%(note)s"),
+    gettext_noop("%(key)s is the smallest of the candidates within the accuracy budget whose "
+                 "p50 is within %(share)s%% of the fastest one's: %(p50)s ms p50 on %(where)s "
+                 "(the fastest: %(fastest)s ms); %(accuracy)s.%(note)s"),
     inner={"where": _WHERE, "speed": _SPEED, "accuracy": _ACCURACY, "note": _NOT_MEASURED})
 
 #: the job's ``error``: a job's errors, and the platform's own before the worker starts

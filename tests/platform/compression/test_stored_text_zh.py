@@ -110,6 +110,19 @@ def test_every_form_of_the_picks_reason_reads_in_chinese(
     assert job["client"].get(job["url"], **CHINESE).json()["pick_reason"] == expected
 
 
+def test_a_tied_pick_the_smaller_file_reads_in_chinese(job: dict[str, Any]) -> None:
+    candidates = [{**_candidate(k, job["onnx"], 0.5 if k == "int8" else 0.0),
+                   "latency": {"p50_ms": p50}, "size_bytes": size, "n_evaluated": 50}
+                  for k, p50, size in (("fp32", 1.0, 400), ("int8", 1.02, 100))]
+    key, reason = pick(candidates, measured_on="the compression worker")
+    assert key == "int8" and reason.startswith("int8 is the smallest of the candidates")
+    services.compression_job_complete(job_id=job["id"], picked=None, reason=reason)
+    assert job["client"].get(job["url"]).json()["pick_reason"] == reason
+    assert job["client"].get(job["url"], **CHINESE).json()["pick_reason"] == (
+        "int8 是精度预算内 p50 与最快者相差不超过 3% 的候选中文件最小的：在压缩工作进程上 p50 为 "
+        "1.02 毫秒（最快：1.00 毫秒）；在 50 张测试图像上准确率比浮点模型低 0.5 个百分点。")
+
+
 def test_a_job_whose_source_cannot_be_read_fails_in_the_language_asked_for(
         job: dict[str, Any]) -> None:
     from sampan.core import storage

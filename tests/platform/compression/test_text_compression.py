@@ -96,6 +96,14 @@ def test_a_text_job_is_accepted_runs_on_the_worker_and_measures_every_candidate(
     assert default.status_code == 201, default.json()
     assert default.json()["methods"] == ["int8", "fp16"]  # what applies to a text model
     client.post(f"{url}{default.json()['id']}/cancel/")
+    # methods none of which applies to a text model: refused, naming the field (it would
+    # "succeed" with the float model alone)
+    for methods in (["pruning"], ["resolution", "pruning"]):
+        refused = client.post(url, {"source_model_version_id": str(source.pk),
+                                    "methods": methods}, format="json")
+        assert refused.status_code == 400, refused.json()
+        assert refused.json()["error"]["field"] == "methods", refused.json()
+        assert "int8, fp16" in refused.json()["error"]["message"], refused.json()
     created = client.post(url, {"source_model_version_id": str(source.pk), "budget_s": 120,
                                 "methods": ["int8", "pruning"]}, format="json")
     assert created.status_code == 201, created.json()
