@@ -26,7 +26,7 @@ from edge_agent.runtime import (
 )
 from edge_agent.sessions import ModelSession, open_session
 from edge_agent.telemetry import Telemetry
-from edge_agent.text_session import TextClassifierSession, image_model_got
+from edge_agent.text_session import DEFAULT_TOP_K, TextClassifierSession, image_model_got
 
 __all__ = ["Agent", "NoModelError", "agent_version"]
 
@@ -148,8 +148,8 @@ class Agent:
         self.telemetry.set_model(session.version_id, session.task)
         log.info("serving model version %s", session.version_id)
 
-    def predict(self, data: bytes, top_k: int = 5, score_threshold: float | None = None
-                ) -> dict[str, Any]:
+    def predict(self, data: bytes, top_k: int | None = None,
+                score_threshold: float | None = None) -> dict[str, Any]:
         """A request body (image bytes; JSON for a text model) -> the served model's answer,
         by its task (docs/contracts.md, "Agent HTTP API"): ``{"model_version_id", "task":
         "image_classification", "predictions": [{"label", "index", "probability"}],
@@ -160,8 +160,9 @@ class Agent:
         ``{"model_version_id", "task": "text_classification", "predictions": [{"label",
         "index", "score"}], "truncated", "latency_ms"}`` and for ``{"texts": [...]}``
         ``{"model_version_id", "task", "results": [{"predictions", "truncated"}],
-        "latency_ms"}``. ``top_k`` is ignored by detectors and ``score_threshold`` by
-        classifiers; both are checked. Latency in ms, decode to answer.
+        "latency_ms"}``. ``top_k`` (None: the request's query string gave none; a text body may
+        give it, else 5) is ignored by detectors and ``score_threshold`` by classifiers; both
+        are checked. Latency in ms, decode to answer.
 
         Raises:
             NoModelError: no model is loaded.
@@ -181,7 +182,7 @@ class Agent:
                 outcome = "no_model"
                 raise NoModelError("no model is loaded yet")
             try:
-                if top_k < 1:
+                if top_k is not None and top_k < 1:
                     raise ValueError("top_k must be >= 1")
                 if score_threshold is not None and not 0.0 <= score_threshold <= 1.0:
                     raise ValueError("score_threshold must be in [0, 1]")
@@ -191,7 +192,8 @@ class Agent:
                 elif isinstance(session, TextClassifierSession):
                     answer = session.answer(data, top_k=top_k)
                 else:
-                    answer = {"predictions": session.predict_image(data, top_k=top_k)}
+                    answer = {"predictions": session.predict_image(
+                        data, top_k=DEFAULT_TOP_K if top_k is None else top_k)}
             except (ImageDecodeError, ValueError) as error:
                 outcome = "bad_request"
                 if isinstance(error, ImageDecodeError):  # JSON sent to an image model?

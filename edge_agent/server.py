@@ -1,7 +1,9 @@
 """The agent's local HTTP API: its routes, key and connection cap, on the HTTP/1.1 connections
 of :mod:`edge_agent.http11` (a thread each, requests parsed by httptools).
 
-- ``POST /v1/predict`` body = image bytes, optional ``?top_k=5`` (classification) and
+- ``POST /v1/predict`` body = image bytes, optional ``?top_k=5`` (classification: any
+  integer >= 1, :func:`edge_agent.text_session.parse_top_k`; a text body may give ``top_k``
+  too, the same or refused) and
   ``?score_threshold=0.5`` (detection) -> 200, by the served model's task:
   ``{"model_version_id", "task": "image_classification", "predictions": [{"label", "index",
   "probability"}], "latency_ms"}`` or ``{"model_version_id", "task": "object_detection",
@@ -62,6 +64,7 @@ from edge_agent.agent import Agent, NoModelError
 from edge_agent.http11 import Connection, Refusal, Request, error_body, response
 from edge_agent.imaging import ImageDecodeError
 from edge_agent.runtime import ModelLoadError
+from edge_agent.text_session import TopKError, parse_top_k
 
 __all__ = ["MAX_CONNECTIONS", "AgentHTTPServer", "make_server"]
 
@@ -225,10 +228,10 @@ class _Handler(Connection):
 
     def _predict(self, request: Request) -> tuple[HTTPStatus, bytes, str]:
         query = parse_qs(request.query)
-        try:
-            top_k = int(query.get("top_k", ["5"])[0])
-        except ValueError:
-            return HTTPStatus.BAD_REQUEST, error_body("top_k must be an integer"), _JSON
+        try:  # the rule the platform's try-it has too; a text body may give it as well
+            top_k = parse_top_k(query["top_k"][0]) if "top_k" in query else None
+        except TopKError as error:
+            return HTTPStatus.BAD_REQUEST, error_body(str(error)), _JSON
         score_threshold = None
         if "score_threshold" in query:
             try:

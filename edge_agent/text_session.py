@@ -26,6 +26,10 @@ so the same text gets the same answer or the same refusal on either; docs/contra
 - any length is taken: the model reads its start (``text.max_chars`` characters or
   ``max_tokens`` tokens) and the answer says ``truncated``; the body's own limit (32 MiB on the
   agent and on the platform) bounds it.
+
+``top_k``, one rule for both too (:func:`parse_top_k`, :func:`request_top_k`): from the query
+string and/or a JSON body, an integer (or a string of digits) >= 1, any size (an answer lists at
+most every label), absent or ``null``: :data:`DEFAULT_TOP_K`; both given and different: refused.
 """
 
 from __future__ import annotations
@@ -56,11 +60,14 @@ from edge_agent.text import (
 )
 from edge_agent.wordpiece import VOCAB_METADATA_KEY, vocab_sha256
 
-__all__ = ["MAX_TEXTS", "TASK", "TextClassifierSession", "TextInputError", "VocabularyError",
+__all__ = ["DEFAULT_TOP_K", "MAX_TEXTS", "TASK", "TextClassifierSession",
+           "TextInputError", "TextRequestError", "TopKError", "VocabularyError",
            "WrongInputError", "image_model_got", "load_text_request", "parse_text_body",
-           "text_input"]
+           "parse_top_k", "request_top_k", "text_input", "text_request"]
 
 TASK = "text_classification"
+#: The classes an answer lists when the request names no ``top_k``.
+DEFAULT_TOP_K = 5
 #: Most texts one ``POST /v1/predict`` may carry (``{"texts": [...]}``).
 MAX_TEXTS = 256
 #: The graph's inputs: name -> (onnxruntime type, manifest dtype).
@@ -90,6 +97,69 @@ class TextInputError(ValueError):
         self.kind = kind
         self.field = field
         self.params = params
+
+
+class TextRequestError(ValueError):
+    """A text request's body that is not a JSON object (:func:`load_text_request`).
+    ``str(error)`` is the agent's reason in English; ``kind`` (``empty``, ``not_utf8``:
+    ``byte``, ``offset``; ``not_json``: ``error``; ``too_deep``; ``not_object``: ``type``) and
+    ``params`` say it for a caller that words it in another language (the platform's try-it)."""
+
+    def __init__(self, message: str, kind: str, **params: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.params = params
+
+
+class TopKError(ValueError):
+    """A ``top_k`` that is not valid (:func:`parse_top_k`, :func:`request_top_k`): ``kind``
+    ``not_integer``, ``below_one`` or ``conflict`` (``query``, ``body``); ``str(error)`` is the
+    reason in English, the same on the agent and the platform's try-it."""
+
+    def __init__(self, message: str, kind: str, **params: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.params = params
+
+
+_TOP_K_DIGITS = re.compile(r"\s*\+?[0-9]+\s*")
+
+
+def parse_top_k(value: object) -> int | None:
+    """A ``top_k`` as a request gives it, by one rule on the agent and the platform's try-it,
+    from the query string (a string) or a JSON body: None (absent, or JSON ``null``) -> None,
+    the default; an integer or a string of decimal digits -> that integer, which must be >= 1;
+    any number is taken (an answer lists at most every label).
+
+    Raises:
+        TopKError: not an integer (a boolean, a fraction, another string: ``top_k must be an
+            integer``), below 1 (``top_k must be >= 1``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) and _TOP_K_DIGITS.fullmatch(value) and len(value) <= 4000:
+        value = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*-[0-9]+\s*", value):
+        raise TopKError("top_k must be >= 1", "below_one")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TopKError("top_k must be an integer", "not_integer")
+    if value < 1:
+        raise TopKError("top_k must be >= 1", "below_one")
+    return value
+
+
+def request_top_k(query: int | None, body: int | None) -> int:
+    """The ``top_k`` of a request that may give it in its query string and in its body (both
+    read by :func:`parse_top_k`): the one given, :data:`DEFAULT_TOP_K` when neither is.
+
+    Raises:
+        TopKError: both are given and differ (``conflict``).
+    """
+    if query is not None and body is not None and query != body:
+        raise TopKError(f"top_k is {query} in the query string and {body} in the body: give "
+                        "it once", "conflict", query=query, body=body)
+    found = query if query is not None else body
+    return DEFAULT_TOP_K if found is None else found
 
 
 class VocabularyError(ModelLoadError):
@@ -160,14 +230,14 @@ def image_model_got(task: str, data: bytes) -> WrongInputError | None:
                            "body, not JSON")
 
 
-def _not_json(data: bytes, reason: str) -> WrongInputError | ValueError:
-    """A body a text model cannot read: an image (say so), or ``reason``."""
+def _not_json(data: bytes, problem: TextRequestError) -> WrongInputError | TextRequestError:
+    """A body a text model cannot read: an image (say so), or ``problem``."""
     from edge_agent.imaging import ImageDecodeError, sniff_format
 
     try:
         fmt = sniff_format(data)
     except ImageDecodeError:
-        return ValueError(f"{reason}; {_EXPECTS}")
+        return TextRequestError(f"{problem}; {_EXPECTS}", problem.kind, **problem.params)
     return WrongInputError(f"{_EXPECTS}, not a {fmt} image")
 
 
@@ -179,27 +249,30 @@ def load_text_request(data: bytes) -> dict[str, Any]:
 
     Raises:
         WrongInputError: the body is an image.
-        ValueError: the body is empty, not JSON (or not UTF-8 outside those strings), not an
-            object.
+        TextRequestError: the body is empty, not JSON (or not UTF-8 outside those strings),
+            nested too deeply, not an object.
     """
     if not data:
-        raise ValueError(f"the body is empty; {_EXPECTS}")
-    escaped, reason = False, ""
+        raise TextRequestError(f"the body is empty; {_EXPECTS}", "empty")
+    escaped, problem = False, None
     try:
         decoded = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        reason = (f"the body is not UTF-8 (byte 0x{data[error.start]:02x} at offset "
-                  f"{error.start})")
+        problem = TextRequestError(f"the body is not UTF-8 (byte 0x{data[error.start]:02x} at "
+                                   f"offset {error.start})", "not_utf8",
+                                   byte=data[error.start], offset=error.start)
         decoded, escaped = data.decode("utf-8", "surrogateescape"), True
     try:
         body = json.loads(decoded.removeprefix("\ufeff"))
     except ValueError as error:
-        raise _not_json(data, reason if escaped else f"the body is not JSON ({error})") from None
+        raise _not_json(data, problem or TextRequestError(
+            f"the body is not JSON ({error})", "not_json", error=str(error))) from None
     except RecursionError:  # arrays or objects nested thousands deep
-        raise ValueError(f"the body is not JSON this agent reads (nested too deeply); "
-                         f"{_EXPECTS}") from None
+        raise TextRequestError(f"the body is not JSON this agent reads (nested too deeply); "
+                               f"{_EXPECTS}", "too_deep") from None
     if not isinstance(body, dict):
-        raise ValueError(f"the body must be a JSON object, not {_json_type(body)}; {_EXPECTS}")
+        raise TextRequestError(f"the body must be a JSON object, not {_json_type(body)}; "
+                               f"{_EXPECTS}", "not_object", type=_json_type(body))
     if escaped:
         for key in ("text", "texts"):
             value = body.get(key)
@@ -225,7 +298,15 @@ def _as_sent(value: str) -> str | bytes:
 def parse_text_body(data: bytes) -> tuple[list[str], bool]:
     """The texts of a text model's request body: ``({"text": t} -> ([t], False)``, ``{"texts":
     [...]} -> (texts, True)``, each through :func:`text_input`. Other keys are ignored. A UTF-8
-    byte order mark is allowed.
+    byte order mark is allowed. Raises as :func:`text_request`."""
+    texts, batch, _top_k = text_request(data)
+    return texts, batch
+
+
+def text_request(data: bytes) -> tuple[list[str], bool, int | None]:
+    """A text model's request body -> ``(texts, batch, top_k)``: the texts as
+    :func:`parse_text_body` reads them and the body's ``top_k`` (:func:`parse_top_k`; None
+    when it gives none). Other keys are ignored. A UTF-8 byte order mark is allowed.
 
     Raises:
         WrongInputError: the body is an image.
@@ -233,8 +314,10 @@ def parse_text_body(data: bytes) -> tuple[list[str], bool]:
             of ``text`` and ``texts``; ``texts`` is not a list of 1 to :data:`MAX_TEXTS`
             items. :class:`TextInputError` (a ValueError): a text :func:`text_input` refuses
             (not a string, not UTF-8, a lone surrogate, empty). The message names the field.
+            :class:`TopKError` (a ValueError): the body's ``top_k`` is not valid.
     """
     body = load_text_request(data)
+    top_k = parse_top_k(body.get("top_k"))
     if "text" in body and "texts" in body:
         raise ValueError('give "text" (one text) or "texts" (a list), not both')
     if "text" in body:
@@ -249,7 +332,8 @@ def parse_text_body(data: bytes) -> tuple[list[str], bool]:
         names = [f"texts[{index}]" for index in range(len(texts))]
     else:
         raise ValueError(f'the body has no "text"; {_EXPECTS}')
-    return [text_input(text, name) for name, text in zip(names, texts, strict=True)], batch
+    return ([text_input(text, name) for name, text in zip(names, texts, strict=True)], batch,
+            top_k)
 
 
 def _dims(shape: Any) -> list[Any] | None:
@@ -457,18 +541,22 @@ class TextClassifierSession:
                             "truncated": bool(truncated)})
         return results
 
-    def answer(self, data: bytes, top_k: int = 5) -> dict[str, Any]:
+    def answer(self, data: bytes, top_k: int | None = None) -> dict[str, Any]:
         """A ``POST /v1/predict`` body -> the answer's task fields: ``{"predictions",
         "truncated"}`` for ``{"text"}``, ``{"results": [{"predictions", "truncated"}]}`` for
-        ``{"texts"}`` (in the order of the texts).
+        ``{"texts"}`` (in the order of the texts). ``top_k``: the query string's (None: not
+        given); the body may give it too, the same or refused (:func:`request_top_k`); neither:
+        :data:`DEFAULT_TOP_K`.
 
         Raises:
             WrongInputError: an image was sent.
-            ValueError: a body :func:`parse_text_body` refuses, a text empty after
-                normalisation (named), ``top_k`` < 1.
+            ValueError: a body :func:`text_request` refuses, a text empty after
+                normalisation (named), ``top_k`` < 1; :class:`TopKError` for a body ``top_k``
+                that is not valid or differs from the query string's.
             ModelLoadError: onnxruntime fails to run.
         """
-        texts, batch = parse_text_body(data)
+        texts, batch, body_top_k = text_request(data)
+        top_k = request_top_k(top_k, body_top_k)
         try:
             results = self.predict_texts(texts, top_k=top_k)
         except TextFeaturesError as error:

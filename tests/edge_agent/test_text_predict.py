@@ -238,3 +238,35 @@ def test_a_deployment_swaps_an_image_model_for_a_text_model_and_keeps_serving(
         assert metrics["errors"] == 1
         assert 0.5 < metrics["confidence_mean"] <= 1.0
         assert "detections" not in metrics
+
+
+@pytest.mark.parametrize(("body", "query", "status", "answer"), [
+    ({"text": "这家餐厅的菜很好吃", "top_k": 1}, "", 200, 1),
+    ({"text": "这家餐厅的菜很好吃", "top_k": "1"}, "", 200, 1),
+    ({"text": "这家餐厅的菜很好吃", "top_k": None}, "", 200, 2),
+    ({"text": "这家餐厅的菜很好吃", "top_k": 1_000_000}, "", 200, 2),
+    ({"text": "这家餐厅的菜很好吃"}, "?top_k=1000000", 200, 2),
+    ({"texts": ["好吃", "难吃"], "top_k": 1}, "", 200, 1),
+    ({"text": "这家餐厅的菜很好吃", "top_k": 1}, "?top_k=1", 200, 1),
+    ({"text": "这家餐厅的菜很好吃", "top_k": 2}, "?top_k=1", 400,
+     "top_k is 1 in the query string and 2 in the body: give it once"),
+    ({"text": "这家餐厅的菜很好吃", "top_k": 0}, "", 400, "top_k must be >= 1"),
+    ({"text": "这家餐厅的菜很好吃", "top_k": 1.5}, "", 400, "top_k must be an integer"),
+    ({"text": "这家餐厅的菜很好吃", "top_k": True}, "", 400, "top_k must be an integer"),
+    ({"text": "这家餐厅的菜很好吃"}, "?top_k=1.5", 400, "top_k must be an integer"),
+], ids=["body", "body string", "body null", "a million", "a million in the query",
+        "batch", "both the same", "both differ", "zero", "fraction", "boolean",
+        "query fraction"])
+def test_top_k_comes_from_the_query_string_or_the_body_by_one_rule(
+        text_served, body: Any, query: str, status: int, answer: Any) -> None:
+    """The platform's try-it reads top_k by the same rule (edge_agent.text_session.
+    parse_top_k, request_top_k): any integer >= 1, an answer lists at most every label."""
+    _, base, _ = text_served
+    reply = post(base, body, query)
+    assert reply.status_code == status, reply.text
+    if status != 200:
+        assert reply.json() == {"error": answer}
+        return
+    found = reply.json()
+    for result in found.get("results", [found]):
+        assert len(result["predictions"]) == answer, found

@@ -2678,11 +2678,8 @@ export interface components {
             file?: string;
             /** @description One text, for a text classification model (multipart, or a JSON body {"text": "...", "top_k": 5}). The agent's rule (docs/contracts.md, "Agent HTTP API"): UTF-8, no lone surrogate, NUL characters removed, not empty once whitespace is removed (400 naming text otherwise); any length, the model reads its start (truncated: true). */
             text?: string;
-            /**
-             * @description Image classification: the most probable k.
-             * @default 5
-             */
-            top_k?: number;
+            /** @description Classification: the most probable k, any integer >= 1 (at most every label is listed; null or absent: 5). Also ?top_k= in the query string; both given and different: 400 naming top_k. The agent's rule. */
+            top_k?: number | null;
             /**
              * Format: double
              * @description Object detection: keep detections scoring above it (default: the manifest's detection.score_threshold).
@@ -7735,7 +7732,10 @@ export interface operations {
     };
     model_versions_predict: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description as the body's top_k (the same or omitted there) */
+                top_k?: number;
+            };
             header?: never;
             path: {
                 project_id: string;

@@ -69,9 +69,9 @@ def compression_job_create(*, project: Project, source: ModelVersion, device: De
     Raises ValidationFailed naming the field: a source that is not an image or text classifier
     or has no dataset version to calibrate and evaluate on (``source_model_version_id``), a budget
     outside 0..50 points (``accuracy_budget_pt``) or 120 s..6 h (``budget_s``), an unknown
-    method or, for a text classifier, none of ``TEXT_METHODS`` (``methods``), a device of another project (``device_id``). Raises QuotaExceeded (429)
-    when the project already has ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression
-    jobs waiting.
+    method or, for a text classifier, none of ``TEXT_METHODS`` (``methods``), a device of
+    another project (``device_id``). Raises QuotaExceeded (429) when the project already has
+    ``settings.SAMPAN_MAX_QUEUED_JOBS_PER_PROJECT`` compression jobs waiting.
     """
     ensure_active(project=project, doing=_("compressing"))
     text = source.task_type == TaskType.TEXT_CLASSIFICATION

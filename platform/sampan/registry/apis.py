@@ -7,28 +7,39 @@ import zipfile
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
+    OpenApiParameter,
     OpenApiResponse,
     PolymorphicProxySerializer,
     extend_schema,
     extend_schema_field,
 )
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, DataAndFiles, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from edge_agent.text_session import load_text_request
+from edge_agent.text_session import (
+    TextRequestError,
+    TopKError,
+    WrongInputError,
+    load_text_request,
+    parse_top_k,
+    request_top_k,
+)
 from sampan.accounts.models import Role
 from sampan.core import storage
 from sampan.core.apis import ProjectApi
 from sampan.core.disposition import content_disposition
+from sampan.core.errors import ValidationFailed
 from sampan.datasets.serializers import DatasetVersionRef
 from sampan.registry import offline, selectors
 from sampan.registry.inference import model_version_predict
@@ -125,19 +136,106 @@ class PredictMultiPartParser(MultiPartParser):
         return DataAndFiles(data, parsed.files)
 
 
+# why a JSON body is not a text request, by TextRequestError.kind: the agent's reasons
+# (edge_agent.text_session.load_text_request), with what try-it takes after them
+_REQUEST_PROBLEMS = {
+    "empty": gettext_noop("the body is empty; send JSON {\"text\": \"...\"}"),
+    "not_utf8": gettext_noop("the body is not UTF-8 (byte 0x%(byte)02x at offset "
+                             "%(offset)d); send JSON {\"text\": \"...\"}"),
+    "not_json": gettext_noop("the body is not JSON (%(error)s); send JSON "
+                             "{\"text\": \"...\"}"),
+    "too_deep": gettext_noop("the body is not JSON this server reads (nested too deeply); "
+                             "send JSON {\"text\": \"...\"}"),
+    "not_object": gettext_noop("the body must be a JSON object, not %(type)s; send JSON "
+                               "{\"text\": \"...\"}"),
+}
+_JSON_TYPES = {"an object": gettext_noop("an object"), "an array": gettext_noop("an array"),
+               "a string": gettext_noop("a string"), "a boolean": gettext_noop("a boolean"),
+               "a number": gettext_noop("a number"), "null": gettext_noop("null")}
+_READ_CHUNK = 1 << 16
+
+
+def request_problem(error: TextRequestError) -> str:
+    """The agent's reason for a body that is not a text request, in the active language."""
+    params = dict(error.params)
+    if "type" in params:
+        params["type"] = _(_JSON_TYPES.get(str(params["type"]), str(params["type"])))
+    template = _REQUEST_PROBLEMS.get(error.kind)
+    try:
+        return _(template) % params if template else str(error)
+    except (KeyError, TypeError, ValueError):
+        return str(error)
+
+
+def read_bounded(stream: Any, content_length: Any, limit: int | None) -> bytes:
+    """A request body read whole, refused past ``limit`` bytes (RequestDataTooBig: 413
+    ``too_large``, as Django refuses a multipart body's fields past the same
+    DATA_UPLOAD_MAX_MEMORY_SIZE): a ``Content-Length`` above it before anything is read, else
+    read in chunks and cut at ``limit`` + 1 bytes (a body without a length, or with a lying
+    one, is never read whole). ``limit`` None: no limit (Django's meaning)."""
+    try:
+        declared = int(content_length) if content_length not in (None, "") else None
+    except (TypeError, ValueError):
+        declared = None
+    if limit is not None and declared is not None and declared > limit:
+        raise RequestDataTooBig("Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE.")
+    if stream is None:
+        return b""
+    chunks, size = [], 0
+    while limit is None or size <= limit:
+        chunk = stream.read(_READ_CHUNK if limit is None else min(_READ_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if limit is not None and size > limit:
+        raise RequestDataTooBig("Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE.")
+    return b"".join(chunks)
+
+
 class PredictJSONParser(BaseParser):
     """application/json ``{"text": "...", "top_k": 5}``, read as the agent reads a text
     request (``edge_agent.text_session.load_text_request``): a text whose bytes are not UTF-8
-    reaches the view as those bytes, to be refused naming ``text``."""
+    reaches the view as those bytes, to be refused naming ``text``. The body is bounded as a
+    multipart body's fields are (DATA_UPLOAD_MAX_MEMORY_SIZE, 413 ``too_large``), before it is
+    parsed; a body that is not a JSON object is refused with the agent's reason (400, field
+    ``text``; an image: field ``file``)."""
 
     media_type = "application/json"
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        request = (parser_context or {}).get("request")
+        meta = getattr(request, "META", {})
+        body = read_bounded(stream, meta.get("CONTENT_LENGTH"),
+                            settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         try:
-            return load_text_request(stream.read() if stream is not None else b"")
-        except ValueError:  # WrongInputError too: an image sent as JSON
-            raise ParseError(_("the body is not a JSON object such as {\"text\": \"...\"}")
-                             ) from None
+            return load_text_request(body)
+        except WrongInputError:  # an image sent as JSON
+            raise ValidationFailed(_("the body is an image, not JSON: send an image as the "
+                                     "multipart field file"), field="file") from None
+        except TextRequestError as error:
+            raise ValidationFailed(request_problem(error), field="text") from None
+
+
+_TOP_K_PROBLEMS = {
+    "not_integer": gettext_noop("top_k must be an integer"),
+    "below_one": gettext_noop("top_k must be >= 1"),
+    "conflict": gettext_noop("top_k is %(query)d in the query string and %(body)d in the "
+                             "body: give it once"),
+}
+
+
+def predict_top_k(query: Any, body: Any) -> int:
+    """The ``top_k`` of a try-it request, by the agent's rule (``edge_agent.text_session.
+    parse_top_k``, ``request_top_k``): from the query string and/or the body, any integer
+    >= 1 (an answer lists at most every label), null or absent: 5; both given and different:
+    refused. Raises ValidationFailed naming ``top_k`` with the agent's message."""
+    try:
+        return request_top_k(parse_top_k(query), parse_top_k(body))
+    except TopKError as error:
+        template = _TOP_K_PROBLEMS.get(error.kind)
+        raise ValidationFailed(_(template) % error.params if template else str(error),
+                               field="top_k") from None
 
 
 @extend_schema_field({"type": "string"})
@@ -145,6 +243,17 @@ class PredictTextField(serializers.Field):
     """The text as sent (a string, or the bytes of a multipart field): the agent's text rule
     is applied by ``model_version_predict``, so that try-it and a device take and refuse the
     same texts."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "nullable": True})
+class PredictTopKField(serializers.Field):
+    """``top_k`` as sent: the view reads it by the agent's rule (:func:`predict_top_k`)."""
 
     def to_internal_value(self, data: Any) -> Any:
         return data
@@ -169,8 +278,11 @@ class PredictInput(serializers.Serializer):
             raise serializers.ValidationError(
                 {"file": _("send either file (an image) or text, not both and not neither")})
         return attrs
-    top_k = serializers.IntegerField(default=5, min_value=1, max_value=100,
-                                     help_text="Image classification: the most probable k.")
+    top_k = PredictTopKField(
+        required=False, allow_null=True,
+        help_text="Classification: the most probable k, any integer >= 1 (at most every label "
+                  "is listed; null or absent: 5). Also ?top_k= in the query string; both "
+                  "given and different: 400 naming top_k. The agent's rule.")
     score_threshold = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0,
         help_text="Object detection: keep detections scoring above it (default: the "
@@ -240,6 +352,9 @@ class ModelVersionPredictApi(ProjectApi):
 
     @extend_schema(request={"multipart/form-data": PredictInput,
                             "application/json": PredictInput},
+                   parameters=[OpenApiParameter(
+                       "top_k", int, required=False,
+                       description="as the body's top_k (the same or omitted there)")],
                    responses=PolymorphicProxySerializer(
                        component_name="PredictOutput", serializers=_PREDICT_OUTPUTS,
                        resource_type_field_name="task"),
@@ -247,15 +362,39 @@ class ModelVersionPredictApi(ProjectApi):
     def post(self, request: Request, project_id: str, version_id: str) -> Response:
         version = selectors.model_version_get(project=self.get_project(request),
                                               version_id=version_id)
+        self._check_text_request(request)
         data = PredictInput(data=request.data)
         data.is_valid(raise_exception=True)
+        top_k = predict_top_k(request.query_params.get("top_k"),
+                              data.validated_data.get("top_k"))
         upload = data.validated_data.get("file")
         result = model_version_predict(version=version,
                                        data=upload.read() if upload is not None else b"",
                                        text=data.validated_data.get("text"),
-                                       top_k=data.validated_data["top_k"],
+                                       top_k=top_k,
                                        score_threshold=data.validated_data.get("score_threshold"))
         return Response(_PREDICT_OUTPUTS[result["task"]](result).data)
+
+    @staticmethod
+    def _check_text_request(request: Request) -> None:
+        """What the agent refuses in a text request, refused alike (400 naming the field):
+        an empty JSON body, a JSON body without ``text``, ``text`` and ``texts`` both; and
+        ``texts``, which the agent takes (a batch) but try-it does not (one text)."""
+        is_json = (request.content_type or "").split(";")[0].strip().lower() \
+            == "application/json"
+        if is_json and request.stream is None:  # DRF parses no empty body: {} for it
+            raise ValidationFailed(_("the body is empty; send JSON {\"text\": \"...\"}"),
+                                   field="text")
+        if "texts" in request.data:
+            if "text" in request.data:
+                raise ValidationFailed(_("give \"text\" (one text) or \"texts\" (a list), "
+                                         "not both"), field="texts")
+            raise ValidationFailed(_("\"texts\": try-it classifies one text: send "
+                                     "{\"text\": \"...\"} (a device's agent also takes "
+                                     "\"texts\", a list)"), field="texts")
+        if is_json and "text" not in request.data:
+            raise ValidationFailed(_("the body has no \"text\"; send JSON "
+                                     "{\"text\": \"...\"}"), field="text")
 
 
 class ModelVersionFileApi(ProjectApi):

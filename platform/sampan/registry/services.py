@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import shutil
 import tempfile
 import uuid
@@ -90,18 +91,34 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
 
 
 def _reference(onnx_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """The reference predictions of the model at ``onnx_path`` (edge_agent.reference), or None
-    when onnxruntime cannot load or run it here (logged; the device then only runs its load
-    test). Raises ValidationFailed when the package itself can never load: a WordPiece text
-    model without its vocabulary in ``model.onnx`` or with another one than ``text.vocab_sha256``
-    names (``edge_agent.text_session.VocabularyError``)."""
+    """The reference predictions of the model at ``onnx_path`` (edge_agent.reference), after
+    the load test a device runs (the session of the package's task, its ``self_test``); None
+    when that cannot be done on this host for a reason of the host (logged; the device then
+    only runs its load test): onnxruntime older than the package needs, an operator or
+    execution provider this build lacks, an internal onnxruntime failure, memory.
+
+    Raises ValidationFailed (naming the file or field) when the package itself can never load,
+    on any device (:func:`_package_fault`): a manifest its task's session refuses
+    (``ManifestError``: text settings that are not valid, inputs/outputs that are not the
+    task's); a WordPiece text model without its vocabulary in ``model.onnx``, with another one
+    than ``text.vocab_sha256`` names (``VocabularyError``) or with one the tokenizer cannot use
+    (``WordPieceError``: no [PAD]/[UNK]/[CLS]/[SEP]); a graph that onnxruntime refuses as
+    invalid or whose inputs and outputs are not the task's; a load test or reference prediction
+    that the graph refuses (onnxruntime ``InvalidArgument``: an n-gram index past the graph's
+    table, ``text.buckets`` larger than it) or answers with something that is not the task's
+    output."""
     from edge_agent.reference import reference_record
     from edge_agent.runtime import ManifestError, ModelLoadError
     from edge_agent.sessions import open_session
-    from edge_agent.text_session import VocabularyError
+    from edge_agent.text import TextFeaturesError
+    from edge_agent.text_session import TextClassifierSession, VocabularyError
+    from edge_agent.wordpiece import WordPieceError
 
+    session: Any = None
     try:
-        record = reference_record(open_session(onnx_path, manifest))
+        session = open_session(onnx_path, manifest)
+        session.self_test()  # what a device runs before it serves the package
+        record = reference_record(session)
     except VocabularyError as error:
         if error.kind == "missing":
             raise ValidationFailed(_(
@@ -114,7 +131,35 @@ def _reference(onnx_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | No
             "not registered") % {"found": str(error.params.get("found", ""))[:12],
                                  "expected": str(error.params.get("expected", ""))[:12]},
             field="text.vocab_sha256") from None
-    except (ManifestError, ModelLoadError, ValueError) as error:
+    except ManifestError as error:
+        field = _manifest_field(error)
+        raise ValidationFailed(_(
+            "%(field)s: the manifest is not valid for a %(task)s package, so no device could "
+            "load it; the package is not registered (%(error)s)")
+            % {"field": field, "task": manifest.get("task", ""), "error": error},
+            field=field) from None
+    except (WordPieceError, TextFeaturesError) as error:
+        raise ValidationFailed(_(
+            "model.onnx: this text model cannot read a text with its own vocabulary and "
+            "settings (%(error)s), so no device could load it; the package is not registered")
+            % {"error": error}, field="model.onnx") from None
+    except ModelLoadError as error:
+        if not _package_fault(error):
+            log.warning("no reference predictions for %s: %s", onnx_path, error)
+            return None
+        if isinstance(session, TextClassifierSession) and session.settings.kind != "wordpiece" \
+                and _ort_kind(error) == "InvalidArgument":
+            raise ValidationFailed(_(
+                "text.buckets: model.onnx does not run on the features of its text settings "
+                "(%(buckets)d hash buckets; its table may have fewer rows), so no device could "
+                "load it; the package is not registered (%(error)s)")
+                % {"buckets": session.settings.buckets, "error": error},
+                field="text.buckets") from None
+        raise ValidationFailed(_(
+            "model.onnx: the model does not load or run as its manifest says, so no device "
+            "could load it; the package is not registered (%(error)s)") % {"error": error},
+            field="model.onnx") from None
+    except ValueError as error:
         log.warning("no reference predictions for %s: %s", onnx_path, error)
         return None
     numbers = [v for case in record["cases"] for fingerprint in case
@@ -126,6 +171,56 @@ def _reference(onnx_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | No
                     "not finite", onnx_path)
         return None
     return record
+
+
+#: onnxruntime error classes that say the graph itself is wrong (any host refuses it):
+#: a malformed file, an invalid graph, an input the graph refuses (an index past a table).
+#: The others (Fail, RuntimeException, EngineError, NotImplemented: an operator or opset this
+#: build lacks; EPFail: an execution provider; NoSuchFile; MemoryError) are about this host.
+_PACKAGE_ORT_ERRORS = frozenset({"InvalidArgument", "InvalidGraph", "InvalidProtobuf"})
+
+
+def _ort_kind(error: BaseException) -> str | None:
+    """The class name of the onnxruntime error behind a ModelLoadError (its ``__cause__``);
+    None when the session raised it itself, ``""`` for any other cause."""
+    cause = error.__cause__
+    if cause is None:
+        return None
+    return type(cause).__name__ if type(cause).__module__.startswith("onnxruntime") else ""
+
+
+def _package_fault(error: BaseException) -> bool:
+    """Whether a ModelLoadError of the load test is the package's own fault: raised by the
+    session itself (the graph's inputs or outputs are not the task's, its output is not a
+    probability vector), about its WordPiece vocabulary, or an onnxruntime error of
+    :data:`_PACKAGE_ORT_ERRORS`. Not: the package needs a newer onnxruntime than this host has
+    (``min_onnxruntime``), any other onnxruntime error, a system error."""
+    from edge_agent.text import TextFeaturesError
+    from edge_agent.wordpiece import WordPieceError
+
+    if str(error).startswith("model needs onnxruntime >="):
+        return False
+    if isinstance(error.__cause__, (WordPieceError, TextFeaturesError)):
+        return True
+    kind = _ort_kind(error)
+    return kind is None or kind in _PACKAGE_ORT_ERRORS
+
+
+_MANIFEST_FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*):")
+
+
+def _manifest_field(error: BaseException) -> str:
+    """The manifest field a ManifestError is about: the one its message starts with (``text:
+    ...`` -> ``text``), ``text.<setting>`` for a text setting that is not valid, else
+    ``manifest.json``."""
+    from edge_agent.text import TextFeaturesError
+
+    found = _MANIFEST_FIELD.match(str(error))
+    field = found.group(1) if found else "manifest.json"
+    cause = error.__cause__
+    if field == "text" and isinstance(cause, TextFeaturesError) and cause.params.get("field"):
+        field = f"text.{cause.params['field']}"
+    return field
 
 
 def model_version_register(*, project: Project, model_name: str, task_type: str,

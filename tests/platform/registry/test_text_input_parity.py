@@ -142,8 +142,9 @@ def test_the_console_form_and_a_json_body_answer_alike(
     assert form.status_code == body.status_code == 200, (form.json(), body.json())
     assert form.json()["predictions"] == body.json()["predictions"]
     assert [p["label"] for p in body.json()["predictions"]] == ["positive", "negative"]
-    # neither a file nor a text, and a body that is not JSON: 400s as before
+    # a JSON body without a text (it can carry no file), and a body that is not JSON: 400s
     neither = client.post(url, {"top_k": 2}, format="json")
-    assert neither.status_code == 400 and neither.json()["error"]["field"] == "file"
+    assert neither.status_code == 400 and neither.json()["error"]["field"] == "text"
+    assert 'the body has no "text"' in neither.json()["error"]["message"]
     broken = client.post(url, data=b'{"text": ', content_type="application/json")
     assert broken.status_code == 400, broken.json()
