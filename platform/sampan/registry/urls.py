@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sampan.registry import apis
+from sampan.registry import apis, predict_apis
 
 P = "projects/<uuid:project_id>/"
 urlpatterns = [
@@ -14,8 +14,8 @@ urlpatterns = [
          apis.ModelVersionOfflineBundleApi.as_view(), name="model-version-offline-bundle"),
     path(P + "agent-wheelhouses/", apis.AgentWheelhouseListApi.as_view(),
          name="agent-wheelhouses"),
-    path(P + "model-versions/<uuid:version_id>/predict/", apis.ModelVersionPredictApi.as_view(),
-         name="model-version-predict"),
+    path(P + "model-versions/<uuid:version_id>/predict/",
+         predict_apis.ModelVersionPredictApi.as_view(), name="model-version-predict"),
     path(P + "model-versions/<uuid:version_id>/files/<str:name>",
          apis.ModelVersionFileApi.as_view(), name="model-version-file"),
 ]

@@ -14,7 +14,7 @@ import pytest
 import requests
 from django.core.exceptions import RequestDataTooBig
 
-from sampan.registry.apis import read_bounded
+from sampan.registry.predict_apis import read_bounded
 from tests.platform.registry import test_text_input_parity as parity
 
 # the package and the agent serving it (fixtures of test_text_input_parity)
