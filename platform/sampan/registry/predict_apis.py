@@ -22,20 +22,21 @@ from rest_framework.parsers import BaseParser, DataAndFiles, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from edge_agent.text_session import (
+from edge_agent.text_request import (
+    TextInputError,
     TextRequestError,
     TopKError,
     WrongInputError,
     load_text_request,
     parse_top_k,
     request_top_k,
+    text_input,
 )
 from sampan.accounts.models import Role
 from sampan.core.apis import ProjectApi
 from sampan.core.errors import ValidationFailed
 from sampan.registry import selectors
-from sampan.registry.inference import model_version_predict
-
+from sampan.registry.inference import model_version_predict, text_problem
 
 
 class PredictMultiPartParser(MultiPartParser):
@@ -300,7 +301,8 @@ class ModelVersionPredictApi(ProjectApi):
     @staticmethod
     def _check_text_request(request: Request) -> None:
         """What the agent refuses in a text request, refused alike (400 naming the field):
-        an empty JSON body, a JSON body without ``text``, ``text`` and ``texts`` both; and
+        an empty JSON body, a JSON body without ``text`` or with ``text`` null, ``text`` and
+        ``texts`` both; and
         ``texts``, which the agent takes (a batch) but try-it does not (one text)."""
         is_json = (request.content_type or "").split(";")[0].strip().lower() \
             == "application/json"
@@ -317,3 +319,8 @@ class ModelVersionPredictApi(ProjectApi):
         if is_json and "text" not in request.data:
             raise ValidationFailed(_("the body has no \"text\"; send JSON "
                                      "{\"text\": \"...\"}"), field="text")
+        if is_json and request.data.get("text") is None:  # null: the agent's not_string
+            try:
+                text_input(None)
+            except TextInputError as error:
+                raise ValidationFailed(text_problem(error), field="text") from None

@@ -95,6 +95,20 @@ def test_top_k_is_read_by_one_rule_from_the_query_string_and_the_body(
     assert device.json()["predictions"][0]["label"] == plat.json()["predictions"][0]["label"]
 
 
+def test_a_null_text_is_refused_as_not_a_string_on_both(
+        project_with_roles: dict[str, Any], api: Any, text_version: Any, agent_base: str
+        ) -> None:
+    """JSON null is no text: the agent's not_string, not DRF's "may not be null"."""
+    body = b'{"text": null}'
+    device = requests.post(f"{agent_base}/v1/predict", data=body, timeout=60)
+    plat = api(project_with_roles["viewer"]).post(_url(project_with_roles, text_version),
+                                                  data=body, content_type="application/json")
+    assert device.status_code == plat.status_code == 400, (device.text, plat.content[:300])
+    assert device.json()["error"] == '"text" must be a string, not null'
+    assert plat.json()["error"]["field"] == "text"
+    assert plat.json()["error"]["message"] == "text: must be a string", plat.json()
+
+
 def test_try_it_takes_one_text_and_refuses_texts_naming_it(
         project_with_roles: dict[str, Any], api: Any, text_version: Any, agent_base: str
         ) -> None:
