@@ -20,8 +20,29 @@ from edge_agent.client import DeviceClient
 from sampan.core.disposition import content_disposition
 from sampan.fleet.services import deployment_create
 from sampan.registry.services import model_version_register
+from tests.fixtures.registered import PREPROCESSING
 
-CONTENT = os.urandom(300 * 1024)  # 300 KiB, every offset distinguishable
+
+
+def _content() -> bytes:
+    """A real ONNX classifier (registration runs the device's load test on it) of ~300 KiB, its
+    bytes almost all random (an unused initializer), so every offset is distinguishable."""
+    import tempfile
+
+    import onnx
+    from onnx import TensorProto
+
+    from tests.platform.training.test_training_services import tiny_onnx
+
+    with tempfile.TemporaryDirectory() as scratch:
+        model = onnx.load(tiny_onnx(Path(scratch) / "m.onnx"))
+    padding = onnx.TensorProto(name="padding", data_type=TensorProto.UINT8,
+                               dims=[300 * 1024], raw_data=os.urandom(300 * 1024))
+    model.graph.initializer.append(padding)
+    return model.SerializeToString()
+
+
+CONTENT = _content()
 
 
 @pytest.fixture
@@ -30,7 +51,7 @@ def registered(s3: Any, project: Any, tmp_path: Path) -> Any:
     onnx_path.write_bytes(CONTENT)
     return model_version_register(
         project=project, model_name='猫狗识别 "v2"', task_type="image_classification",
-        labels=["cat", "dog"], preprocessing={"size": [4, 4]}, onnx_path=onnx_path,
+        labels=["cat", "dog"], preprocessing=PREPROCESSING, onnx_path=onnx_path,
         input_shape=["N", 3, 4, 4], metrics={}, lineage={}, onnx_info={}, pretrained=False)
 
 
