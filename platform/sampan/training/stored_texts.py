@@ -4,8 +4,8 @@ The text engine (``workers.ml.text``) writes why a candidate family or one of it
 run (``recipe.candidates[family].skipped``, ``...fits[fit].skipped``, ``recipe.plan[fit].skipped``),
 how each fit's plan was made (``recipe.plan[fit].reason``) and why a text was left out of a
 split (the report's ``skipped_samples[].reason``) in English, from the constants of
-``workers.ml.text.reasons``; workers/ml does not import Django and the web process does not
-import workers, so the sentences are repeated here as msgids (a test checks that they are the
+``workers.ml.text.reasons``; workers/ml does not import Django and the web process never loads
+the worker's code, so the sentences are repeated here as msgids (a test checks that they are the
 worker's own). The output serializers show them in the request's language
 (``sampan.core.stored_text``), keys, names and figures unchanged; a text of another form (an
 older engine's sentence, an image engine's reason) is shown as stored. The weights note of the
@@ -70,25 +70,23 @@ def text_recipe_text(recipe: Any) -> Any:
     keys, and a recipe of another shape (an image engine's), as stored."""
     if not isinstance(recipe, dict):
         return recipe
+    def candidate(entry: Any) -> Any:
+        entry = _skipped(entry, SKIPPED)
+        if isinstance(entry, dict) and isinstance(entry.get("fits"), dict):
+            entry = {**entry, "fits": {fit: _skipped(figures, SKIPPED)
+                                       for fit, figures in entry["fits"].items()}}
+        return entry
+
+    def planned(entry: Any) -> Any:
+        entry = _skipped(entry, SKIPPED)
+        if isinstance(entry, dict) and isinstance(entry.get("reason"), str):
+            entry = {**entry, "reason": read_text(entry["reason"], PLAN_REASONS)}
+        return entry
+
     shown = dict(recipe)
-    candidates = recipe.get("candidates")
-    if isinstance(candidates, dict):
-        shown["candidates"] = {}
-        for family, candidate in candidates.items():
-            candidate = _skipped(candidate, SKIPPED)
-            if isinstance(candidate, dict) and isinstance(candidate.get("fits"), dict):
-                candidate = {**candidate, "fits": {
-                    fit: _skipped(figures, SKIPPED)
-                    for fit, figures in candidate["fits"].items()}}
-            shown["candidates"][family] = candidate
-    plan = recipe.get("plan")
-    if isinstance(plan, dict):
-        shown["plan"] = {}
-        for fit, entry in plan.items():
-            entry = _skipped(entry, SKIPPED)
-            if isinstance(entry, dict) and isinstance(entry.get("reason"), str):
-                entry = {**entry, "reason": read_text(entry["reason"], PLAN_REASONS)}
-            shown["plan"][fit] = entry
+    for key, read in (("candidates", candidate), ("plan", planned)):
+        if isinstance(recipe.get(key), dict):
+            shown[key] = {name: read(entry) for name, entry in recipe[key].items()}
     return shown
 
 
