@@ -59,12 +59,20 @@ from edge_agent.wordpiece import VOCAB_METADATA_KEY, vocab_sha256
 __all__ = ["DEFAULT_TOP_K", "MAX_TEXTS", "TASK", "TextClassifierSession",
            "TextInputError", "TextRequestError", "TopKError", "VocabularyError",
            "WrongInputError", "image_model_got", "load_text_request", "parse_text_body",
-           "parse_top_k", "request_top_k", "text_input", "text_request"]
+           "manifest_inputs", "parse_top_k", "request_top_k", "text_input", "text_request"]
 
 TASK = "text_classification"
 #: The graph's inputs: name -> (onnxruntime type, manifest dtype).
 _INPUT_TYPES = {INPUT_NAMES[0]: ("tensor(int64)", "int64"),
                 INPUT_NAMES[1]: ("tensor(float)", "float32")}
+
+
+def manifest_inputs(shape: list[Any] | None = None) -> list[dict[str, Any]]:
+    """The package manifest's ``inputs`` of a text model: the n-gram (or WordPiece) ``indices``
+    int64 and their ``weights`` float32, each of ``shape`` (default ``["N", "L"]``: texts x
+    features), the graph the session's load test expects."""
+    return [{"name": name, "shape": list(shape or ["N", "L"]), "dtype": dtype}
+            for name, (_, dtype) in _INPUT_TYPES.items()]
 
 
 class VocabularyError(ModelLoadError):

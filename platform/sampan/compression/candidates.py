@@ -18,6 +18,8 @@ from typing import Any
 
 from django.db import transaction
 
+from edge_agent.text_session import manifest_inputs
+
 from sampan.compression.models import CompressionJob
 from sampan.core import storage
 from sampan.core.jobs import JobStatus
@@ -76,8 +78,7 @@ def _candidate_manifest(job: CompressionJob, candidate: dict[str, Any]) -> dict[
     if source.task_type == TaskType.TEXT_CLASSIFICATION:
         # the source's featurisation settings unchanged: the candidates take the same features
         manifest.update(text=dict(source.manifest.get("text") or {}), preprocessing={},
-                        inputs=[{"name": "indices", "shape": ["N", "L"], "dtype": "int64"},
-                                {"name": "weights", "shape": ["N", "L"], "dtype": "float32"}])
+                        inputs=manifest_inputs())
     else:
         height, width = candidate["preprocessing"]["size"]
         manifest["inputs"] = [{"name": "input", "shape": ["N", 3, height, width],

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from edge_agent.runtime import file_sha256
+from edge_agent.text_session import manifest_inputs
 from sampan.accounts.models import Project
 from sampan.core import storage
 from sampan.core.errors import Conflict, ValidationFailed
@@ -83,8 +84,7 @@ def package_manifest(*, model: dict[str, Any], task_type: str, labels: list[str]
         if text is None:
             raise ValueError("a text_classification package needs its text settings")
         manifest["text"] = text
-        manifest["inputs"] = [{"name": "indices", "shape": input_shape, "dtype": "int64"},
-                              {"name": "weights", "shape": input_shape, "dtype": "float32"}]
+        manifest["inputs"] = manifest_inputs(input_shape)
     if reference is not None:
         manifest["reference"] = reference
     return manifest

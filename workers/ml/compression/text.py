@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 
 from edge_agent.text import TextFeaturesError, classify_texts, featurize, normalize_label
-from edge_agent.text_session import TASK, TextClassifierSession
+from edge_agent.text_session import TASK, TextClassifierSession, manifest_inputs
 
 from ..classification import available_threads
 from ..evaluation import classification_report
@@ -59,8 +59,7 @@ def text_manifest(labels: list[str], text: dict[str, Any]) -> dict[str, Any]:
     """The package fields :class:`TextClassifierSession` reads: what a candidate is loaded with
     here, and what the worker's local measurement writes beside it."""
     return {"task": TASK, "labels": list(labels), "preprocessing": {}, "text": dict(text),
-            "inputs": [{"name": "indices", "shape": ["N", "L"], "dtype": "int64"},
-                       {"name": "weights", "shape": ["N", "L"], "dtype": "float32"}],
+            "inputs": manifest_inputs(),
             "outputs": [{"name": "probabilities", "shape": ["N", len(labels)],
                          "dtype": "float32"}]}
 
