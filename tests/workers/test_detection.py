@@ -15,12 +15,13 @@ from PIL import Image
 
 from edge_agent.detection import DetectionSettings, postprocess
 from edge_agent.imaging import Preprocessing
-from workers.ml.detection.data import (BoxSample, augmented, choose_geometry, load_samples,
-                                       random_window, training_transform)
+from workers.ml.detection.data import (BoxSample, DetectionData, augmented, choose_geometry,
+                                       load_samples, mosaic, random_window, training_transform)
 from workers.ml.detection.evaluation import (ImageResult, best_f1_threshold, detection_report,
                                              mean_ap)
 from workers.ml.detection.export import check_box_parity, export_detector
-from workers.ml.detection.model import ExportedDetector, build_detector
+from workers.ml.detection.model import ConvFrozenNorm, ExportedDetector, build_detector, \
+    fold_frozen_norms
 
 TREES = Path(__file__).resolve().parents[2] / "seeds" / "trees"
 
@@ -141,6 +142,33 @@ def test_random_window_keeps_boxes_mostly_inside(tmp_path: Path) -> None:
         assert (boxes >= 0).all() and (boxes[:, 2] <= image.shape[2]).all()
 
 
+def test_mosaic_keeps_each_box_on_its_own_image() -> None:
+    """Four 64 px images of one grey level each (10, 20, 30, 40 + 100 inside their box): in a
+    mosaic window every kept box lies on its own image's pixels, clipped to the window, and
+    boxes that lose most of their area go."""
+    data = DetectionData()
+    for level in range(4):
+        image = torch.full((3, 64, 64), 10 * (level + 1), dtype=torch.uint8)
+        image[:, 20:40, 16:48] += 100
+        data.images.append(image)
+        data.boxes.append(torch.tensor([[16.0, 20.0, 48.0, 40.0]]))
+        data.classes.append(torch.tensor([level]))
+        data.sample_ids.append(str(level))
+    generator = torch.Generator().manual_seed(0)
+    seen = set()
+    for _ in range(40):
+        image, boxes, classes = mosaic(data, [0, 1, 2, 3], 64, (0, 0, 0), generator)
+        assert tuple(image.shape) == (3, 64, 64) and len(boxes) == len(classes)
+        for box, label in zip(boxes.tolist(), classes.tolist(), strict=True):
+            x1, y1, x2, y2 = (round(v) for v in box)
+            assert 0 <= x1 < x2 <= 64 and 0 <= y1 < y2 <= 64
+            assert (x2 - x1) * (y2 - y1) >= 0.4 * 32 * 20 - 1
+            inside = image[0, y1:y2, x1:x2]
+            assert (inside == 10 * (label + 1) + 100).all()
+            seen.add(label)
+    assert seen == {0, 1, 2, 3}
+
+
 def test_exported_graph_decodes_like_torchvision_fcos() -> None:
     """The graph's boxes and scores, through the device's NMS, equal torchvision's own FCOS
     post-processing (same threshold and NMS IoU; fewer candidates than its top-k)."""
@@ -164,6 +192,46 @@ def test_exported_graph_decodes_like_torchvision_fcos() -> None:
     assert ours[0][order] == pytest.approx(expected["boxes"].numpy()[theirs], abs=1e-3)
     assert ours[1][order] == pytest.approx(expected["scores"].numpy()[theirs], abs=1e-5)
     assert ours[2][order].tolist() == (expected["labels"].numpy()[theirs] - 0).tolist()
+
+
+def test_folded_frozen_norms_give_the_same_features_and_gradients() -> None:
+    """MobileNetV2 with FrozenBatchNorm2d (non-trivial statistics) against the same network with
+    every norm folded into its convolution: the same outputs, and the same gradient on every
+    convolution weight (the folded convolution trains the same parameter)."""
+    import copy
+
+    from torchvision.models import mobilenet_v2
+    from torchvision.ops.misc import FrozenBatchNorm2d
+
+    torch.manual_seed(0)
+    plain = mobilenet_v2(norm_layer=FrozenBatchNorm2d).features[:8]
+    for norm in plain.modules():
+        if isinstance(norm, FrozenBatchNorm2d):
+            norm.weight.uniform_(0.5, 2.0)
+            norm.bias.normal_()
+            norm.running_mean.normal_()
+            norm.running_var.uniform_(0.1, 3.0)
+    folded = copy.deepcopy(plain)
+    assert fold_frozen_norms(folded) == sum(isinstance(m, FrozenBatchNorm2d)
+                                            for m in plain.modules()) > 10
+    assert not any(isinstance(m, FrozenBatchNorm2d) for m in folded.modules())
+    assert sum(isinstance(m, ConvFrozenNorm) for m in folded.modules()) > 10
+    x = torch.randn(2, 3, 64, 64)
+    expected, got = plain(x), folded(x)
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4)
+    expected.square().mean().backward()
+    got.square().mean().backward()
+    pairs = [(a, b) for a, b in zip(plain.modules(), folded.modules(), strict=True)
+             if isinstance(a, torch.nn.Conv2d)]
+    assert len(pairs) > 10
+    for a, b in pairs:
+        assert a.weight.grad is not None and b.weight.grad is not None
+        # float rounding differs (and can flip a ReLU6 at its edges): 1 % of the largest
+        scale = float(a.weight.grad.abs().max())
+        assert float((b.weight.grad - a.weight.grad).abs().max()) <= 1e-2 * scale
+    with pytest.raises(ValueError, match="bias-free"):
+        ConvFrozenNorm.from_pair(torch.nn.Conv2d(3, 4, 3, bias=True), FrozenBatchNorm2d(4))
 
 
 def test_export_gate_passes_and_catches_a_changed_graph(tmp_path: Path) -> None:

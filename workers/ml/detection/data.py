@@ -9,7 +9,8 @@ Augmentation is torchvision's ``transforms.v2``, which moves the boxes with the 
 (``tv_tensors.BoundingBoxes``): horizontal flips (none when the user says left and right
 matter), photometric distortion (SSD's, Liu et al. 2016), scale jitter (0.75-1.33 ``light``,
 the default; 0.5-1.6 ``strong``) with a crop or pad back to S, and ``SanitizeBoundingBoxes``
-(boxes cut below 2 px by a crop go).
+(boxes cut below 2 px by a crop go). Training also shows mosaics (:func:`mosaic`, YOLOv4's):
+four images side by side, a window of them, then the same transform.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from edge_agent.imaging import ImageDecodeError, Preprocessing, decode_image, le
 from ..specs import AUGMENTATIONS, TrainingCancelled
 
 __all__ = ["BoxSample", "DetectionData", "Geometry", "cache_bytes", "choose_geometry",
-           "load_samples", "training_transform"]
+           "load_samples", "mosaic", "training_transform"]
 
 #: longest side kept in memory for a tiled run (px); larger images are scaled down to it
 MAX_TILED_SIDE = 4096
@@ -213,17 +214,41 @@ def random_window(data: DetectionData, index: int, tile: int, generator: torch.G
     """A random ``tile`` x ``tile`` window of image ``index`` (whole image when smaller), its
     boxes clipped to the window (boxes keeping under 40 % of their area are dropped: a sliver of
     a tree is not a tree)."""
-    image = data.images[index]
+    return _window(data.images[index], data.boxes[index], data.classes[index], tile, generator)
+
+
+def _window(image: torch.Tensor, boxes: torch.Tensor, classes: torch.Tensor, tile: int,
+            generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     _, height, width = image.shape
     x0 = int(torch.randint(0, max(1, width - tile + 1), (1,), generator=generator))
     y0 = int(torch.randint(0, max(1, height - tile + 1), (1,), generator=generator))
     x1, y1 = min(width, x0 + tile), min(height, y0 + tile)
-    boxes = data.boxes[index].clone()
+    boxes = boxes.clone()
     area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     boxes[:, 0::2] = boxes[:, 0::2].clamp(x0, x1) - x0
     boxes[:, 1::2] = boxes[:, 1::2].clamp(y0, y1) - y0
     kept = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]) >= 0.4 * area.clamp(min=1e-6)
-    return image[:, y0:y1, x0:x1], boxes[kept], data.classes[index][kept]
+    return image[:, y0:y1, x0:x1], boxes[kept], classes[kept]
+
+
+def mosaic(data: DetectionData, indices: Sequence[int], size: int, fill: Sequence[int],
+           generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """YOLOv4's mosaic (Bochkovskiy et al. 2020): images ``indices`` (4; letterboxed S x S, as
+    :func:`load_samples` keeps them) in a 2 x 2 grid on a 2S x 2S canvas of ``fill``, and a
+    random ``size`` x ``size`` window of it, which shows parts of up to four images with their
+    boxes (clipped; under 40 % of a box left: dropped). Returns (3, size, size) uint8, boxes
+    (K, 4) xyxy and classes (K,)."""
+    side = max(max(data.images[i].shape[1:]) for i in indices)
+    canvas = torch.empty((3, 2 * side, 2 * side), dtype=torch.uint8)
+    canvas[:] = torch.as_tensor(list(fill), dtype=torch.uint8)[:, None, None]
+    boxes, classes = [], []
+    for slot, index in enumerate(indices[:4]):
+        image = data.images[index]
+        x0, y0 = (slot % 2) * side, (slot // 2) * side
+        canvas[:, y0:y0 + image.shape[1], x0:x0 + image.shape[2]] = image
+        boxes.append(data.boxes[index] + torch.tensor([x0, y0, x0, y0], dtype=torch.float32))
+        classes.append(data.classes[index])
+    return _window(canvas, torch.cat(boxes), torch.cat(classes), size, generator)
 
 
 def augmented(image: torch.Tensor, boxes: torch.Tensor, classes: torch.Tensor,

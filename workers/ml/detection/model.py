@@ -22,6 +22,8 @@ same code on the worker (parity, evaluation) and on the device.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 from torchvision.models import mobilenet_v2
@@ -33,8 +35,8 @@ from torchvision.ops.misc import FrozenBatchNorm2d
 
 from edge_agent.imaging import Preprocessing
 
-__all__ = ["FPN_CHANNELS", "FROZEN_STAGES", "HEAD_CONVS", "STRIDES", "ExportedDetector",
-           "build_detector"]
+__all__ = ["FPN_CHANNELS", "FROZEN_STAGES", "HEAD_CONVS", "STRIDES", "ConvFrozenNorm",
+           "ExportedDetector", "build_detector", "fold_frozen_norms"]
 
 FPN_CHANNELS = 64
 HEAD_CONVS = 2
@@ -47,6 +49,64 @@ _IN_CHANNELS = [32, 96, 1280]
 _DEFAULT = Preprocessing(size=(64, 64))  # ImageNet mean and std
 
 
+class ConvFrozenNorm(nn.Conv2d):
+    """A convolution and the frozen BatchNorm after it, run as one convolution.
+
+    y = BN(conv(x, W)) = conv(x, W * s) + (beta - mu * s) with s = gamma / sqrt(var + eps) per
+    output channel (Ioffe and Szegedy 2015's transform at inference statistics), so that the
+    feature maps are written once instead of three times (convolution, multiply, add). ``weight``
+    stays the convolution's own parameter (W, trained or frozen as before: the same gradients and
+    optimiser steps as the two modules); ``norm_scale`` (C, 1, 1, 1) and ``norm_shift`` (C,) are
+    buffers. On the trees (384 px, batch 4, 2 threads) a training step took 0.39 s instead of
+    0.60-0.69 s: torchvision's ``FrozenBatchNorm2d`` multiplies and adds over whole feature maps,
+    and those two ops were 40 % of the step (profiled).
+    """
+
+    norm_scale: torch.Tensor
+    norm_shift: torch.Tensor
+
+    @classmethod
+    def from_pair(cls, conv: nn.Conv2d, norm: FrozenBatchNorm2d) -> ConvFrozenNorm:
+        """``conv`` (without bias) then ``norm``; the result shares ``conv.weight``.
+        Raises ValueError when ``conv`` has a bias or ``norm`` another channel count."""
+        if conv.bias is not None or norm.weight.shape[0] != conv.out_channels:
+            raise ValueError("only a bias-free convolution and a norm over its output fold")
+        # skip_init: no random weights drawn (the generator's state, hence the pyramid's and
+        # head's initialisation, stays that of the unfolded model)
+        folded: ConvFrozenNorm = torch.nn.utils.skip_init(  # type: ignore[no-untyped-call]
+            cls, conv.in_channels, conv.out_channels, conv.kernel_size, stride=conv.stride,
+            padding=conv.padding, dilation=conv.dilation, groups=conv.groups, bias=False,
+            padding_mode=conv.padding_mode)
+        folded.weight = conv.weight
+        scale = norm.weight * (norm.running_var + norm.eps).rsqrt()
+        folded.register_buffer("norm_scale", scale.reshape(-1, 1, 1, 1).clone())
+        folded.register_buffer("norm_shift", (norm.bias - norm.running_mean * scale).clone())
+        return folded
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self._conv_forward(x, self.weight * self.norm_scale,
+                                               self.norm_shift)
+        return out
+
+
+def fold_frozen_norms(module: nn.Module) -> int:
+    """Replace every (bias-free ``nn.Conv2d``, ``FrozenBatchNorm2d``) pair that follows each
+    other in an ``nn.Sequential`` of ``module`` by a :class:`ConvFrozenNorm` and an
+    ``nn.Identity``, in place; the outputs are unchanged (float rounding aside). Returns the
+    number of pairs folded (52 in MobileNetV2's features)."""
+    folded = 0
+    for sequence in [m for m in module.modules() if isinstance(m, nn.Sequential)]:
+        names = list(sequence._modules)
+        for first, second in itertools.pairwise(names):
+            conv, norm = sequence._modules[first], sequence._modules[second]
+            if (type(conv) is nn.Conv2d and conv.bias is None
+                    and type(norm) is FrozenBatchNorm2d):
+                sequence._modules[first] = ConvFrozenNorm.from_pair(conv, norm)
+                sequence._modules[second] = nn.Identity()
+                folded += 1
+    return folded
+
+
 def build_detector(num_classes: int, input_size: int,
                    backbone_state: dict[str, torch.Tensor] | None = None) -> FCOS:
     """An FCOS detector for ``num_classes`` foreground classes at a square ``input_size`` (px, a
@@ -55,7 +115,8 @@ def build_detector(num_classes: int, input_size: int,
     ``backbone_state``: a torchvision MobileNetV2 state dict (ImageNet weights; only
     ``features.*`` is used) or None for random initialisation. The model normalises its input
     itself (ImageNet mean/std, 0-1 images) and does not resize it (``min_size == max_size ==
-    input_size``: letterboxed images pass through unchanged).
+    input_size``: letterboxed images pass through unchanged). With pretrained weights the
+    backbone's frozen BatchNorms are folded into their convolutions (:class:`ConvFrozenNorm`).
     Raises ValueError when ``input_size`` is not a positive multiple of 64.
     """
     if input_size <= 0 or input_size % 64:
@@ -65,7 +126,7 @@ def build_detector(num_classes: int, input_size: int,
     trunk = mobilenet_v2(norm_layer=FrozenBatchNorm2d if backbone_state is not None else None)
     if backbone_state is not None:
         trunk.load_state_dict(backbone_state)
-    if backbone_state is not None:
+        fold_frozen_norms(trunk.features)
         # the stem and the first two stages (strides 2 and 4) keep their ImageNet weights:
         # generic edges and textures, and the costliest backward passes (full and half
         # resolution). One training step at 384 px: 1.6 s instead of 2.7 s on 1 thread

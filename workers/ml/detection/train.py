@@ -37,7 +37,7 @@ from ..data import check_cache_fits
 from ..state import Progress
 from ..weights import load_pretrained_state_dict
 from .data import (BoxSample, DetectionData, Geometry, augmented, cache_bytes, choose_geometry,
-                   load_samples, random_window, training_transform)
+                   load_samples, mosaic, random_window, training_transform)
 from .evaluation import ImageResult, best_f1_threshold, detection_report, mean_ap
 from .export import check_box_parity, export_detector, onnx_session
 from .model import ExportedDetector, build_detector
@@ -141,11 +141,29 @@ def _image_sizes(samples: list[BoxSample]) -> list[tuple[int, int]]:
     return sizes
 
 
+#: share of training images that are a mosaic of four (``data.mosaic``), and the share of the
+#: planned steps after which mosaics stop so that the last steps see whole images (YOLOv8's
+#: ``close_mosaic``). Measured on the trees (300 s, seeds 0 and 1): val mAP@0.5 0.691 / 0.671
+#: with mosaics against 0.661 / 0.650 without (test 0.438 / 0.514 against 0.483 / 0.414).
+MOSAIC_P = 0.5
+MOSAIC_CLOSE = 0.9
+
+
 def _batch(data: DetectionData, geometry: Geometry, transform: Any,
-           generator: torch.Generator) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+           generator: torch.Generator, mosaic_p: float = 0.0,
+           fill: tuple[int, ...] = (0, 0, 0)
+           ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+    """BATCH_SIZE training images and targets: each a random image (a random window of it when
+    tiled), or with probability ``mosaic_p`` (untiled runs only) a mosaic of it and three
+    others on ``fill``, then ``transform``."""
     images, targets = [], []
     for index in torch.randint(0, len(data), (BATCH_SIZE,), generator=generator).tolist():
-        if geometry.tile is not None:
+        if (geometry.tile is None and len(data) > 1 and mosaic_p > 0
+                and float(torch.rand((), generator=generator)) < mosaic_p):
+            others = torch.randint(0, len(data), (3,), generator=generator).tolist()
+            image, boxes, classes = mosaic(data, [index, *others], geometry.input_size, fill,
+                                           generator)
+        elif geometry.tile is not None:
             image, boxes, classes = random_window(data, index, geometry.tile.size, generator)
         else:
             image, boxes, classes = data.images[index], data.boxes[index], data.classes[index]
@@ -280,6 +298,10 @@ def train_detector(request: DetectRequest, *,
     model = build_detector(num_classes, size, state).to(memory_format=torch.channels_last)
     transform = training_transform(size, preprocessing.mean, request.flips,
                                    request.augmentation)
+    # mosaics are augmentation: none when the pixels are to stay as they are, none for tiles
+    mosaic_share = 0.0 if request.augmentation == "none" or geometry.tile is not None \
+        else MOSAIC_P
+    fill = tuple(int(round(255 * m)) for m in preprocessing.mean)
     optimizer = _optimizer(model, request.lr)
     # the average starts as a copy of the model and follows each step; it is what is
     # validated, kept and exported
@@ -336,6 +358,7 @@ def train_detector(request: DetectRequest, *,
         "ema_decay": EMA_DECAY,
         "flips": request.flips,
         "augmentation": request.augmentation,
+        "mosaic": mosaic_share, "mosaic_close": MOSAIC_CLOSE,
         "planned_steps": planned,
         "step_s": round(step_s, 3), "val_s": round(val_s, 3), "tail_s": round(tail_s, 2),
         "seed": request.seed, "warmup_steps": warmup, "replans": [[0, total]]}
@@ -387,7 +410,9 @@ def train_detector(request: DetectRequest, *,
         factor = learning_rate_factor(step, total, warmup)
         for group in optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
-        losses = _train_step(model, optimizer, *_batch(train, geometry, transform, generator))
+        mosaic_p = mosaic_share if step < MOSAIC_CLOSE * total else 0.0
+        losses = _train_step(model, optimizer, *_batch(train, geometry, transform, generator,
+                                                        mosaic_p, fill))
         if ema is not None:
             ema.update_parameters(model)
         running = {k: 0.9 * running.get(k, v) + 0.1 * v for k, v in losses.items()}
