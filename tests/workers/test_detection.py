@@ -142,18 +142,29 @@ def test_random_window_keeps_boxes_mostly_inside(tmp_path: Path) -> None:
         assert (boxes >= 0).all() and (boxes[:, 2] <= image.shape[2]).all()
 
 
-def test_mosaic_keeps_each_box_on_its_own_image() -> None:
-    """Four 64 px images of one grey level each (10, 20, 30, 40 + 100 inside their box): in a
-    mosaic window every kept box lies on its own image's pixels, clipped to the window, and
-    boxes that lose most of their area go."""
+def _levels_data(levels: int, background: bool = False) -> DetectionData:
+    """``levels`` 64 px images of one grey level each (10, 20, ... ; + 100 inside their one box),
+    and optionally a background image (level 200, no box)."""
     data = DetectionData()
-    for level in range(4):
+    for level in range(levels):
         image = torch.full((3, 64, 64), 10 * (level + 1), dtype=torch.uint8)
         image[:, 20:40, 16:48] += 100
         data.images.append(image)
         data.boxes.append(torch.tensor([[16.0, 20.0, 48.0, 40.0]]))
         data.classes.append(torch.tensor([level]))
         data.sample_ids.append(str(level))
+    if background:
+        data.images.append(torch.full((3, 64, 64), 200, dtype=torch.uint8))
+        data.boxes.append(torch.zeros((0, 4)))
+        data.classes.append(torch.zeros((0,), dtype=torch.int64))
+        data.sample_ids.append("background")
+    return data
+
+
+def test_mosaic_keeps_each_box_on_its_own_image() -> None:
+    """In a mosaic window (three images with a box, one background image) every kept box lies
+    on its own image's pixels, clipped to the window; boxes that lose most of their area go."""
+    data = _levels_data(3, background=True)
     generator = torch.Generator().manual_seed(0)
     seen = set()
     for _ in range(40):
@@ -166,7 +177,30 @@ def test_mosaic_keeps_each_box_on_its_own_image() -> None:
             inside = image[0, y1:y2, x1:x2]
             assert (inside == 10 * (label + 1) + 100).all()
             seen.add(label)
-    assert seen == {0, 1, 2, 3}
+    assert seen == {0, 1, 2}
+
+
+def test_mosaics_only_where_they_belong() -> None:
+    """``_batch`` with mosaic_p 1: untiled batches mix images (a second grey level shows in an
+    image), a one-image dataset and a tiled run never do."""
+    from edge_agent.detection import TileSettings
+    from workers.ml.detection.train import _batch
+
+    keep = training_transform(64, (0.0, 0.0, 0.0), preset="none")
+    untiled = choose_geometry([(64, 64)], [20.0], 64)
+    generator = torch.Generator().manual_seed(0)
+
+    def levels(image: torch.Tensor) -> set[int]:
+        values = set((image[0] * 255).round().to(torch.int64).unique().tolist())
+        return {v % 100 for v in values if v}  # grey level, with or without the box's +100
+
+    mixed = [levels(image) for image in _batch(_levels_data(4), untiled, keep, generator, 1.0)[0]]
+    assert any(len(found) > 1 for found in mixed)
+    alone = _batch(_levels_data(1), untiled, keep, generator, 1.0)[0]
+    assert all(levels(image) == {10} for image in alone)
+    tiled = type(untiled)(64, TileSettings(size=64, overlap=0.2), "tiles")
+    for image in _batch(_levels_data(4), tiled, keep, generator, 1.0)[0]:
+        assert len(levels(image)) == 1
 
 
 def test_exported_graph_decodes_like_torchvision_fcos() -> None:

@@ -238,11 +238,12 @@ def mosaic(data: DetectionData, indices: Sequence[int], size: int, fill: Sequenc
     random ``size`` x ``size`` window of it, which shows parts of up to four images with their
     boxes (clipped; under 40 % of a box left: dropped). Returns (3, size, size) uint8, boxes
     (K, 4) xyxy and classes (K,)."""
+    indices = list(indices[:4])
     side = max(max(data.images[i].shape[1:]) for i in indices)
     canvas = torch.empty((3, 2 * side, 2 * side), dtype=torch.uint8)
     canvas[:] = torch.as_tensor(list(fill), dtype=torch.uint8)[:, None, None]
     boxes, classes = [], []
-    for slot, index in enumerate(indices[:4]):
+    for slot, index in enumerate(indices):
         image = data.images[index]
         x0, y0 = (slot % 2) * side, (slot // 2) * side
         canvas[:, y0:y0 + image.shape[1], x0:x0 + image.shape[2]] = image

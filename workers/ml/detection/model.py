@@ -57,9 +57,9 @@ class ConvFrozenNorm(nn.Conv2d):
     feature maps are written once instead of three times (convolution, multiply, add). ``weight``
     stays the convolution's own parameter (W, trained or frozen as before: the same gradients and
     optimiser steps as the two modules); ``norm_scale`` (C, 1, 1, 1) and ``norm_shift`` (C,) are
-    buffers. On the trees (384 px, batch 4, 2 threads) a training step took 0.39 s instead of
-    0.60-0.69 s: torchvision's ``FrozenBatchNorm2d`` multiplies and adds over whole feature maps,
-    and those two ops were 40 % of the step (profiled).
+    buffers. torchvision's ``FrozenBatchNorm2d`` multiplies and adds over whole feature maps, and
+    those two ops were 40 % of a training step (profiled; timings in
+    docs/decisions/detection.md).
     """
 
     norm_scale: torch.Tensor

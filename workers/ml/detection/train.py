@@ -359,6 +359,8 @@ def train_detector(request: DetectRequest, *,
         "flips": request.flips,
         "augmentation": request.augmentation,
         "mosaic": mosaic_share, "mosaic_close": MOSAIC_CLOSE,
+        # the checkpoint's backbone convolutions carry norm_scale / norm_shift buffers
+        "folded_norms": state is not None,
         "planned_steps": planned,
         "step_s": round(step_s, 3), "val_s": round(val_s, 3), "tail_s": round(tail_s, 2),
         "seed": request.seed, "warmup_steps": warmup, "replans": [[0, total]]}
