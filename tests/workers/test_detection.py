@@ -228,6 +228,31 @@ def test_exported_graph_decodes_like_torchvision_fcos() -> None:
     assert ours[2][order].tolist() == (expected["labels"].numpy()[theirs] - 0).tolist()
 
 
+def test_untrained_regression_predicts_boxes_with_a_gradient_on_every_side() -> None:
+    """A new detector predicts at every cell a box about 2 strides wide (each side about 1
+    stride, as FCOS's exp(0) = 1; 1.5-3 with a random backbone), not a point (torchvision's
+    init: 0): at points the GIoU loss gives the sides no gradient, and the optimiser's noise
+    killed a side's ReLU in 2 of 16 seeds (training collapsed). One loss on one object then
+    moves the bias of all four sides."""
+    torch.manual_seed(0)
+    model = build_detector(1, 128)
+    graph = ExportedDetector(model, 128).eval()
+    with torch.no_grad():
+        boxes, _ = graph(torch.randn(1, 3, 128, 128))
+    strides, centres = graph.sizes[:, 0], graph.centres
+    inner = ((centres - 2 * strides[:, None] >= 0)
+             & (centres + 2 * strides[:, None] <= 128)).all(dim=1)  # not clipped at the edges
+    assert int(inner.sum()) > 100
+    for side in (boxes[0, :, 2] - boxes[0, :, 0], boxes[0, :, 3] - boxes[0, :, 1]):
+        ratio = (side / strides)[inner]
+        assert float(ratio.min()) > 1.5 and float(ratio.max()) < 3.0
+    model.train()
+    target = {"boxes": torch.tensor([[30.0, 40.0, 70.0, 90.0]]), "labels": torch.tensor([0])}
+    model([torch.rand(3, 128, 128)], [target])["bbox_regression"].backward()
+    grad = model.head.regression_head.bbox_reg.bias.grad
+    assert grad is not None and bool((grad.abs() > 1e-3).all()), grad
+
+
 def test_folded_frozen_norms_give_the_same_features_and_gradients() -> None:
     """MobileNetV2 with FrozenBatchNorm2d (non-trivial statistics) against the same network with
     every norm folded into its convolution: the same outputs, and the same gradient on every
