@@ -140,12 +140,13 @@ def run_yolo(data: Path, work: Path, seconds: float, imgsz: int, seed: int,
 
 
 def run_sampan(train: list[BoxSample], val: list[BoxSample], test: list[BoxSample],
-               labels: list[str], work: Path, budget_s: float, seed: int
-               ) -> tuple[list[ImageResult], float, Any]:
+               labels: list[str], work: Path, budget_s: float, seed: int,
+               input_size: int | None = None) -> tuple[list[ImageResult], float, Any]:
     started = time.monotonic()
     # a training job's defaults (workers.tasks.training): augmentation auto, horizontal flips
     result = train_detector(DetectRequest(train=train, val=val, test=[], labels=labels,
-                                          out_dir=work / "sampan", budget_s=budget_s, seed=seed))
+                                          out_dir=work / "sampan", budget_s=budget_s, seed=seed,
+                                          input_size=input_size))
     wall = time.monotonic() - started
     import onnxruntime
 
@@ -176,9 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3,
                         help="training runs of each detector (seeds seed .. seed+runs-1) on the "
                              "same split; the figures are their means")
+    parser.add_argument("--input-size", type=int, default=None,
+                        help="both detectors' input size in px (a multiple of 64); default: the "
+                             "size Sampan chooses from the data, given to YOLOv8n too")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.input_size is not None and (args.input_size <= 0 or args.input_size % 64):
+        parser.error("--input-size must be a positive multiple of 64")
     labels = ["Tree"]
     train, val = split(voc_samples(TREES / "train", labels), 0.15, args.seed)
     test = voc_samples(TREES / "heldout", labels)
@@ -186,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.seed, args.seed + args.runs):
         with tempfile.TemporaryDirectory(prefix="bench-detection-") as tmp:
             work = Path(tmp)
-            ours, wall, result = run_sampan(train, val, test, labels, work, args.budget_s, seed)
+            ours, wall, result = run_sampan(train, val, test, labels, work, args.budget_s, seed,
+                                               args.input_size)
             size = int(result.recipe["input_size"])
             data = write_yolo(work / "yolo-data", {"train": train, "val": val}, labels)
             theirs, yolo_wall, yolo_info = run_yolo(data, work, wall, size, seed, test)

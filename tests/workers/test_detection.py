@@ -230,10 +230,10 @@ def test_exported_graph_decodes_like_torchvision_fcos() -> None:
 
 def test_untrained_regression_predicts_boxes_with_a_gradient_on_every_side() -> None:
     """A new detector predicts at every cell a box about 2 strides wide (each side about 1
-    stride, as FCOS's exp(0) = 1; 1.5-3 with a random backbone), not a point (torchvision's
-    init: 0): at points the GIoU loss gives the sides no gradient, and the optimiser's noise
-    killed a side's ReLU in 2 of 16 seeds (training collapsed). One loss on one object then
-    moves the bias of all four sides."""
+    stride; 1.5-3 with a random backbone), not a point (torchvision's init: 0): at points the
+    GIoU loss gives the sides almost no gradient, and the optimiser's noise killed a side's
+    ReLU in 2 of 16 seeds (training collapsed). One loss on one object then moves the bias of
+    all four sides."""
     torch.manual_seed(0)
     model = build_detector(1, 128)
     graph = ExportedDetector(model, 128).eval()

@@ -40,9 +40,8 @@ def test_an_exported_detector_is_served_in_image_pixels_as_the_worker_sees_it(
     model = build_detector(2, SIZE).eval()
     with torch.no_grad():  # confident enough that some cells pass a threshold
         model.head.classification_head.cls_logits.bias.fill_(-1.0)
-        # boxes of about two strides: an untrained regression gives boxes of ~0 px, which the
-        # device drops (nothing of the image is that small)
-        model.head.regression_head.bbox_reg.bias.fill_(1.0)
+    # boxes of about two strides from the start (model.REGRESSION_BIAS), not the ~0 px ones
+    # the device would drop
     graph = ExportedDetector(model, SIZE).eval()
     onnx_path = tmp_path / "model.onnx"
     assert export_detector(graph, onnx_path, SIZE)["opset"]

@@ -45,11 +45,11 @@ FROZEN_STAGES = 4
 #: feature strides of P3, P4, P5, P6 (px of the input image per feature-map cell)
 STRIDES = (8, 16, 32, 64)
 #: initial bias of the box regression's output convolution: every position starts predicting
-#: (l, t, r, b) = 1 stride, a box 2 strides wide, as FCOS's exp(0) = 1 does (Tian et al. 2019,
-#: whose regression head ends in exp(s * x)). torchvision's head ends in a ReLU and starts at 0:
-#: every predicted box a point, where the GIoU loss has no gradient for the sides; there the
-#: optimiser's noise drove one side's output channel negative everywhere in 2 of 8 seeds (its
-#: ReLU dead for good, that side always 0: val mAP@0.5 ~0.06 instead of ~0.65; 80-step loss
+#: (l, t, r, b) = 1 stride, a box 2 strides wide (Sampan's choice, not FCOS's). torchvision's
+#: head (FCOS's ``norm_reg_targets`` variant: ReLU, distances in strides) starts at bias 0,
+#: every predicted box a point, where the GIoU loss has almost no gradient for the sides; there
+#: the optimiser's noise drove one side's output channel negative everywhere in 2 of 16 seeds
+#: (its ReLU dead for good, that side always 0: val mAP@0.5 ~0.06 instead of ~0.65; 80-step
 #: runs in docs/decisions/detection.md)
 REGRESSION_BIAS = 1.0
 _RETURN_LAYERS = {"6": "p3", "13": "p4", "18": "p5"}
