@@ -15,6 +15,9 @@ import pytest
 _DATA = Path(tempfile.mkdtemp(prefix="sampan-test-"))
 os.environ.setdefault("SAMPAN_DATA_DIR", str(_DATA))
 os.environ.setdefault("SAMPAN_CHANNEL_LAYER", "memory")
+# training on the CPU on a GPU host too: the tests' figures and exact replays are the CPU's
+# (the GPU path is `python -m workers.check_cuda`, docs/deploy.md)
+os.environ["SAMPAN_TRAINING_DEVICE"] = "cpu"  # also where a GPU worker's environment sets cuda
 
 
 @pytest.fixture(autouse=True)

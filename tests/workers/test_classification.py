@@ -5,6 +5,7 @@ import time
 
 import onnxruntime
 import pytest
+import torch
 
 from workers.ml.classification import TrainingCancelled, TrainRequest, train_image_classifier
 
@@ -61,6 +62,10 @@ def test_trains_within_budget_and_exports_a_checked_model(pretrained_runs):
     assert result.preprocessing["size"] == [96, 96]  # 28 px digits -> 96 px
     assert result.recipe["opset"] >= 18 and result.recipe["ir_version"] >= 8
     assert result.checkpoint_path.is_file()
+    # where it trained, in the job's recipe and the checkpoint's (the tests pin the CPU)
+    assert result.recipe["device"] == "cpu"
+    checkpoint = torch.load(result.checkpoint_path, map_location="cpu", weights_only=True)
+    assert checkpoint["recipe"]["device"] == "cpu"
     session = onnxruntime.InferenceSession(str(result.onnx_path))
     assert [i.name for i in session.get_inputs()] == ["input"]
     assert [o.name for o in session.get_outputs()] == ["probabilities"]
@@ -77,6 +82,7 @@ def test_replaying_the_recorded_recipe_gives_the_same_model(pretrained_runs):
              for r in (first, replay)]
     assert strip[0] == strip[1]
     assert first.report["predictions"] == replay.report["predictions"]
+    assert replay.recipe["device"] == first.recipe["device"] == "cpu"
 
 
 def test_no_finetuning_epoch_falls_to_chance(pretrained_runs):

@@ -26,6 +26,7 @@ from edge_agent.imaging import Preprocessing
 
 from .augmentation import AugmentationChoice, build_transform, choose_augmentation
 from .data import ImageTensors, check_cache_fits, decode_samples, normalised_batches, to_tensors
+from .devices import device_name, replay_device, training_device, training_on
 from .evaluation import classification_report
 from .export import compare_with_onnx, export_onnx, onnx_probabilities
 from .models import build_classifier
@@ -87,7 +88,8 @@ def available_threads() -> int:
     """Most intra-op threads: the CPUs this process may use (affinity mask, then the cgroup v2
     CPU quota). :func:`workers.ml.training.calibrate_step_s` then times this count against 1
     thread and keeps the faster; the load average is never used (on an idle 2-core machine it
-    read ~1 and chose 1 thread in every run, while 2 threads are ~1.5x faster: issue 7)."""
+    read ~1 and chose 1 thread in every run, while 2 threads are ~1.5x faster: issue 7). On a
+    GPU all of them are kept (they serve the CPU's side: decoding, augmentation)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -128,15 +130,23 @@ def train_image_classifier(
     unless validation stops improving first; the platform refuses budgets under its minimum).
     The schedule adapts to the measured speed, so two live runs may differ;
     ``TrainResult.recipe`` passed back as ``request.recipe`` replays a run exactly (same
-    learning rate at every step, same thread count, same model).
+    learning rate at every step, same thread count, same model) where it was recorded: on the
+    CPU exactly; on a GPU not bit-for-bit (cuDNN's algorithms; never measured:
+    :func:`workers.ml.devices.replay_device`). ``request.device`` (else
+    ``SAMPAN_TRAINING_DEVICE``) chooses the device of a new run; with a recipe it must be of the
+    recipe's kind.
 
     Raises:
         TrainingCancelled: ``should_stop()`` returned True.
-        ValueError: fewer than 2 labels, an empty split, a label index out of range, or every
-            image of a split failed to decode.
+        ValueError: fewer than 2 labels, an empty split, a label index out of range, every
+            image of a split failed to decode, or the device (setting or recipe) names a GPU
+            this worker does not have.
     """
     started = time.monotonic()
     _check_request(request)
+    # a replay trains on the kind of device the recipe was recorded on
+    device = (training_device(request.device) if request.recipe is None
+              else replay_device(request.recipe.get("device"), request.device))
     progress = Progress(on_progress, should_stop, started, budget_s=float(request.budget_s))
     out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +157,8 @@ def train_image_classifier(
     # (1.9-6.8 s instead of 0.13 s, measured); flushing them to zero changes no figure we report.
     torch.set_flush_denormal(True)
     try:
-        return _train(request, progress, out_dir, threads)
+        with training_on(device):
+            return _train(request, progress, out_dir, threads, device)
     finally:
         torch.set_num_threads(previous_threads)
         torch.set_flush_denormal(False)
@@ -174,12 +185,14 @@ def _class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
     return weights.sqrt()
 
 
-def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: int) -> TrainResult:
+def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: int,
+           device: torch.device) -> TrainResult:
     state_dict, weights_note = _resolve_weights(request)
     pretrained = state_dict is not None
     torch.manual_seed(request.seed)  # the new head's initialisation
     model = build_classifier(request.architecture, len(request.labels), state_dict)
-    model = model.to(memory_format=torch.channels_last)
+    # the model trains on ``device``; batches are made on the CPU and moved there
+    model = model.to(device).to(memory_format=torch.channels_last)
     del state_dict
 
     progress.emit({"phase": "decode", "step": 0}, force=True)
@@ -237,7 +250,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
     if recipe.class_weights is None:
         recipe.class_weights = [round(float(w), 4)
                                 for w in _class_weights(train.labels, len(request.labels))]
-    class_weights = torch.tensor(recipe.class_weights, dtype=torch.float32)
+    class_weights = torch.tensor(recipe.class_weights, dtype=torch.float32, device=device)
     transform = build_transform(AugmentationChoice(recipe.augmentation, recipe.augmentation_flip,
                                                    recipe.augmentation_reason))
     tail_s = recipe.planned.get("export_s", 1.0) + recipe.planned.get("final_s", 1.0)
@@ -258,7 +271,7 @@ def _train(request: TrainRequest, progress: Progress, out_dir: Path, threads: in
         raise RuntimeError("training kept no model state to restore")
     model.load_state_dict(state.best_state)
     return _finish(request, model, recipe, state, (train, val, test), preprocessing, progress,
-                   out_dir, pretrained, weights_note)
+                   out_dir, pretrained, weights_note, device_name(device))
 
 
 def _report(data: ImageTensors, probabilities: np.ndarray, labels: list[str]) -> dict[str, Any]:
@@ -285,12 +298,15 @@ def _finish(
     out_dir: Path,
     pretrained: bool,
     weights_note: str,
+    device: str,
 ) -> TrainResult:
     train, val, test = splits
     progress.check()
-    model = model.to(memory_format=torch.contiguous_format).eval()
+    # the checkpoint, the export and its parity check on the CPU, as the device will run it
+    model = model.to("cpu").to(memory_format=torch.contiguous_format).eval()
     checkpoint_path = out_dir / "checkpoint.pt"
     recipe_dict = recipe.to_dict()
+    recipe_dict["device"] = device  # in the checkpoint's recipe too
     torch.save(
         {"state_dict": model.state_dict(), "labels": list(request.labels),
          "preprocessing": preprocessing.to_dict(), "architecture": request.architecture,

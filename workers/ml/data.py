@@ -124,10 +124,12 @@ def to_tensors(
 
 def normalise(images: torch.Tensor, preprocessing: Preprocessing) -> torch.Tensor:
     """(N, 3, H, W) uint8 -> (N, 3, H, W) float32 ``(x / 255 - mean) / std``, channels_last:
-    the arithmetic of ``edge_agent.imaging.preprocess`` in the same order and precision."""
-    mean = torch.tensor(preprocessing.mean, dtype=torch.float32).view(1, 3, 1, 1)
-    std = torch.tensor(preprocessing.std, dtype=torch.float32).view(1, 3, 1, 1)
-    pixels = images.to(torch.float32) / torch.tensor(255.0, dtype=torch.float32)
+    the arithmetic of ``edge_agent.imaging.preprocess`` in the same order and precision, on
+    the device ``images`` are on."""
+    on = images.device
+    mean = torch.tensor(preprocessing.mean, dtype=torch.float32, device=on).view(1, 3, 1, 1)
+    std = torch.tensor(preprocessing.std, dtype=torch.float32, device=on).view(1, 3, 1, 1)
+    pixels = images.to(torch.float32) / torch.tensor(255.0, dtype=torch.float32, device=on)
     return ((pixels - mean) / std).contiguous(memory_format=torch.channels_last)
 
 

@@ -39,7 +39,10 @@ class TrainRequest:
     as digits and text), ``none``, ``light`` or ``strong`` (:mod:`workers.ml.augmentation`).
     ``model_preference``: ``more_accurate`` (resolution up to 224 px) or ``faster`` (at most
     128 px: ~3x fewer FLOPs on the device). ``allow_flips``: False never mirrors the images
-    (text, signs: left and right matter), whatever the preset.
+    (text, signs: left and right matter), whatever the preset. ``device``: ``auto``, ``cpu``,
+    ``cuda`` or ``cuda:N`` (:func:`workers.ml.devices.training_device`); None reads the
+    worker's ``SAMPAN_TRAINING_DEVICE``, or with a ``recipe`` the recipe's kind of device
+    (:func:`workers.ml.devices.replay_device`; a request's device of the other kind is refused).
     """
 
     train: list[SampleRef]
@@ -55,6 +58,7 @@ class TrainRequest:
     augmentation: str = "auto"
     model_preference: str = "more_accurate"
     allow_flips: bool = True
+    device: str | None = None
 
 
 AUGMENTATIONS = ("auto", "none", "light", "strong")

@@ -48,6 +48,12 @@ __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "balanced_accuracy", 
 _EVAL_BATCH = 64
 
 
+def _device(model: nn.Module) -> torch.device:
+    """Where ``model``'s weights are (the CPU, or the GPU :mod:`workers.ml.devices` chose):
+    batches are made on the CPU and moved there."""
+    return next(model.parameters()).device
+
+
 def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threads: int,
                 tick: Callable[[], Any], steps: int) -> list[float]:
     torch.set_num_threads(threads)
@@ -58,6 +64,8 @@ def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, th
         model.zero_grad(set_to_none=True)
         # what the unannotated Tensor.backward calls (mypy strict: no untyped calls)
         torch.autograd.backward(nn.functional.cross_entropy(model(images), labels))
+        if images.is_cuda:  # a GPU runs behind the Python that queues its work
+            torch.cuda.synchronize(images.device)
         timings.append(time.perf_counter() - started)
     return timings
 
@@ -65,7 +73,9 @@ def _time_steps(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, th
 def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int,
                      tick: Callable[[], Any] = lambda: None) -> tuple[float, int]:
     """(seconds of one training step at batch 32, 96 px, channels_last; the thread count that
-    gave it). Times 1 thread first (1 warm-up step, in which oneDNN builds its kernels, then
+    gave it). On a GPU (the model's device): ``max_threads``, and the median of 2 GPU steps
+    after 1 warm-up (the threads serve the CPU's side, which this step leaves out). On the CPU:
+    times 1 thread first (1 warm-up step, in which oneDNN builds its kernels, then
     the median of 2), then, on a multi-core machine, ``max_threads``: one probe step at batch 8
     first, and if even that takes longer than a whole single-thread step the count is dropped at
     once; else the median of 2 steps at batch 32. The faster count is kept. On an idle 2-core
@@ -75,17 +85,25 @@ def calibrate_step_s(model: nn.Module, num_classes: int, max_threads: int,
     set to the chosen count and the model's state as it was."""
     saved = copy.deepcopy(model.state_dict())
     generator = torch.Generator().manual_seed(0)
-    images = torch.randn(32, 3, 96, 96, generator=generator).contiguous(
+    device = _device(model)
+    images = torch.randn(32, 3, 96, 96, generator=generator).to(device).contiguous(
         memory_format=torch.channels_last)
-    labels = torch.randint(0, num_classes, (32,), generator=generator)
+    labels = torch.randint(0, num_classes, (32,), generator=generator).to(device)
     model.train()
-    single = statistics.median(_time_steps(model, images, labels, 1, tick, 3)[1:])
-    timings = {1: single}
-    if max_threads > 1:
-        probe = _time_steps(model, images[:8], labels[:8], max_threads, tick, 1)[0]
-        if probe <= single:
-            timings[max_threads] = statistics.median(
-                _time_steps(model, images, labels, max_threads, tick, 2))
+    if device.type != "cpu":
+        # on a GPU the threads serve the CPU's side (augmentation, decoding), which this step
+        # does not include: all of them, and the GPU's step time (1 warm-up, in which cuDNN
+        # times its algorithms, then the median of 2)
+        timings = {max_threads: statistics.median(
+            _time_steps(model, images, labels, max_threads, tick, 3)[1:])}
+    else:
+        single = statistics.median(_time_steps(model, images, labels, 1, tick, 3)[1:])
+        timings = {1: single}
+        if max_threads > 1:
+            probe = _time_steps(model, images[:8], labels[:8], max_threads, tick, 1)[0]
+            if probe <= single:
+                timings[max_threads] = statistics.median(
+                    _time_steps(model, images, labels, max_threads, tick, 2))
     model.zero_grad(set_to_none=True)
     model.load_state_dict(saved)
     threads = min(timings, key=lambda n: timings[n] / (1.1 if n > 1 else 1.0))
@@ -108,10 +126,12 @@ def balanced_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 @torch.no_grad()
 def evaluate(model: nn.Module, data: ImageTensors, preprocessing: Preprocessing
              ) -> tuple[float, float, torch.Tensor]:
-    """(accuracy, mean cross-entropy, logits (N, C)) in eval mode, no augmentation."""
+    """(accuracy, mean cross-entropy, logits (N, C) on the CPU) in eval mode, no
+    augmentation, the model where it is."""
     model.eval()
+    device = _device(model)
     logits = torch.cat([
-        model(normalise(data.images[i : i + _EVAL_BATCH], preprocessing))
+        model(normalise(data.images[i : i + _EVAL_BATCH].to(device), preprocessing)).cpu()
         for i in range(0, len(data), _EVAL_BATCH)
     ])
     loss = float(nn.functional.cross_entropy(logits, data.labels))
@@ -139,9 +159,10 @@ def adapt_batchnorm(model: nn.Module, train: ImageTensors, preprocessing: Prepro
         m.momentum = None
     model.train()
     features = feature_extractor(model)
+    device = _device(model)
     for i in range(0, len(train), _EVAL_BATCH):
         progress.check()
-        features(normalise(train.images[i : i + _EVAL_BATCH], preprocessing))
+        features(normalise(train.images[i : i + _EVAL_BATCH].to(device), preprocessing))
         if emit:
             progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
     for m, momentum in zip(norms, momenta, strict=True):
@@ -152,12 +173,14 @@ def adapt_batchnorm(model: nn.Module, train: ImageTensors, preprocessing: Prepro
 @torch.no_grad()
 def _features(model: nn.Module, data: ImageTensors, preprocessing: Preprocessing,
               progress: Progress) -> torch.Tensor:
+    """Pooled backbone features (N, 1280) of every image, on the model's device."""
     model.eval()
+    device = _device(model)
     chunks = []
     for i in range(0, len(data), _EVAL_BATCH):
         progress.check()
-        chunks.append(pooled_features(model, normalise(data.images[i : i + _EVAL_BATCH],
-                                                       preprocessing)))
+        chunks.append(pooled_features(model, normalise(
+            data.images[i : i + _EVAL_BATCH].to(device), preprocessing)))
         progress.emit({"phase": "features", "step": i // _EVAL_BATCH + 1})
     return torch.cat(chunks)
 
@@ -182,14 +205,15 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
     optimizer = torch.optim.Adam(head.parameters(), lr=recipe.head_lr, weight_decay=1e-4)
     criterion = _loss(recipe, class_weights)
     generator = torch.Generator().manual_seed(recipe.seed)
+    train_labels = train.labels.to(train_features.device)
     total = 0.0
     for epoch in range(1, recipe.head_epochs + 1):
         progress.check()
         order = torch.randperm(len(train), generator=generator)
         total = 0.0
         for start in range(0, len(order), recipe.batch_size):
-            index = order[start : start + recipe.batch_size]
-            loss = criterion(head(train_features[index]), train.labels[index])
+            index = order[start : start + recipe.batch_size].to(train_features.device)
+            loss = criterion(head(train_features[index]), train_labels[index])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -200,7 +224,7 @@ def train_head(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe:
             recipe.head_epochs = epoch
             break
     with torch.no_grad():
-        logits = head(val_features)
+        logits = head(val_features).cpu()
         val_loss = float(nn.functional.cross_entropy(logits, val.labels))
         accuracy = float((logits.argmax(1) == val.labels).float().mean())
     balanced = balanced_accuracy(logits, val.labels)
@@ -274,6 +298,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
     generator = torch.Generator().manual_seed(recipe.seed + 1)
     ema = _ema(model, recipe, epoch_steps)
     evaluated = ema.module if ema is not None else model
+    device = _device(model)
     step, epoch = 0, 0
     step_times: list[float] = []
     eval_times: list[float] = []
@@ -309,8 +334,10 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             for group in optimizer.param_groups:
                 group["lr"] = group["base_lr"] * factor
             index = order[start : start + recipe.batch_size]
-            images = normalise(augment_batch(train.images[index], transform), preprocessing)
-            loss = criterion(model(images), train.labels[index])
+            # augmented on the CPU (uint8), moved as uint8 (a quarter of the bytes of floats)
+            images = normalise(augment_batch(train.images[index], transform).to(device),
+                               preprocessing)
+            loss = criterion(model(images), train.labels[index].to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -10,6 +10,7 @@ cannot export torchvision's batched NMS with dynamo (a data-dependent guard), an
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from edge_agent.detection import (INPUT_NAME, OUTPUT_NAMES, DetectionSettings, p
 
 from ..export import _quiet
 
-__all__ = ["PARITY_MIN_IOU", "PARITY_MAX_SCORE_DIFF", "check_box_parity", "export_detector"]
+__all__ = ["PARITY_MIN_IOU", "PARITY_MAX_SCORE_DIFF", "Runner", "check_box_parity", "compare_boxes",
+           "export_detector", "torch_runner"]
 
 #: the export gate (issue 10): torch's and onnxruntime's boxes match with IoU >= 0.99 and their
 #: scores within 1e-3 (compared cell by cell, :func:`check_box_parity`)
@@ -79,11 +81,68 @@ def _cell_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.abs(a - b).max(axis=1) <= 0.01, 1.0, paired_box_iou(a, b))
 
 
-@torch.no_grad()
+#: a detector as the device calls it: a (1, 3, S, S) float32 batch in, (1, A, 4) boxes and
+#: (1, A, C) scores out (numpy)
+Runner = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def compare_boxes(run: Runner, other: Runner, batches: list[np.ndarray],
+                  settings: DetectionSettings, min_iou_limit: float = PARITY_MIN_IOU,
+                  max_score_diff_limit: float = PARITY_MAX_SCORE_DIFF) -> dict[str, Any]:
+    """Run two implementations of one detector on the same inputs (each (1, 3, S, S) float32)
+    and compare their candidate boxes cell by cell (:func:`check_box_parity` says why cells
+    and not detections). A candidate is a cell whose score for some class reaches
+    ``settings.score_threshold`` on either side; it differs when its boxes' IoU is under
+    ``min_iou_limit`` or a class score differs by more than ``max_score_diff_limit``.
+
+    Returns ``{"passed", "images", "candidates", "differing", "min_iou", "max_score_diff",
+    "worst_image" (index of the image with the most differing candidates, or None),
+    "detections", "detections_onnx" (after the device's NMS: ``run``'s and ``other``'s),
+    "min_iou_limit", "max_score_diff_limit", "score_threshold"}``."""
+    threshold = settings.score_threshold
+    min_iou, max_diff, differing, candidates = 1.0, 0.0, 0, 0
+    detections = detections_other = 0
+    worst, worst_count = None, 0
+    for index, batch in enumerate(batches):
+        boxes, scores = (t[0] for t in run(batch))
+        other_boxes, other_scores = (t[0] for t in other(batch))
+        cells = (scores.max(axis=1) >= threshold) | (other_scores.max(axis=1) >= threshold)
+        candidates += int(cells.sum())
+        if cells.any():
+            iou = _cell_iou(boxes[cells].astype(np.float64),
+                            other_boxes[cells].astype(np.float64))
+            diff = np.abs(scores[cells] - other_scores[cells]).max(axis=1)
+            min_iou = min(min_iou, float(iou.min()))
+            max_diff = max(max_diff, float(diff.max()))
+            bad = int(((iou < min_iou_limit) | (diff > max_score_diff_limit)).sum())
+            differing += bad
+            if bad > worst_count:
+                worst, worst_count = index, bad
+        detections += len(postprocess(boxes, scores, settings)[0])
+        detections_other += len(postprocess(other_boxes, other_scores, settings)[0])
+    return {"passed": differing == 0, "images": len(batches), "candidates": candidates,
+            "differing": differing, "min_iou": round(min_iou, 6),
+            "max_score_diff": float(f"{max_diff:.3g}"), "worst_image": worst,
+            "detections": detections, "detections_onnx": detections_other,
+            "min_iou_limit": min_iou_limit, "max_score_diff_limit": max_score_diff_limit,
+            "score_threshold": threshold}
+
+
+def torch_runner(graph: nn.Module, device: torch.device | None = None) -> Runner:
+    """``graph`` (an :class:`~workers.ml.detection.model.ExportedDetector`, on ``device``,
+    default the CPU) as a :data:`Runner`, without gradients."""
+    @torch.no_grad()
+    def run(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        boxes, scores = graph(torch.from_numpy(batch).to(device or "cpu"))
+        return boxes.cpu().numpy(), scores.cpu().numpy()
+    return run
+
+
 def check_box_parity(graph: nn.Module, onnx_path: Path, batches: list[np.ndarray],
                      settings: DetectionSettings) -> dict[str, Any]:
-    """Run torch ``graph`` and the ONNX file on the same inputs (each (1, 3, S, S) float32, the
-    letterboxed validation images or their tiles) and compare their candidate boxes.
+    """Run torch ``graph`` (on the CPU) and the ONNX file on the same inputs (each
+    (1, 3, S, S) float32, the letterboxed validation images or their tiles) and compare their
+    candidate boxes (:func:`compare_boxes`).
 
     A candidate is a cell whose score for some class reaches ``settings.score_threshold`` (the
     device's) on either side: every detection the device can return comes from one. Each
@@ -95,37 +154,11 @@ def check_box_parity(graph: nn.Module, onnx_path: Path, batches: list[np.ndarray
     export when detections were compared after NMS, seen in review). The detections after the
     device's NMS are counted for the record (``detections``, ``detections_onnx``).
 
-    Returns ``{"passed", "images", "candidates", "differing" (candidates outside a limit),
-    "min_iou", "max_score_diff", "worst_image" (index of the image with the most differing
-    candidates, or None), "detections", "detections_onnx", "min_iou_limit",
-    "max_score_diff_limit", "score_threshold"}``."""
-    graph = graph.eval()
+    Returns :func:`compare_boxes`'s dict."""
     session = onnx_session(onnx_path)
-    threshold = settings.score_threshold
-    min_iou, max_diff, differing, candidates = 1.0, 0.0, 0, 0
-    detections = detections_onnx = 0
-    worst, worst_count = None, 0
-    for index, batch in enumerate(batches):
-        torch_boxes, torch_scores = (t[0].numpy() for t in graph(torch.from_numpy(batch)))
-        onnx_boxes, onnx_scores = (o[0] for o in
-                                   session.run(list(OUTPUT_NAMES), {INPUT_NAME: batch}))
-        cells = (torch_scores.max(axis=1) >= threshold) | (onnx_scores.max(axis=1) >= threshold)
-        candidates += int(cells.sum())
-        if cells.any():
-            iou = _cell_iou(torch_boxes[cells].astype(np.float64),
-                            onnx_boxes[cells].astype(np.float64))
-            diff = np.abs(torch_scores[cells] - onnx_scores[cells]).max(axis=1)
-            min_iou = min(min_iou, float(iou.min()))
-            max_diff = max(max_diff, float(diff.max()))
-            bad = int(((iou < PARITY_MIN_IOU) | (diff > PARITY_MAX_SCORE_DIFF)).sum())
-            differing += bad
-            if bad > worst_count:
-                worst, worst_count = index, bad
-        detections += len(postprocess(torch_boxes, torch_scores, settings)[0])
-        detections_onnx += len(postprocess(onnx_boxes, onnx_scores, settings)[0])
-    return {"passed": differing == 0, "images": len(batches), "candidates": candidates,
-            "differing": differing, "min_iou": round(min_iou, 6),
-            "max_score_diff": float(f"{max_diff:.3g}"), "worst_image": worst,
-            "detections": detections, "detections_onnx": detections_onnx,
-            "min_iou_limit": PARITY_MIN_IOU, "max_score_diff_limit": PARITY_MAX_SCORE_DIFF,
-            "score_threshold": threshold}
+
+    def run_onnx(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        boxes, scores = session.run(list(OUTPUT_NAMES), {INPUT_NAME: batch})
+        return boxes, scores
+
+    return compare_boxes(torch_runner(graph.eval()), run_onnx, batches, settings)

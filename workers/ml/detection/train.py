@@ -15,7 +15,6 @@ serving score threshold is the one with the best F1 on the validation split
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 import time
@@ -31,6 +30,7 @@ from edge_agent.detection import DetectionSettings, detect
 from edge_agent.imaging import Preprocessing
 
 from ..classification import available_threads
+from ..devices import device_name, training_device, training_on
 from ..schedule import learning_rate_factor
 from ..specs import TrainResult, TrainingCancelled
 from ..data import check_cache_fits
@@ -39,7 +39,7 @@ from ..weights import load_pretrained_state_dict
 from .data import (BoxSample, DetectionData, Geometry, augmented, cache_bytes, choose_geometry,
                    load_samples, mosaic, random_window, training_transform)
 from .evaluation import ImageResult, best_f1_threshold, detection_report, mean_ap
-from .export import check_box_parity, export_detector, onnx_session
+from .export import check_box_parity, export_detector, onnx_session, torch_runner
 from .model import ExportedDetector, build_detector
 
 __all__ = ["DetectRequest", "DetectResult", "train_detector"]
@@ -96,7 +96,9 @@ class DetectRequest:
     choose_geometry`). ``flips``: False never mirrors the images (left and right matter);
     ``augmentation``: its strength (``auto``, ``none``, ``light``, ``strong``:
     :func:`workers.ml.detection.data.training_transform`). ``pretrained``: None uses the
-    ImageNet backbone when it is in the torch hub cache, False never loads it."""
+    ImageNet backbone when it is in the torch hub cache, False never loads it. ``device``:
+    ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (:func:`workers.ml.devices.training_device`);
+    None reads the worker's ``SAMPAN_TRAINING_DEVICE``."""
 
     train: list[BoxSample]
     val: list[BoxSample]
@@ -110,6 +112,7 @@ class DetectRequest:
     augmentation: str = "auto"
     pretrained: bool | None = None
     lr: float = 5e-3
+    device: str | None = None
 
 
 @dataclass
@@ -173,6 +176,9 @@ def _batch(data: DetectionData, geometry: Geometry, transform: Any,
     return images, targets
 
 
+_CPU = torch.device("cpu")
+
+
 def _optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
     """AdamW: the pretrained backbone at lr / 4, the new pyramid and head at lr; no weight
     decay on norms and biases (torchvision's detection references)."""
@@ -188,9 +194,14 @@ def _optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
 
 
 def _train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                images: list[torch.Tensor], targets: list[dict[str, torch.Tensor]]
-                ) -> dict[str, float]:
+                images: list[torch.Tensor], targets: list[dict[str, torch.Tensor]],
+                device: torch.device = _CPU) -> dict[str, float]:
+    """One optimiser step on a batch made on the CPU, moved to ``device`` (the model's). The
+    losses come back as floats, which waits for the device: a step's wall time is its own."""
     model.train()
+    if device.type != "cpu":
+        images = [image.to(device, non_blocking=True) for image in images]
+        targets = [{k: v.to(device, non_blocking=True) for k, v in t.items()} for t in targets]
     losses = model(images, targets)
     loss = sum(losses.values())
     optimizer.zero_grad(set_to_none=True)
@@ -249,21 +260,22 @@ def _parity_batches(data: DetectionData, geometry: Geometry, preprocessing: Prep
     return batches
 
 
-def _torch_runner(graph: ExportedDetector) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    @torch.no_grad()
-    def run(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        boxes, scores = graph(torch.from_numpy(batch))
-        return boxes.numpy(), scores.numpy()
-    return run
-
-
 def train_detector(request: DetectRequest, *,
                    on_progress: Callable[[dict[str, Any]], None] = lambda _: None,
                    should_stop: Callable[[], bool] = lambda: False) -> DetectResult:
     """Train, validate, export and evaluate a detector within ``request.budget_s`` seconds.
 
     Raises TrainingCancelled when ``should_stop()`` turns True (nothing exported), ValueError
-    when the training or validation split has no decodable image."""
+    when the training or validation split has no decodable image, or when ``request.device``
+    (or ``SAMPAN_TRAINING_DEVICE``) names a device this worker does not have."""
+    device = training_device(request.device)
+    with training_on(device):
+        return _train_detector(request, device, on_progress, should_stop)
+
+
+def _train_detector(request: DetectRequest, device: torch.device,
+                    on_progress: Callable[[dict[str, Any]], None],
+                    should_stop: Callable[[], bool]) -> DetectResult:
     started = time.monotonic()
     progress = Progress(on_progress, should_stop, started, request.budget_s)
     deadline = started + request.budget_s
@@ -295,7 +307,8 @@ def train_detector(request: DetectRequest, *,
         state, weights_note = load_pretrained_state_dict("mobilenet_v2")
     # channels_last: oneDNN's convolutions ran a training step 15-19 % faster (0.57-0.62 vs
     # 0.70-0.74 s at 384 px, batch 4, 2 threads); the export gets the default layout back
-    model = build_detector(num_classes, size, state).to(memory_format=torch.channels_last)
+    model = build_detector(num_classes, size, state).to(device).to(
+        memory_format=torch.channels_last)
     transform = training_transform(size, preprocessing.mean, request.flips,
                                    request.augmentation)
     # mosaics are augmentation: none when the pixels are to stay as they are, none for tiles
@@ -324,7 +337,7 @@ def train_detector(request: DetectRequest, *,
         for _ in range(steps):
             progress.check()
             began = time.monotonic()
-            _train_step(model, optimizer, *_batch(train, geometry, transform, generator))
+            _train_step(model, optimizer, *_batch(train, geometry, transform, generator), device)
             out.append(time.monotonic() - began)
         return out
 
@@ -355,6 +368,7 @@ def train_detector(request: DetectRequest, *,
         "tile": None if geometry.tile is None else {"size": geometry.tile.size,
                                                     "overlap": geometry.tile.overlap},
         "batch_size": BATCH_SIZE, "lr": request.lr, "optimizer": "adamw", "threads": threads,
+        "device": device_name(device),
         "ema_decay": EMA_DECAY,
         "flips": request.flips,
         "augmentation": request.augmentation,
@@ -378,13 +392,15 @@ def train_detector(request: DetectRequest, *,
         nonlocal best_state, best_results, best_map50, best_step, val_s, tail_s
         evaluated = model if ema is None else ema.module
         evaluated.eval()
-        graph = ExportedDetector(evaluated, size).eval()
+        graph = ExportedDetector(evaluated, size).to(device).eval()
         began = time.monotonic()
-        results = _results(_torch_runner(graph), request.val, val, preprocessing, settings,
+        results = _results(torch_runner(graph, device), request.val, val, preprocessing, settings,
                            progress)
         map50, map_ = mean_ap(results, num_classes)
         if map50 >= best_map50:
-            best_state = copy.deepcopy(evaluated.state_dict())
+            # kept on the CPU: a GPU's memory holds the training, not old copies of it
+            best_state = {k: v.detach().to(_CPU, copy=True)
+                          for k, v in evaluated.state_dict().items()}
             best_results, best_map50, best_step = results, map50, step
         entry = {"phase": "train", "step": step, "steps": total,
                  "loss": round(sum(running.values()), 4) if running else None,
@@ -414,7 +430,7 @@ def train_detector(request: DetectRequest, *,
             group["lr"] = group["base_lr"] * factor
         mosaic_p = mosaic_share if step < MOSAIC_CLOSE * total else 0.0
         losses = _train_step(model, optimizer, *_batch(train, geometry, transform, generator,
-                                                        mosaic_p, fill))
+                                                        mosaic_p, fill), device)
         if ema is not None:
             ema.update_parameters(model)
         running = {k: 0.9 * running.get(k, v) + 0.1 * v for k, v in losses.items()}
@@ -438,7 +454,8 @@ def train_detector(request: DetectRequest, *,
                    "train_s": round(progress.elapsed_s(), 2)})
     if best_state is not None:
         model.load_state_dict(best_state)
-    model = model.to(memory_format=torch.contiguous_format)
+    # the export, its parity gate and the evaluations run on the CPU, as the device will
+    model = model.to(_CPU).to(memory_format=torch.contiguous_format)
     model.eval()
     graph = ExportedDetector(model, size).eval()
     checkpoint_path = out_dir / "checkpoint.pt"
