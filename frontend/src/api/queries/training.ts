@@ -82,6 +82,8 @@ export interface TrainingRecipe {
   /** the same reason as data, translated by the console: code shorter_side | budget | smallest */
   resolution_why?: { code?: string; shorter_side?: number; target?: number; faster_cap?: boolean; budget_s?: number; min_epochs?: number };
   model_preference?: string;
+  /** where the worker trained: "cpu", or a GPU as "cuda:0 <its name>" (SAMPAN_TRAINING_DEVICE) */
+  device?: string;
   /** images in the training and validation splits (finished jobs) */
   n_train?: number;
   n_val?: number;

@@ -149,6 +149,20 @@ describe("OutcomeCard", () => {
     expect(screen.getByTestId("output-layer-only")).toHaveTextContent("预算没有留下训练全部层的时间：此模型只训练了输出层（提高预算可得到更好的模型）。");
   });
 
+  it("names the device the job trained on: the CPU, or the GPU by its name", () => {
+    const view = renderWithProviders(<OutcomeCard job={{ ...finished, recipe: { ...(finished.recipe as object), device: "cpu" } } as unknown as TrainingJob} live={done} />);
+    expect(screen.getByText("Trained on")).toBeInTheDocument();
+    expect(screen.getByTestId("device")).toHaveTextContent(/^CPU$/);
+    view.unmount();
+    renderWithProviders(<OutcomeCard job={{ ...finished, recipe: { ...(finished.recipe as object), device: "cuda:0 NVIDIA H200" } } as unknown as TrainingJob} live={done} />);
+    expect(screen.getByTestId("device")).toHaveTextContent(/^cuda:0 NVIDIA H200$/);
+  });
+
+  it("says nothing of a device for a job recorded before devices were", () => {
+    renderWithProviders(<OutcomeCard job={finished} live={done} />);
+    expect(screen.queryByTestId("device")).toBeNull();
+  });
+
   it("says a job stopped at the time limit, without an output-layer warning", () => {
     renderWithProviders(<OutcomeCard job={finished} live={done} />);
     expect(screen.getByTestId("stop-reason")).toHaveTextContent("Stopped at the time limit (a longer budget may train further).");

@@ -303,6 +303,9 @@ export function OutcomeCard({ job, live }: { job: TrainingJob; live: LiveJob }) 
     ...(recipe.model_preference
       ? [{ key: "preference", label: t("training.modelPreference"), children: optionName(t, "preferences", recipe.model_preference) }]
       : []),
+    ...(recipe.device
+      ? [{ key: "device", label: t("training.trainedOn"), children: <span data-testid="device">{recipe.device === "cpu" ? t("training.cpu") : recipe.device}</span> }]
+      : []),
   ];
   const alert = headOnly && <Alert type="warning" showIcon data-testid="output-layer-only" title={t("training.headOnly")} />;
   if (items.length === 0) return alert || null;
