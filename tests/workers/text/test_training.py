@@ -11,6 +11,7 @@ import pytest
 from edge_agent.text import TextFeatures
 from workers.ml.text.export import predict_texts
 from workers.ml.text.model import BAG_FAMILIES, FAMILIES
+from workers.ml.text.plan import cost_s
 from workers.ml.text.solvers import FamilyConfig
 from workers.ml.text.train import (
     CANDIDATES,
@@ -18,7 +19,6 @@ from workers.ml.text.train import (
     ENCODER,
     TextSample,
     TextTrainRequest,
-    _cost,
     plan_candidates,
     train_text_classifier,
 )
@@ -215,7 +215,7 @@ def test_the_character_cnn_is_planned_with_the_time_the_others_leave():
     # the most steps that fit in the 20.1 s left with their 2 validations (0.5 s each)
     assert shortened["charcnn"]["planned_steps"] == int((40.0 - 19.9 - 2 * 0.5) / 0.06)
     assert shortened["charcnn"]["reason"] == "shortened to the time the other candidates leave"
-    assert sum(_cost(configs[n], shortened[n]["planned_steps"], 14_000, costs[n])
+    assert sum(cost_s(configs[n], shortened[n]["planned_steps"], 14_000, costs[n])
                for n in configs) <= 40.0
     # less than one epoch left after the others: skipped, saying why; they keep their plan
     skipped = plan_candidates(configs, costs, 14_000, 25.0)

@@ -24,10 +24,10 @@ NOT_PLANNED = "not planned"
 NOT_REQUESTED = "not requested"
 #: a replayed recipe has no entry for the encoder
 NOT_IN_RECIPE = "not in the recipe replayed"
-#: a fill family (the character CNN) after the others (:func:`.train.plan_fill`)
+#: a fill family (the character CNN) after the others (:func:`.plan.plan_fill`)
 FILL_NO_TIME = ("budget: %(left).1f s left after the other candidates, its minimum (one epoch) "
                 "needs %(minimum).1f s")
-#: a priority candidate once the first one has its target (:func:`.train._plan_priority`)
+#: a priority candidate once the first one has its target (:func:`.plan._plan_priority`)
 MINIMUM_AFTER_FIRST = "budget: its minimum does not fit after %(first)s's"
 #: the encoder's weights are missing (``encoder``: its name; ``variable``: the environment
 #: variable that names a folder holding them)
