@@ -6,15 +6,15 @@ serializer, three or four ORM queries and the write), so one web process sustain
 every heartbeat is the same: "still here, these are my counters", answered with an unchanged
 desired state. This ASGI layer in front of Django answers those:
 
-- **What it takes**: ``POST /api/device/v1/heartbeat`` with one ``Authorization: Device
-  <...>``, a strict UTF-8 JSON body (:func:`sampan.fleet.heartbeat_body.parse`) whose
-  metrics are of the plain kinds, no ``buffered`` samples, a ``current_model_version_id`` that is null or one the device is known
-  to run or be told to run, and, if present, a ``runtime`` equal to the one stored and a
-  ``deployment`` report equal to the state stored (what a converged agent sends on every beat:
-  recording either would change nothing). Anything else (a new report, a changed runtime, a
-  malformed body, an unknown credential, a device with open benchmarks, object storage's
-  presigned download URLs) goes to Django's view unchanged, which answers exactly as before;
-  what this layer stores and answers is what that view would.
+- **What it takes**: ``POST /api/device/v1/heartbeat`` with one ``Authorization: Device <...>``,
+  a strict UTF-8 JSON body (:func:`sampan.fleet.heartbeat_body.parse`) whose metrics are of the
+  plain kinds, no ``buffered`` samples, a ``current_model_version_id`` that is null or one the
+  device is known to run or be told to run, and, if present, a ``runtime`` equal to the one
+  stored and a ``deployment`` report equal to the state stored (what a converged agent sends on
+  every beat: recording either would change nothing). Anything else (a new report, a changed
+  runtime, a malformed body, an unknown credential, a device with open benchmarks, object
+  storage's presigned download URLs) goes to Django's view unchanged, which answers exactly as
+  before; what this layer stores and answers is what that view would.
 - **Credentials and desired states** are a snapshot of the whole fleet by credential digest
   (:func:`snapshot`, :class:`Entry`: the device, its project, the versions it may report, its
   desired deployment), read in four queries by the writer thread and swapped in whole. Every
