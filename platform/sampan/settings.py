@@ -265,7 +265,7 @@ REDIS_URL = env.str("SAMPAN_REDIS_URL", default="redis://127.0.0.1:6399/0")
 SAMPAN_LOGIN_MAX_FAILURES = env.int("SAMPAN_LOGIN_MAX_FAILURES", default=10)
 SAMPAN_LOGIN_WINDOW_S = env.int("SAMPAN_LOGIN_WINDOW_S", default=900)
 # Device enrollments per client address (DRF's rate format: "30/min", "100/hour"); past it, 429
-# with Retry-After (sampan.fleet.apis.EnrollmentThrottle)
+# with Retry-After (sampan.fleet.device_apis.EnrollmentThrottle)
 SAMPAN_ENROLL_RATE = env.str("SAMPAN_ENROLL_RATE", default="30/min")
 if PRODUCTION:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -4,7 +4,7 @@
 
 from django.urls import path
 
-from sampan.fleet import apis
+from sampan.fleet import apis, device_apis
 
 P = "projects/<uuid:project_id>/"
 urlpatterns = [
@@ -32,18 +32,18 @@ urlpatterns = [
 ]
 
 device_urlpatterns = [
-    path("enroll", apis.DeviceEnrollApi.as_view(), name="enroll"),
-    path("heartbeat", apis.DeviceHeartbeatApi.as_view(), name="heartbeat"),
-    path("model-versions/<uuid:version_id>/manifest.json", apis.DeviceManifestApi.as_view(),
+    path("enroll", device_apis.DeviceEnrollApi.as_view(), name="enroll"),
+    path("heartbeat", device_apis.DeviceHeartbeatApi.as_view(), name="heartbeat"),
+    path("model-versions/<uuid:version_id>/manifest.json", device_apis.DeviceManifestApi.as_view(),
          name="model-version-manifest"),
-    path("model-versions/<uuid:version_id>/model.onnx", apis.DeviceArtifactApi.as_view(),
+    path("model-versions/<uuid:version_id>/model.onnx", device_apis.DeviceArtifactApi.as_view(),
          name="model-version-artifact"),
     path("benchmarks/<uuid:benchmark_id>/manifest.json",
-         apis.DeviceBenchmarkManifestApi.as_view(), name="benchmark-manifest"),
-    path("benchmarks/<uuid:benchmark_id>/model.onnx", apis.DeviceBenchmarkArtifactApi.as_view(),
-         name="benchmark-artifact"),
+         device_apis.DeviceBenchmarkManifestApi.as_view(), name="benchmark-manifest"),
+    path("benchmarks/<uuid:benchmark_id>/model.onnx",
+         device_apis.DeviceBenchmarkArtifactApi.as_view(), name="benchmark-artifact"),
     path("benchmarks/<uuid:benchmark_id>/inputs/<int:index>",
-         apis.DeviceBenchmarkInputApi.as_view(), name="benchmark-input"),
-    path("benchmarks/<uuid:benchmark_id>/result", apis.DeviceBenchmarkResultApi.as_view(),
+         device_apis.DeviceBenchmarkInputApi.as_view(), name="benchmark-input"),
+    path("benchmarks/<uuid:benchmark_id>/result", device_apis.DeviceBenchmarkResultApi.as_view(),
          name="benchmark-result"),
 ]

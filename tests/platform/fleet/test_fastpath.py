@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sampan.fleet.apis import _plain
+from sampan.fleet.device_apis import _plain
 from sampan.fleet.fastpath import parse
 from sampan.fleet.serializers import HeartbeatInput
 
