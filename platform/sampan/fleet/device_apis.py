@@ -25,7 +25,7 @@ from sampan.core import storage
 from sampan.core.errors import NotFound, TooLarge
 from sampan.core.parsers import JSONParser
 from sampan.fleet import benchmarks, selectors, services
-from sampan.fleet import serializers as s
+from sampan.fleet import device_serializers as s
 from sampan.fleet.authentication import DeviceCredentialAuthentication, IsEnrolledDevice
 from sampan.fleet.downloads import ranged_file_response
 from sampan.fleet.models import Device, DeviceBenchmark

@@ -1,7 +1,7 @@
 """The body of a steady-state heartbeat, read as the platform's serializer would read it.
 
 :func:`parse` is the heartbeat fast path's validation (:mod:`sampan.fleet.fastpath`): it
-accepts exactly what ``HeartbeatInput`` (``sampan.fleet.serializers``) would accept of the
+accepts exactly what ``HeartbeatInput`` (``sampan.fleet.device_serializers``) would accept of the
 plain kinds — strict UTF-8 JSON, metrics numbers in range, a deployment report of a reportable
 state, an aware ``device_time`` — and gives the values as the serializer would give them (floats
 as floats, defaults filled in, the serializer's field order). Anything else gives None and

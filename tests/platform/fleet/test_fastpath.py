@@ -11,7 +11,7 @@ import pytest
 
 from sampan.fleet.device_apis import _plain
 from sampan.fleet.fastpath import parse
-from sampan.fleet.serializers import HeartbeatInput
+from sampan.fleet.device_serializers import HeartbeatInput
 
 STEADY = {"device_time": "2026-11-29T12:00:00Z", "agent_version": "0.1.0",
           "current_model_version_id": None,

@@ -21,7 +21,7 @@ from rest_framework.parsers import JSONParser
 from sampan.fleet import fastpath
 from sampan.fleet.fastpath import HeartbeatFastPath, parse
 from sampan.fleet.models import Device, Telemetry
-from sampan.fleet.serializers import HeartbeatInput
+from sampan.fleet.device_serializers import HeartbeatInput
 
 STEADY = {"device_time": "2026-11-29T12:00:00Z", "agent_version": "0.1.0",
           "current_model_version_id": None,
