@@ -1,7 +1,8 @@
 """The text trainer's budget planner: how many Adam steps or L-BFGS iterations each candidate
 gets within the seconds a job has, from the per-unit costs that calibration measured
-(:func:`workers.ml.text.solvers.calibrate`). Used by :func:`workers.ml.text.train
-.train_text_classifier`, which plans a fill candidate again when its turn comes."""
+(:func:`workers.ml.text.solvers.calibrate`). Used by
+:func:`workers.ml.text.train.train_text_classifier`, which plans a fill candidate again when
+its turn comes."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def target_units(config: FamilyConfig, n_train: int) -> int:
 
 
 def cost_s(config: FamilyConfig, units: float, n_train: int, costs: tuple[float, float]
-          ) -> float:
+           ) -> float:
     """Seconds of ``units`` (Adam steps; L-BFGS iterations per ``C``) with their validations."""
     unit_s, eval_s = costs
     if config.solver == "lbfgs":
@@ -64,7 +65,7 @@ def plan_candidates(configs: dict[str, FamilyConfig], costs: dict[str, tuple[flo
     plan = _plan_priority(priority, costs, n_train, available_s)
     left = available_s - sum(
         cost_s(priority[n], float(plan[n].get("planned_steps") or plan[n].get("max_iter") or 0),
-              n_train, costs[n]) for n in priority if "skipped" not in plan[n])
+               n_train, costs[n]) for n in priority if "skipped" not in plan[n])
     for n in fill:
         plan[n] = plan_fill(configs[n], costs[n], n_train, left)
         if "skipped" not in plan[n]:
@@ -77,8 +78,8 @@ def plan_fill(config: FamilyConfig, costs: tuple[float, float], n_train: int, le
     """A fill candidate's plan (:func:`plan_candidates`) with ``left_s`` seconds: its target
     when that fits; else the most steps whose cost, validations included, fits, when that is
     at least its minimum (one epoch); else skipped, saying how much time it lacked.
-    :func:`train_text_classifier` plans it again when its turn comes, with the time the others
-    really left."""
+    :func:`.train.train_text_classifier` plans it again when its turn comes, with the time the
+    others really left."""
     target = float(target_units(config, n_train))
     need = cost_s(config, target, n_train, costs)
     minimum = cost_s(config, minimum_units(config, n_train), n_train, costs)

@@ -337,7 +337,7 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
             # planned again with the time the others really left (L-BFGS converging early, a
             # calibration on a busier moment), keeping what the later fill candidates planned
             later_fill = sum(cost_s(configs[o], float(plan[o]["planned_steps"]), n_train,
-                                   costs[o]) for o in order[position + 1 :]
+                                    costs[o]) for o in order[position + 1 :]
                              if "planned_steps" in plan.get(o, {}))
             plan[name] = plan_fill(config, costs[name], n_train, float(request.budget_s)
                                    - progress.elapsed_s() - tail_s - later_fill)
@@ -353,8 +353,8 @@ def _train(request: TextTrainRequest, names: list[str], splits: dict[str, _Split
                         and (config.family in FILL_FAMILIES
                              or configs[o].family not in FILL_FAMILIES)]
             later = sum((cost_s(configs[o], float(plan[o].get("planned_steps")
-                                                 or plan[o].get("max_iter") or 0),
-                               n_train, costs[o]) for o in reserved), 0.0)
+                                                  or plan[o].get("max_iter") or 0),
+                                n_train, costs[o]) for o in reserved), 0.0)
             deadline = progress.started + float(request.budget_s) - tail_s - later
         # the measured thread count; a replay uses the recorded one (another count may sum in
         # another order)
