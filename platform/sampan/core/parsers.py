@@ -1,4 +1,5 @@
-"""Request body parsers: DRF's, with a bound on what a body can make the parser do."""
+"""Request body parsers: DRF's, with a bound on what a body can make the parser do, and on
+what a JSON document may hold before any view sees it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,89 @@ from django.utils.translation import gettext as _
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
+from sampan.core.names import describe_character
+
+#: The largest integer a JSON number holds exactly everywhere (2**53 - 1: IEEE 754 doubles, which
+#: JavaScript and most JSON parsers use; RFC 8259, section 6). The console reads every number
+#: as a double: a larger one would show rounded, or as Infinity.
+MAX_JSON_INTEGER = 2**53 - 1
+
+
+def _json_path(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _unstorable(text: str) -> tuple[int, str] | None:
+    """(position, character) of the first NUL or lone surrogate in ``text``: what no text column
+    can hold (a lone surrogate is not UTF-8; PostgreSQL refuses NUL in text and jsonb)."""
+    if text.isascii():
+        position = text.find("\x00")
+        return None if position < 0 else (position, "\x00")
+    for position, character in enumerate(text):
+        if character == "\x00" or "\ud800" <= character <= "\udfff":
+            return position, character
+    return None
+
+
+def _shown(value: int) -> str:
+    digits = str(value)
+    return digits if len(digits) <= 24 else _("a %(count)d-digit integer") % {
+        "count": len(digits.lstrip("-"))}
+
+
+def _refuse(message: str, path: str) -> None:
+    # sampan.core.errors imports DRF's views, whose settings import this module: not at its top
+    from sampan.core.errors import ValidationFailed
+
+    raise ValidationFailed(message, field=path or None)
+
+
+def check_json_document(document: Any) -> None:
+    """Refuse a parsed JSON document holding a string (a key or a value) with a NUL or a lone
+    surrogate (JSON's ``"\\u0000"`` and ``"\\ud800"`` parse to them), or an integer outside
+    +-:data:`MAX_JSON_INTEGER`. Such values used to be stored (a key of a JSON field, a device's
+    ``info``) and every later read of them answered 500, or broke the write itself.
+
+    Raises:
+        ValidationFailed: naming the value's path (``metrics.detections_by_class``,
+            ``buffered[3].metrics``) as the field, the character and its position.
+    """
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            found = _unstorable(value)
+            if found is not None:
+                _refuse(_("%(field)s: contains %(character)s at position %(position)d") % {
+                    "field": path or _("the body"), "character": describe_character(found[1]),
+                    "position": found[0]}, path)
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_JSON_INTEGER:
+                _refuse(_("%(field)s: %(value)s is outside the integers a JSON number holds "
+                          "exactly (at most %(limit)d in size; RFC 8259, section 6)") % {
+                    "field": path or _("the body"), "value": _shown(value),
+                    "limit": MAX_JSON_INTEGER}, path)
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                found = _unstorable(key)
+                if found is not None:
+                    _refuse(_("%(field)s: a key contains %(character)s at position "
+                              "%(position)d") % {
+                        "field": path or _("the body"),
+                        "character": describe_character(found[1]), "position": found[0]}, path)
+                stack.append((_json_path(path, key), item))
+        elif isinstance(value, list):
+            stack.extend((_json_path(path, index), item)
+                         for index, item in reversed(list(enumerate(value))))
+
 
 class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser that answers 400 for JSON nested too deeply to parse.
+    """DRF's JSON parser that answers 400 for JSON nested too deeply to parse, and for a
+    document :func:`check_json_document` refuses.
 
     Python's ``json`` module recurses once per nesting level and raises RecursionError (not a
     ValueError, which DRF turns into a 400) past the interpreter's limit: a 200 KB body of
@@ -19,7 +100,9 @@ class JSONParser(parsers.JSONParser):
     def parse(self, stream: Any, media_type: str | None = None,
               parser_context: dict[str, Any] | None = None) -> Any:
         try:
-            return super().parse(stream, media_type, parser_context)
+            document = super().parse(stream, media_type, parser_context)
+            check_json_document(document)
+            return document
         except RecursionError:
             raise ParseError(_("JSON parse error - the document is nested too deeply")) from None
         except ParseError as error:  # DRF's "JSON parse error - <json's reason>", untranslated

@@ -15,6 +15,7 @@ from sampan.fleet.models import (
     REPORTABLE,
     BenchmarkStatus,
 )
+from sampan.fleet.heartbeat_body import MAX_LATENCY_MS, MAX_LATENCY_WINDOW_S
 from sampan.fleet.serializers import StrictCharField
 
 
@@ -65,9 +66,12 @@ class EnrollOutput(serializers.Serializer):
 
 
 class LatencyInput(serializers.Serializer):
-    p50 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
-    p95 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
-    p99 = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
+    p50 = serializers.FloatField(min_value=0, max_value=MAX_LATENCY_MS, allow_null=True,
+                                 required=False, default=None)
+    p95 = serializers.FloatField(min_value=0, max_value=MAX_LATENCY_MS, allow_null=True,
+                                 required=False, default=None)
+    p99 = serializers.FloatField(min_value=0, max_value=MAX_LATENCY_MS, allow_null=True,
+                                 required=False, default=None)
 
 
 #: Most class labels a heartbeat's ``detections_by_class`` keeps (its most frequent ones; the
@@ -95,7 +99,7 @@ class MetricsInput(serializers.Serializer):
     errors = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
     latency_ms = LatencyInput(allow_null=True, required=False, default=None)
     latency_window_s = serializers.FloatField(
-        min_value=0, allow_null=True, required=False,
+        min_value=0, max_value=MAX_LATENCY_WINDOW_S, allow_null=True, required=False,
         help_text="The seconds latency_ms covers (the agent's requests of the last 60 s).")
     cpu_percent = serializers.FloatField(
         min_value=0, allow_null=True, required=False, default=None,

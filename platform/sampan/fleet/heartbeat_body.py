@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["MAX_ERROR_CHARS", "Parsed", "parse"]
+from sampan.core.parsers import MAX_JSON_INTEGER
+
+__all__ = ["MAX_ERROR_CHARS", "MAX_LATENCY_MS", "MAX_LATENCY_WINDOW_S", "Parsed", "parse"]
+
+#: Largest latency percentile a heartbeat may report, ms (a day: no request takes longer) ...
+MAX_LATENCY_MS = 86_400_000.0
+#: ... and the longest window it may cover, s (the agent's is 60 s)
+MAX_LATENCY_WINDOW_S = 86_400.0
 
 
 def _number(value: Any, *, integer: bool, low: float | None = 0, high: float | None = None
@@ -28,7 +35,7 @@ def _number(value: Any, *, integer: bool, low: float | None = 0, high: float | N
         return True, None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False, None
-    if integer and not isinstance(value, int):
+    if integer and (not isinstance(value, int) or abs(value) > MAX_JSON_INTEGER):
         return False, None
     if not integer:
         if not math.isfinite(value):
@@ -43,7 +50,7 @@ def _number(value: Any, *, integer: bool, low: float | None = 0, high: float | N
 _METRICS: dict[str, tuple[bool, float | None, float | None, bool]] = {
     "requests": (True, 0, None, True),
     "errors": (True, 0, None, True),
-    "latency_window_s": (False, 0, None, False),
+    "latency_window_s": (False, 0, MAX_LATENCY_WINDOW_S, False),
     "cpu_percent": (False, 0, None, True),
     "cpu_count": (True, 1, 4096, False),
     "memory_bytes": (True, 0, None, True),
@@ -120,7 +127,7 @@ def _metrics(raw: Any) -> dict[str, Any] | None:
     elif isinstance(latency, dict):
         values = {}
         for key in ("p50", "p95", "p99"):
-            ok, value = _number(latency.get(key), integer=False)
+            ok, value = _number(latency.get(key), integer=False, high=MAX_LATENCY_MS)
             if not ok:
                 return None
             values[key] = value
@@ -168,7 +175,10 @@ def parse(body: bytes) -> Parsed | None:
             return None
         if device_time.tzinfo is None:
             return None  # naive: the serializer's time zone rules apply
-        device_time = device_time.astimezone(UTC)
+        try:
+            device_time = device_time.astimezone(UTC)
+        except OverflowError:  # year 9999 at -14:00 is past datetime.max in UTC: the view's 400
+            return None
     agent_version = data.get("agent_version", "")
     if agent_version is None or not isinstance(agent_version, str) or len(agent_version) > 64 \
             or agent_version != agent_version.strip() or not _utf8(agent_version):

@@ -121,12 +121,15 @@ def device_desired_deployment(*, device: Device) -> Deployment | None:
 
 def device_model_version_get(*, device: Device, version_id: Any) -> ModelVersion:
     """A model version the device may download: that of its desired deployment, or the one it
-    currently serves. Raises NotFound for any other (another device's, an undeployed one)."""
-    desired = (Deployment.objects.filter(device=device)
-               .exclude(state=DeploymentState.SUPERSEDED).values("model_version_id"))
+    currently serves when it was deployed to this device once. Raises NotFound for any other
+    (another device's, one never deployed to it: a device claiming a version as its current one
+    in a heartbeat does not make it downloadable)."""
+    deployments = Deployment.objects.filter(device=device)
+    desired = deployments.exclude(state=DeploymentState.SUPERSEDED).values("model_version_id")
     allowed = Q(pk__in=desired)
     if device.current_model_version_id is not None:
-        allowed |= Q(pk=device.current_model_version_id)
+        allowed |= Q(pk=device.current_model_version_id,
+                     pk__in=deployments.values("model_version_id"))
     return get_or_not_found(
         ModelVersion.objects.filter(project_id=device.project_id).filter(allowed),
         "model version", pk=version_id)
