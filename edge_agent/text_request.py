@@ -177,8 +177,12 @@ def json_type(value: object) -> str:
 
 def image_model_got(task: str, data: bytes) -> WrongInputError | None:
     """For an image model (``task``) that could not decode ``data``: the error to answer
-    instead when ``data`` is a JSON object or array (a text request), else None."""
+    instead when ``data`` is a JSON object or array (a text request) or a multipart form (what
+    ``curl -F file=@x.png`` sends: the agent takes the image's bytes as the body), else None."""
     head = data[:64].lstrip()
+    if head.startswith(b"--") and b"content-disposition: form-data" in data[:4096].lower():
+        return WrongInputError(f"this model takes an image ({task}): send the image's bytes as "
+                               "the body (curl --data-binary @image.jpg), not a multipart form")
     if not head.startswith((b"{", b"[")):
         return None
     try:

@@ -165,6 +165,12 @@ def test_an_image_to_a_text_model_and_json_to_an_image_model_say_what_is_expecte
             assert (reply.status_code, reply.json()) == (400, {
                 "error": "this model takes an image (image_classification): send the image's "
                          "bytes as the body, not JSON"})
+        form = (b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.png\""
+                b"\r\nContent-Type: image/png\r\n\r\n" + png((0, 0, 250)) + b"\r\n--XyZ--\r\n")
+        reply = post(image_base, form)  # curl -F file=@x.png: the session-25 tester's first try
+        assert (reply.status_code, reply.json()) == (400, {
+            "error": "this model takes an image (image_classification): send the image's bytes "
+                     "as the body (curl --data-binary @image.jpg), not a multipart form"})
         # anything else is refused as before, and images are answered as before
         for body, error in ((b"{not json", "unsupported format 'unknown'"),
                             (b"[" * 100_000, "unsupported format 'unknown'"),
@@ -176,7 +182,7 @@ def test_an_image_to_a_text_model_and_json_to_an_image_model_say_what_is_expecte
         assert list(reply.json()) == ["model_version_id", "task", "predictions", "latency_ms"]
         assert reply.json()["predictions"][0]["label"] == "green"
         assert set(reply.json()["predictions"][0]) == {"label", "index", "probability"}
-    assert image_agent.telemetry.snapshot()["errors"] == 8
+    assert image_agent.telemetry.snapshot()["errors"] == 9
 
 
 def test_a_deployment_swaps_an_image_model_for_a_text_model_and_keeps_serving(
