@@ -3,8 +3,9 @@ there serve the same on the CPU?
 
 For an operator setting up a GPU training worker (docs/deploy.md) and for developers on a GPU
 host; CI has no GPU and never runs it. ``--task detection`` trains the detector of
-``seeds/trees`` (the split of ``make bench BENCH=detection``) on ``--device`` (``cuda`` by
-default; :func:`workers.ml.devices.training_device`) within ``--budget-s``, then:
+``seeds/trees`` (the split of ``make bench BENCH=detection``) on ``--device`` (the worker's
+``SAMPAN_TRAINING_DEVICE`` when set, else ``cuda``; :func:`workers.ml.devices.training_device`)
+within ``--budget-s``, then:
 
 1. the run's recipe names the GPU, and the export's parity gate (torch on the CPU against
    onnxruntime, IoU >= 0.99, scores within 1e-3) passed;
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -42,20 +44,22 @@ from edge_agent.detection import DetectionSettings, TileSettings
 from .bench_detection import TREES, split, voc_samples
 from .ml.detection.export import PARITY_MIN_IOU, check_box_parity, compare_boxes, torch_runner
 from .ml.detection.model import ExportedDetector, build_detector
-from .ml.devices import training_device, training_on
+from .ml.devices import DEVICE_ENV, training_device, training_on
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.check_cuda", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", choices=("all", "detection", "classification"), default="all")
-    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--device", default=os.environ.get(DEVICE_ENV, "").strip() or "cuda",
+                        help=f"the device to check (default: the worker's {DEVICE_ENV} when set, "
+                             "else cuda)")
     parser.add_argument("--budget-s", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--score-tolerance", type=float, default=1e-2)
     args = parser.parse_args(argv)
     try:
-        device = training_device(args.device)
+        device = training_device(args.device, source="--device")
     except ValueError as exc:
         print(json.dumps({"check": "cuda", "ok": False, "error": str(exc)}), flush=True)
         return 2

@@ -177,3 +177,22 @@ def test_training_on_a_gpu_tunes_cudnn_for_the_job_only_and_returns_its_memory(
     assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.allow_tf32 is True
     assert emptied == [True]
     assert failed.value is not None and alive[0]() is None
+
+
+def test_check_cuda_names_its_flag_and_defaults_to_the_workers_setting(
+        no_gpu: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from workers import check_cuda
+
+    # the session-25 tester: --device gpu0 was reported as SAMPAN_TRAINING_DEVICE='gpu0'
+    assert check_cuda.main(["--device", "gpu0"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error.startswith("--device='gpu0': expected auto, cpu, cuda or cuda:N"), error
+    # without --device it checks what the worker is set to (cuda when unset)
+    monkeypatch.setenv(DEVICE_ENV, "cuda:1")
+    assert check_cuda.main([]) == 2
+    assert "--device='cuda:1': this worker's torch sees no CUDA GPU" in capsys.readouterr().out
+    monkeypatch.delenv(DEVICE_ENV)
+    assert check_cuda.main([]) == 2
+    assert "--device='cuda': this worker's torch sees no CUDA GPU" in capsys.readouterr().out

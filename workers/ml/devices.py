@@ -30,12 +30,13 @@ __all__ = ["DEVICE_ENV", "device_name", "replay_device", "training_device", "tra
 DEVICE_ENV = "SAMPAN_TRAINING_DEVICE"
 
 
-def training_device(setting: str | None = None) -> torch.device:
+def training_device(setting: str | None = None, source: str = DEVICE_ENV) -> torch.device:
     """The device named by ``setting`` (default: the ``SAMPAN_TRAINING_DEVICE`` environment
     variable, else ``auto``): ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
 
-    Raises ValueError naming the setting when the value is none of these, or names a GPU that
-    this process's torch does not see (no CUDA build, no driver, or fewer GPUs than ``N + 1``).
+    Raises ValueError naming the setting (``source``: where ``setting`` came from, e.g. a
+    command's ``--device``) when the value is none of these, or names a GPU that this process's
+    torch does not see (no CUDA build, no driver, or fewer GPUs than ``N + 1``).
     """
     named = setting if setting is not None else os.environ.get(DEVICE_ENV, "")
     value = named.strip().lower() or "auto"
@@ -45,14 +46,14 @@ def training_device(setting: str | None = None) -> torch.device:
         return torch.device("cpu")
     kind, colon, index = value.partition(":")
     if kind != "cuda" or (colon and not (index.isascii() and index.isdigit())):
-        raise ValueError(f"{DEVICE_ENV}={named!r}: expected auto, cpu, cuda or cuda:N")
+        raise ValueError(f"{source}={named!r}: expected auto, cpu, cuda or cuda:N")
     number = int(index or 0)
     if not torch.cuda.is_available():
-        raise ValueError(f"{DEVICE_ENV}={named!r}: this worker's torch sees no CUDA GPU "
+        raise ValueError(f"{source}={named!r}: this worker's torch sees no CUDA GPU "
                          f"(CUDA build: {torch.version.cuda or 'no'}); set it to auto or cpu, "
                          "or install a CUDA build of torch and the NVIDIA driver")
     if number >= torch.cuda.device_count():
-        raise ValueError(f"{DEVICE_ENV}={named!r}: this worker sees "
+        raise ValueError(f"{source}={named!r}: this worker sees "
                          f"{torch.cuda.device_count()} GPU(s), numbered from 0")
     return torch.device("cuda", number)
 
