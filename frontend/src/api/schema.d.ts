@@ -1790,14 +1790,18 @@ export interface components {
             throughput_ips?: number | null;
             /** Format: double */
             load_s?: number | null;
+            /** Format: int64 */
             peak_memory_bytes?: number | null;
+            /** Format: int64 */
             runs?: number | null;
+            /** Format: int64 */
             warmup?: number | null;
             /**
              * Format: double
              * @description p99 of the device's own /v1/predict requests served during the benchmark; null when none were
              */
             serving_p99_ms?: number | null;
+            /** Format: int64 */
             serving_requests?: number | null;
             onnxruntime?: string | null;
             providers?: string[] | null;
@@ -2323,6 +2327,7 @@ export interface components {
             /** @description Telemetry the agent kept while it could not reach the platform, oldest first (at most 120 per heartbeat). */
             buffered?: components["schemas"]["BufferedSampleInputRequest"][];
             /**
+             * Format: int64
              * @description Samples the agent dropped (oldest first) because its buffer was full.
              * @default 0
              */
@@ -2513,7 +2518,9 @@ export interface components {
          */
         MethodsEnum: "int8" | "resolution" | "pruning" | "fp16";
         MetricsInputRequest: {
+            /** Format: int64 */
             requests?: number | null;
+            /** Format: int64 */
             errors?: number | null;
             latency_ms?: components["schemas"]["LatencyInputRequest"] | null;
             /**
@@ -2528,13 +2535,17 @@ export interface components {
             cpu_percent?: number | null;
             /** @description The device's CPU cores. */
             cpu_count?: number | null;
+            /** Format: int64 */
             memory_bytes?: number | null;
             /**
              * Format: double
              * @description Mean top-1 probability (classifier) or best detection score (detector) of the answers of the latency window; null without answers.
              */
             confidence_mean?: number | null;
-            /** @description Objects detected since the agent started (cumulative, like requests). */
+            /**
+             * Format: int64
+             * @description Objects detected since the agent started (cumulative, like requests).
+             */
             detections?: number | null;
             /** @description The same per class label: the 20 most frequent, cumulative. */
             detections_by_class?: {

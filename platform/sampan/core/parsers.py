@@ -3,6 +3,7 @@ what a JSON document may hold before any view sees it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -17,22 +18,20 @@ from sampan.core.names import describe_character
 MAX_JSON_INTEGER = 2**53 - 1
 
 
+#: Characters of a key shown in a path or a message (a key may be megabytes long).
+_KEY_CHARS = 40
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _key(key: str) -> str:
+    shown = key if len(key) <= _KEY_CHARS else key[:_KEY_CHARS] + "..."
+    return shown if shown.isidentifier() or not shown else ascii(shown)
+
+
 def _json_path(path: str, key: object) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
-
-
-def _unstorable(text: str) -> tuple[int, str] | None:
-    """(position, character) of the first NUL or lone surrogate in ``text``: what no text column
-    can hold (a lone surrogate is not UTF-8; PostgreSQL refuses NUL in text and jsonb)."""
-    if text.isascii():
-        position = text.find("\x00")
-        return None if position < 0 else (position, "\x00")
-    for position, character in enumerate(text):
-        if character == "\x00" or "\ud800" <= character <= "\udfff":
-            return position, character
-    return None
+    return f"{path}.{_key(str(key))}" if path else _key(str(key))
 
 
 def _shown(value: int) -> str:
@@ -41,52 +40,63 @@ def _shown(value: int) -> str:
         "count": len(digits.lstrip("-"))}
 
 
-def _refuse(message: str, path: str) -> None:
-    # sampan.core.errors imports DRF's views, whose settings import this module: not at its top
-    from sampan.core.errors import ValidationFailed
-
-    raise ValidationFailed(message, field=path or None)
-
-
-def check_json_document(document: Any) -> None:
-    """Refuse a parsed JSON document holding a string (a key or a value) with a NUL or a lone
-    surrogate (JSON's ``"\\u0000"`` and ``"\\ud800"`` parse to them), or an integer outside
-    +-:data:`MAX_JSON_INTEGER`. Such values used to be stored (a key of a JSON field, a device's
-    ``info``) and every later read of them answered 500, or broke the write itself.
-
-    Raises:
-        ValidationFailed: naming the value's path (``metrics.detections_by_class``,
-            ``buffered[3].metrics``) as the field, the character and its position.
-    """
+def json_document_problem(document: Any) -> tuple[str, str] | None:
+    """``(path, message)`` for the first value of a parsed JSON document that no part of the
+    platform may take, else None: a string (a key or a value) holding a NUL or a lone surrogate
+    (JSON's ``"\\u0000"`` and ``"\\ud800"`` parse to them; a lone surrogate is not UTF-8 and
+    PostgreSQL refuses NUL in text and jsonb), or an integer outside +-:data:`MAX_JSON_INTEGER`.
+    ``path`` names the value (``metrics.detections_by_class``, ``buffered[3].metrics.requests``;
+    ``""`` for the document itself), ``message`` starts with it (translated)."""
     stack: list[tuple[str, Any]] = [("", document)]
     while stack:
         path, value = stack.pop()
+        where = path or _("the body")
         if isinstance(value, str):
-            found = _unstorable(value)
+            found = _UNSTORABLE.search(value)
             if found is not None:
-                _refuse(_("%(field)s: contains %(character)s at position %(position)d") % {
-                    "field": path or _("the body"), "character": describe_character(found[1]),
-                    "position": found[0]}, path)
+                return path, _("%(field)s: contains %(character)s at position %(position)d") % {
+                    "field": where, "character": describe_character(found.group()),
+                    "position": found.start()}
         elif isinstance(value, bool):
             continue
         elif isinstance(value, int):
             if abs(value) > MAX_JSON_INTEGER:
-                _refuse(_("%(field)s: %(value)s is outside the integers a JSON number holds "
-                          "exactly (at most %(limit)d in size; RFC 8259, section 6)") % {
-                    "field": path or _("the body"), "value": _shown(value),
-                    "limit": MAX_JSON_INTEGER}, path)
+                return path, _("%(field)s: %(value)s is outside the integers a JSON number "
+                               "holds exactly (at most %(limit)d in size; RFC 8259, section "
+                               "6)") % {"field": where, "value": _shown(value),
+                                         "limit": MAX_JSON_INTEGER}
         elif isinstance(value, dict):
             for key, item in reversed(list(value.items())):
-                found = _unstorable(key)
+                found = _UNSTORABLE.search(key)
                 if found is not None:
-                    _refuse(_("%(field)s: a key contains %(character)s at position "
-                              "%(position)d") % {
-                        "field": path or _("the body"),
-                        "character": describe_character(found[1]), "position": found[0]}, path)
+                    return path, _("%(field)s: the key %(key)s contains %(character)s at "
+                                   "position %(position)d") % {
+                        "field": where, "key": ascii(key[:_KEY_CHARS]),
+                        "character": describe_character(found.group()),
+                        "position": found.start()}
                 stack.append((_json_path(path, key), item))
         elif isinstance(value, list):
             stack.extend((_json_path(path, index), item)
                          for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+def check_json_document(document: Any) -> None:
+    """Refuse a document :func:`json_document_problem` finds a problem in. Such values used to
+    be stored (a key of a JSON field, a device's ``info``) and every later read of them
+    answered 500, or they broke the write itself.
+
+    Raises:
+        ValidationFailed: 400 ``invalid`` with the value's path as ``field`` (None for the
+            document itself) and the message naming the character and its position.
+    """
+    problem = json_document_problem(document)
+    if problem is not None:
+        # sampan.core.errors imports DRF's views, whose settings import this module: not at
+        # the top
+        from sampan.core.errors import ValidationFailed
+
+        raise ValidationFailed(problem[1], field=problem[0] or None)
 
 
 class JSONParser(parsers.JSONParser):

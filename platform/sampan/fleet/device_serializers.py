@@ -9,6 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from sampan.core.parsers import MAX_JSON_INTEGER
 from sampan.core.validation import NameField
 from sampan.fleet.models import (
     BENCHMARK_REPORTABLE,
@@ -65,6 +66,16 @@ class EnrollOutput(serializers.Serializer):
         many=True, help_text="every key whose signature the device accepts, the active first")
 
 
+class CountField(serializers.IntegerField):
+    """A count (a quoted one too, as DRF reads it): 0 to 2**53 - 1, the integers a JSON number
+    holds exactly (``sampan.core.parsers.MAX_JSON_INTEGER``; RFC 8259, section 6)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", MAX_JSON_INTEGER)
+        super().__init__(**kwargs)
+
+
 class LatencyInput(serializers.Serializer):
     p50 = serializers.FloatField(min_value=0, max_value=MAX_LATENCY_MS, allow_null=True,
                                  required=False, default=None)
@@ -85,7 +96,7 @@ class DetectionsByClassField(serializers.DictField):
     :data:`MAX_DETECTION_CLASSES` largest counts are kept (ties by label), labels cut to
     :data:`MAX_DETECTION_LABEL_CHARS`, so what is stored stays small whatever a device sends."""
 
-    child = serializers.IntegerField(min_value=0)
+    child = CountField()
 
     def to_internal_value(self, data: Any) -> dict[str, int]:
         counts: dict[str, int] = super().to_internal_value(data)
@@ -95,8 +106,8 @@ class DetectionsByClassField(serializers.DictField):
 
 
 class MetricsInput(serializers.Serializer):
-    requests = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
-    errors = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    requests = CountField(allow_null=True, required=False, default=None)
+    errors = CountField(allow_null=True, required=False, default=None)
     latency_ms = LatencyInput(allow_null=True, required=False, default=None)
     latency_window_s = serializers.FloatField(
         min_value=0, max_value=MAX_LATENCY_WINDOW_S, allow_null=True, required=False,
@@ -106,15 +117,14 @@ class MetricsInput(serializers.Serializer):
         help_text="The agent process's CPU use in % of all the device's cores (cpu_count).")
     cpu_count = serializers.IntegerField(min_value=1, max_value=4096, allow_null=True,
                                          required=False, help_text="The device's CPU cores.")
-    memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
-                                            default=None)
+    memory_bytes = CountField(allow_null=True, required=False, default=None)
     confidence_mean = serializers.FloatField(
         min_value=0, max_value=1, allow_null=True, required=False,
         help_text="Mean top-1 probability (classifier) or best detection score (detector) of "
                   "the answers of the latency window; null without answers.")
     # detection models only: absent (not null) from a classifier's heartbeat
-    detections = serializers.IntegerField(
-        min_value=0, allow_null=True, required=False,
+    detections = CountField(
+        allow_null=True, required=False,
         help_text="Objects detected since the agent started (cumulative, like requests).")
     detections_by_class = DetectionsByClassField(
         allow_null=True, required=False,
@@ -152,8 +162,8 @@ class HeartbeatInput(serializers.Serializer):
         many=True, required=False, default=list, max_length=MAX_BUFFERED_SAMPLES,
         help_text="Telemetry the agent kept while it could not reach the platform, oldest "
                   "first (at most 120 per heartbeat).")
-    buffered_dropped = serializers.IntegerField(
-        min_value=0, required=False, default=0,
+    buffered_dropped = CountField(
+        required=False, default=0,
         help_text="Samples the agent dropped (oldest first) because its buffer was full.")
     agent_version = serializers.CharField(max_length=64, allow_blank=True, required=False,
                                           default="")
@@ -201,16 +211,14 @@ class BenchmarkFiguresInput(serializers.Serializer):
     throughput_ips = serializers.FloatField(min_value=0, allow_null=True, required=False,
                                             default=None)
     load_s = serializers.FloatField(min_value=0, allow_null=True, required=False, default=None)
-    peak_memory_bytes = serializers.IntegerField(min_value=0, allow_null=True, required=False,
-                                                 default=None)
-    runs = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
-    warmup = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    peak_memory_bytes = CountField(allow_null=True, required=False, default=None)
+    runs = CountField(allow_null=True, required=False, default=None)
+    warmup = CountField(allow_null=True, required=False, default=None)
     serving_p99_ms = serializers.FloatField(
         min_value=0, allow_null=True, required=False, default=None,
         help_text="p99 of the device's own /v1/predict requests served during the benchmark; "
                   "null when none were")
-    serving_requests = serializers.IntegerField(min_value=0, allow_null=True, required=False,
-                                                default=None)
+    serving_requests = CountField(allow_null=True, required=False, default=None)
     onnxruntime = StrictCharField(max_length=64, allow_null=True, required=False,
                                         default=None)
     providers = serializers.ListField(child=serializers.CharField(max_length=100),

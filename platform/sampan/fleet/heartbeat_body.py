@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sampan.core.parsers import MAX_JSON_INTEGER
+from sampan.core.parsers import MAX_JSON_INTEGER, json_document_problem
 
 __all__ = ["MAX_ERROR_CHARS", "MAX_LATENCY_MS", "MAX_LATENCY_WINDOW_S", "Parsed", "parse"]
 
@@ -35,7 +35,9 @@ def _number(value: Any, *, integer: bool, low: float | None = 0, high: float | N
         return True, None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False, None
-    if integer and (not isinstance(value, int) or abs(value) > MAX_JSON_INTEGER):
+    if isinstance(value, int) and abs(value) > MAX_JSON_INTEGER:
+        return False, None  # the view's 400; math.isfinite would raise OverflowError for 10**400
+    if integer and not isinstance(value, int):
         return False, None
     if not integer:
         if not math.isfinite(value):
@@ -152,8 +154,8 @@ def parse(body: bytes) -> Parsed | None:
         data = json.loads(text) if not text.startswith("\ufeff") else None
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict):
-        return None
+    if not isinstance(data, dict) or json_document_problem(data) is not None:
+        return None  # the view's 400 (sampan.core.parsers), even for a key the view drops
     if data.get("buffered", []) != [] or not isinstance(data.get("buffered", []), list):
         return None
     dropped = data.get("buffered_dropped", 0)

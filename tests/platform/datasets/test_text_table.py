@@ -116,3 +116,13 @@ def test_a_txt_file_is_one_text() -> None:
         read_text_file(b" \n\t", name="a.txt")
     with pytest.raises(TextFileError, match="has no rows"):
         read_text_table(b"\n\n", name="empty.csv")
+
+
+def test_nul_characters_are_removed_from_texts_and_labels() -> None:
+    # Python's csv keeps NUL; PostgreSQL refuses it in text (the row's insert failed), and the
+    # agent's text rule removes it: the stored text is what a device classifies
+    table = read_text_table(b"text,label\na\x00b good,po\x00s\n\x00,neg\n", name="nul.csv")
+    assert [(r.text, r.label) for r in table.rows] == [("ab good", "pos")]
+    assert [p["code"] for p in table.problems] == ["empty_text"]
+    assert normalise_label("tr\x00affic light") == "traffic light"
+    assert read_text_file(b"x\x00y", name="a.txt").text == "xy"

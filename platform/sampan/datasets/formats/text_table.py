@@ -171,16 +171,18 @@ def decode_text(data: bytes, *, name: str, encoding: str | None = None) -> Decod
 
 
 def normalise_text(text: str) -> str:
-    """A text as stored: NFC, ``\\r\\n`` and ``\\r`` to ``\\n``, surrounding whitespace trimmed
-    (inner whitespace and emoji kept)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    """A text as stored: NUL characters removed (PostgreSQL stores none; the agent's text rule,
+    ``edge_agent.text_request``, removes them too), NFC, ``\\r\\n`` and ``\\r`` to ``\\n``,
+    surrounding whitespace trimmed (inner whitespace and emoji kept)."""
+    text = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
     return unicodedata.normalize("NFC", text).strip()
 
 
 def normalise_label(label: str) -> str:
-    """A class name as stored: NFKC (full-width forms and the ideographic space folded), inner
-    runs of whitespace to one space, trimmed. Case is kept; the result may be empty."""
-    return " ".join(unicodedata.normalize("NFKC", label).split())
+    """A class name as stored: NUL characters removed, NFKC (full-width forms and the
+    ideographic space folded), inner runs of whitespace to one space, trimmed. Case is kept;
+    the result may be empty."""
+    return " ".join(unicodedata.normalize("NFKC", label.replace("\x00", "")).split())
 
 
 @dataclass(frozen=True)
