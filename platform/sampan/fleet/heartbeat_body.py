@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,8 @@ from typing import Any
 from sampan.core.parsers import MAX_JSON_INTEGER, json_document_problem
 
 __all__ = ["MAX_ERROR_CHARS", "MAX_LATENCY_MS", "MAX_LATENCY_WINDOW_S", "Parsed", "parse"]
+
+_LONG_DIGITS = re.compile(rb"[0-9]{16}")
 
 #: Largest latency percentile a heartbeat may report, ms (a day: no request takes longer) ...
 MAX_LATENCY_MS = 86_400_000.0
@@ -154,7 +157,11 @@ def parse(body: bytes) -> Parsed | None:
         data = json.loads(text) if not text.startswith("\ufeff") else None
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or json_document_problem(data) is not None:
+    if not isinstance(data, dict):
+        return None
+    # a NUL or a surrogate reaches a parsed string only through a \u escape (raw ones are not
+    # valid JSON or UTF-8), an integer past 2**53 - 1 only as 16+ digits: most beats skip the walk
+    if (b"\\u" in body or _LONG_DIGITS.search(body)) and json_document_problem(data) is not None:
         return None  # the view's 400 (sampan.core.parsers), even for a key the view drops
     if data.get("buffered", []) != [] or not isinstance(data.get("buffered", []), list):
         return None
