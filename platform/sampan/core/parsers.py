@@ -20,7 +20,8 @@ MAX_JSON_INTEGER = 2**53 - 1
 
 #: Characters of a key shown in a path or a message (a key may be megabytes long).
 _KEY_CHARS = 40
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: A NUL or a lone surrogate: what no text column can store.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _key(key: str) -> str:
@@ -28,7 +29,7 @@ def _key(key: str) -> str:
     return shown if shown.isidentifier() or not shown else ascii(shown)
 
 
-def _json_path(path: str, key: object) -> str:
+def json_path(path: str, key: object) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{_key(str(key))}" if path else _key(str(key))
@@ -52,7 +53,7 @@ def json_document_problem(document: Any) -> tuple[str, str] | None:
         path, value = stack.pop()
         where = path or _("the body")
         if isinstance(value, str):
-            found = _UNSTORABLE.search(value)
+            found = UNSTORABLE.search(value)
             if found is not None:
                 return path, _("%(field)s: contains %(character)s at position %(position)d") % {
                     "field": where, "character": describe_character(found.group()),
@@ -67,16 +68,16 @@ def json_document_problem(document: Any) -> tuple[str, str] | None:
                                          "limit": MAX_JSON_INTEGER}
         elif isinstance(value, dict):
             for key, item in reversed(list(value.items())):
-                found = _UNSTORABLE.search(key)
+                found = UNSTORABLE.search(key)
                 if found is not None:
                     return path, _("%(field)s: the key %(key)s contains %(character)s at "
                                    "position %(position)d") % {
                         "field": where, "key": ascii(key[:_KEY_CHARS]),
                         "character": describe_character(found.group()),
                         "position": found.start()}
-                stack.append((_json_path(path, key), item))
+                stack.append((json_path(path, key), item))
         elif isinstance(value, list):
-            stack.extend((_json_path(path, index), item)
+            stack.extend((json_path(path, index), item)
                          for index, item in reversed(list(enumerate(value))))
     return None
 

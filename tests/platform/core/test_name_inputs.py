@@ -148,3 +148,16 @@ def test_names_stored_before_the_rule_still_render(ctx: dict[str, Any]) -> None:
     assert datasets.status_code == 200
     shown = {d["name"]: [c["name"] for c in d["class_labels"]] for d in datasets.json()}
     assert shown["old\u202edataset"] == ["old\x1blabel"]
+
+
+@pytest.mark.parametrize("query", ["action=a%00", "a%00b=1", "action=x&q=%00"])
+def test_a_nul_in_a_query_parameter_is_a_400_naming_it(ctx: dict[str, Any], query: str) -> None:
+    # a view read ?action= straight into a filter: PostgreSQL refused NUL with a 500 (review)
+    response = ctx["client"].get(f"{ctx['base']}/audit/?{query}")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    name = query.split("&")[-1].split("=")[0].replace("%00", "\x00")
+    assert error["code"] == "invalid"
+    assert error["field"] == (ascii(name) if "\x00" in name else name)
+    assert "contains U+0000 (a control character) at position" in error["message"]
+    assert ctx["client"].get(f"{ctx['base']}/audit/?action=member.").status_code == 200

@@ -126,3 +126,22 @@ def test_nul_characters_are_removed_from_texts_and_labels() -> None:
     assert [p["code"] for p in table.problems] == ["empty_text"]
     assert normalise_label("tr\x00affic light") == "traffic light"
     assert read_text_file(b"x\x00y", name="a.txt").text == "xy"
+
+
+@pytest.mark.parametrize(("data", "encoding"), [
+    (b"text,label\n\"a\\ud800b x\",pos\n", "unicode_escape"),
+    (b"text,label\n\"a\\ud800b x\",pos\n", "raw_unicode_escape"),
+    (b"text,label\na+2AA-b,pos\n", "utf-7"),
+])
+def test_an_encoding_that_decodes_to_a_lone_surrogate_names_the_file(data: bytes,
+                                                                     encoding: str) -> None:
+    # the whole import failed in the worker (UnicodeEncodeError while hashing the text): review
+    with pytest.raises(TextFileError, match=r"s.csv: decoded as .* it holds a lone surrogate "
+                                            r"U\+D800 at character \d+"):
+        read_text_table(data, name="s.csv", encoding=encoding)
+
+
+def test_label_variants_keep_no_nul() -> None:
+    table = read_text_table(b"text,label\none,pos\ntwo,p\x00os\nthree,pos\x00\n", name="v.csv")
+    assert {r.label for r in table.rows} == {"pos"}
+    assert "\x00" not in repr(table.label_variants)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,9 @@ NOT_THAT_ENCODING = gettext_noop("%(file)s: not %(encoding)s (byte %(offset)d is
 UNDECODABLE = gettext_noop(
     "%(file)s: the bytes are neither UTF-8 (byte %(offset)d is %(byte)s) nor GB18030/GBK, and "
     "there is no UTF-8 or UTF-16 byte-order mark: save the file as UTF-8 or name its encoding")
+NOT_UNICODE = gettext_noop(
+    "%(file)s: decoded as %(encoding)s it holds a lone surrogate %(character)s at character "
+    "%(offset)d, which is not Unicode text: name the encoding the file was saved in")
 TOO_MANY_ROWS = gettext_noop("%(file)s: more than %(limit)d rows: split the table")
 COLUMN_NUMBER = gettext_noop("%(file)s: %(field)s %(number)d: columns count from 1")
 NOT_A_COLUMN = gettext_noop(
@@ -115,7 +119,8 @@ XLSX_TOO_WIDE = gettext_noop(
 XLSX_TOO_MUCH_TEXT = gettext_noop(
     "%(file)s: its cells hold more than %(limit)d characters, more than an import may bring: "
     "split the workbook")
-FILE_TEMPLATES = (UNKNOWN_ENCODING, NOT_THAT_ENCODING, UNDECODABLE, TOO_MANY_ROWS, COLUMN_NUMBER,
+FILE_TEMPLATES = (UNKNOWN_ENCODING, NOT_THAT_ENCODING, NOT_UNICODE, UNDECODABLE, TOO_MANY_ROWS,
+                  COLUMN_NUMBER,
                   NOT_A_COLUMN, NO_ROWS, CHOOSE_TEXT_COLUMN, NO_TEXT, XLS_OR_ENCRYPTED,
                   XLSX_REFUSED, XLSX_ENCRYPTED_PART, XLSX_TOO_LARGE, XLSX_PART_RATIO, XLSX_RATIO,
                   XLSX_UNREADABLE, NO_SUCH_SHEET, NO_WORKSHEET, XLSX_TOO_WIDE,
@@ -125,6 +130,9 @@ FILE_TEMPLATES = (UNKNOWN_ENCODING, NOT_THAT_ENCODING, UNDECODABLE, TOO_MANY_ROW
 class TextFileError(ArchiveError):
     """A text file or table that cannot be read at all (its encoding, its columns); the message
     names the file."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -147,11 +155,19 @@ def decode_text(data: bytes, *, name: str, encoding: str | None = None) -> Decod
             raise TextFileError(_(UNKNOWN_ENCODING)
                                 % {"file": name, "encoding": encoding}) from None
         try:
-            return DecodedText(data.decode(codec), codec)
+            text = data.decode(codec)
         except UnicodeDecodeError as exc:
             raise TextFileError(_(NOT_THAT_ENCODING) % {
                 "file": name, "encoding": codec, "offset": exc.start,
                 "byte": data[exc.start:exc.start + 1].hex()}) from None
+        # codecs that decode escapes (unicode_escape, raw_unicode_escape, utf-7) can make lone
+        # surrogates, which no database stores: the whole import used to fail on them
+        surrogate = _SURROGATE.search(text)
+        if surrogate is not None:
+            raise TextFileError(_(NOT_UNICODE) % {
+                "file": name, "encoding": codec, "offset": surrogate.start(),
+                "character": f"U+{ord(surrogate.group()):04X}"})
+        return DecodedText(text, codec)
     if data.startswith(codecs.BOM_UTF8):
         candidates = ["utf-8-sig"]
     elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -388,8 +404,8 @@ def _read_rows(table: TextTable, body: list[tuple[int, list[str]]],
         if table.label_column is not None and table.label_column < len(cells):
             raw = cells[table.label_column]
             label = normalise_label(raw) or None
-            if label is not None:
-                raw_labels.setdefault(label, set()).add(raw)
+            if label is not None:  # the variants are stored in the report: no NUL there
+                raw_labels.setdefault(label, set()).add(raw.replace("\x00", ""))
         table.rows.append(TextRow(line, text, label))
     table.label_variants = {label: sorted(v for v in variants if v != label)
                             for label, variants in sorted(raw_labels.items())
