@@ -199,3 +199,39 @@ def test_on_imbalanced_validation_an_epoch_that_ignores_the_small_class_is_not_k
     plain.offer(model, "finetune", 1, 1.0, 0.1, 10)
     plain.offer(model, "finetune", 2, 0.9, 0.1, 10)
     assert plain.best_epoch == 2
+
+
+def test_a_first_plan_that_underestimated_the_machine_is_replanned_within_the_first_epoch():
+    # A first plan of one epoch (7 steps) on a machine that fits many more: re-planned at the
+    # first epoch's end, its cosine had already reached 0, and the rest of the run trained at
+    # learning rate 0 (measured on a loaded host: 18 of 25 steps). The re-plan after
+    # EARLY_REPLAN_STEP steps continues from a phase that still leaves a rate to train with.
+    import time
+
+    import torch
+    from torch import nn
+
+    from edge_agent.imaging import Preprocessing
+    from workers.ml.data import ImageTensors
+    from workers.ml.recipe import Recipe
+    from workers.ml.schedule import EARLY_REPLAN_STEP
+    from workers.ml.state import Progress, TrainingState
+    from workers.ml.training import finetune
+
+    torch.manual_seed(0)
+    images = torch.randint(0, 256, (7 * 8, 3, 8, 8), dtype=torch.uint8)
+    labels = torch.arange(7 * 8) % 2
+    data = ImageTensors(images, labels, [str(i) for i in range(len(labels))])
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 2))
+    recipe = Recipe(finetune_steps=7, batch_size=8, warmup_steps=1, ema_epochs=0.0,
+                    label_smoothing=0.0, max_finetune_epochs=3)
+    state = TrainingState()
+    finetune(model, data, data, recipe, state, Progress(lambda e: None, lambda: False,
+                                                         time.monotonic()),
+             time.monotonic() + 60.0, Preprocessing(size=(8, 8)), None, None)
+    assert recipe.replans[:2] == [[0, 7], [EARLY_REPLAN_STEP, 21]], recipe.replans
+    assert recipe.finetune_steps_done == 21
+    # the first epoch ends at a rate that still trains, not at the end of the cosine (0.07 of
+    # the peak before), and the second epoch trains (at 0 before)
+    rates = [entry["lr"] / recipe.lr for entry in state.history]
+    assert rates[0] > 0.3 and rates[1] > 0.1, rates
