@@ -32,6 +32,7 @@ from sampan.accounts.models import Project
 from sampan.core import storage
 from sampan.core.errors import NotFound, ValidationFailed
 from sampan.fleet.compatibility import model_incompatibilities
+from sampan.fleet.heartbeat_body import MAX_ERROR_CHARS
 from sampan.fleet.models import (
     BENCHMARK_OPEN,
     BENCHMARK_REPORTABLE,
@@ -44,8 +45,6 @@ from sampan.registry.signing import sign_manifest
 MAX_INPUTS = 16
 MAX_RUNS = 1000
 MAX_WARMUP = 100
-#: Longest error text kept (characters).
-MAX_ERROR_CHARS = 4000
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 # A benchmark's ``error`` is stored in English, as an agent reports its own and as a worker asks

@@ -62,7 +62,8 @@ _METRICS: dict[str, tuple[bool, float | None, float | None, bool]] = {
     "confidence_mean": (False, 0, 1, False),
     "detections": (True, 0, None, False),
 }
-#: as sampan.fleet.services (a report's error is stored cut to this)
+#: Longest error text kept (characters): a deployment report's error, in the fast path and in
+#: sampan.fleet.services, and a benchmark's (sampan.fleet.benchmarks).
 MAX_ERROR_CHARS = 4000
 
 

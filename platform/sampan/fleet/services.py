@@ -25,6 +25,7 @@ from sampan.accounts.models import Project
 from sampan.core.errors import AuthenticationFailed, Conflict, NotFound, ValidationFailed
 from sampan.core.validation import validated_name, validated_text
 from sampan.fleet.compatibility import model_incompatibilities
+from sampan.fleet.heartbeat_body import MAX_ERROR_CHARS
 from sampan.fleet.models import (
     REPORTABLE,
     AlertRule,
@@ -43,8 +44,6 @@ DEVICE_CREDENTIAL_PREFIX = "spd_"
 #: most devices one deployment request reaches (its rows are locked in one transaction, while
 #: their heartbeats wait)
 MAX_DEVICES_PER_DEPLOY = 1000
-#: Longest agent error message kept on a deployment (characters).
-MAX_ERROR_CHARS = 4000
 
 
 def telemetry_keep() -> int:
