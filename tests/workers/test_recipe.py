@@ -201,11 +201,13 @@ def test_on_imbalanced_validation_an_epoch_that_ignores_the_small_class_is_not_k
     assert plain.best_epoch == 2
 
 
-def test_a_first_plan_that_underestimated_the_machine_is_replanned_within_the_first_epoch():
-    # A first plan of one epoch (7 steps) on a machine that fits many more: re-planned at the
-    # first epoch's end, its cosine had already reached 0, and the rest of the run trained at
-    # learning rate 0 (measured on a loaded host: 18 of 25 steps). The re-plan after
-    # EARLY_REPLAN_STEP steps continues from a phase that still leaves a rate to train with.
+@pytest.mark.parametrize("first_plan", [5, 6, 7])
+def test_a_first_plan_that_underestimated_the_machine_is_replanned_before_its_cosine(first_plan):
+    # A first plan of under one epoch (the planner's 5-7 steps) on a machine that fits many more:
+    # re-planned only at the first epoch's end, its cosine had already reached 0 and the rest of
+    # the run trained at learning rate 0 (measured on a loaded host: 18 of 25 steps). Now it is
+    # re-planned after EARLY_REPLAN_STEP steps, still in the warm-up, so the whole cosine spans
+    # the new total; a replay of the recipe applies the same rates.
     import time
 
     import torch
@@ -213,25 +215,34 @@ def test_a_first_plan_that_underestimated_the_machine_is_replanned_within_the_fi
 
     from edge_agent.imaging import Preprocessing
     from workers.ml.data import ImageTensors
-    from workers.ml.recipe import Recipe
-    from workers.ml.schedule import EARLY_REPLAN_STEP
+    from workers.ml.recipe import EARLY_REPLAN_STEP, Recipe, plan_warmup_steps
     from workers.ml.state import Progress, TrainingState
     from workers.ml.training import finetune
 
-    torch.manual_seed(0)
-    images = torch.randint(0, 256, (7 * 8, 3, 8, 8), dtype=torch.uint8)
-    labels = torch.arange(7 * 8) % 2
-    data = ImageTensors(images, labels, [str(i) for i in range(len(labels))])
-    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 2))
-    recipe = Recipe(finetune_steps=7, batch_size=8, warmup_steps=1, ema_epochs=0.0,
-                    label_smoothing=0.0, max_finetune_epochs=3)
-    state = TrainingState()
-    finetune(model, data, data, recipe, state, Progress(lambda e: None, lambda: False,
-                                                         time.monotonic()),
-             time.monotonic() + 60.0, Preprocessing(size=(8, 8)), None, None)
-    assert recipe.replans[:2] == [[0, 7], [EARLY_REPLAN_STEP, 21]], recipe.replans
+    images = torch.randint(0, 256, (7 * 8, 3, 8, 8), dtype=torch.uint8,
+                           generator=torch.Generator().manual_seed(0))
+    data = ImageTensors(images, torch.arange(7 * 8) % 2, [str(i) for i in range(7 * 8)])
+
+    def run(recipe):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 2))
+        state = TrainingState()
+        finetune(model, data, data, recipe, state,
+                 Progress(lambda e: None, lambda: False, time.monotonic()),
+                 time.monotonic() + 60.0, Preprocessing(size=(8, 8)), None, None)
+        return [entry["lr"] / recipe.lr for entry in state.history], model
+
+    recipe = Recipe(finetune_steps=first_plan, batch_size=8, ema_epochs=0.0,
+                    label_smoothing=0.0, max_finetune_epochs=3,
+                    warmup_steps=plan_warmup_steps(first_plan, 7))
+    assert recipe.warmup_steps == EARLY_REPLAN_STEP
+    rates, model = run(recipe)
+    assert recipe.replans[:2] == [[0, first_plan], [EARLY_REPLAN_STEP, 21]], recipe.replans
     assert recipe.finetune_steps_done == 21
-    # the first epoch ends at a rate that still trains, not at the end of the cosine (0.07 of
-    # the peak before), and the second epoch trains (at 0 before)
-    rates = [entry["lr"] / recipe.lr for entry in state.history]
-    assert rates[0] > 0.3 and rates[1] > 0.1, rates
+    # each epoch ends on the cosine of 21 steps: ~0.94, ~0.45, 0 (before: ~0.07, 0, 0)
+    assert rates[0] > 0.8 and rates[1] > 0.3, rates
+    replay = Recipe(**{**recipe.__dict__, "replans": [list(r) for r in recipe.replans]})
+    replayed_rates, replayed = run(replay)
+    assert replayed_rates == rates
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                 replayed.state_dict().values(), strict=True))

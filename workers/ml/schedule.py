@@ -1,7 +1,8 @@
 """The fine-tuning learning-rate schedule and its re-planning from the clock.
 
 Linear warm-up then cosine decay to zero at the planned total (:func:`learning_rate_factor`);
-the total is re-planned at each epoch end from the measured pace (:class:`Schedule`), and
+the total is re-planned after the first few steps and at each epoch end from the measured pace
+(:class:`Schedule`), and
 :func:`scheduled_factor` continues the cosine from the phase reached when it changes. Every
 change is recorded in ``Recipe.replans`` so that a replay applies the same rate at every step.
 """
@@ -13,20 +14,11 @@ import time
 
 from .recipe import Recipe
 
-__all__ = ["ANNEAL_EPOCHS", "EARLY_REPLAN_STEP", "Schedule", "learning_rate_factor",
-           "scheduled_factor"]
+__all__ = ["ANNEAL_EPOCHS", "Schedule", "learning_rate_factor", "scheduled_factor"]
 
 #: When validation stops improving, the rest of the cosine schedule is compressed into this many
 #: epochs (a run stopped outright ends at a high learning rate).
 ANNEAL_EPOCHS = 2
-
-#: The first re-plan comes after this many steps of the first epoch, not at its end: the first
-#: plan's pace is the calibration's estimate, and a plan that underestimated the machine would
-#: otherwise run its whole cosine inside the first epoch. Measured on a loaded 2-core host
-#: (digits, 20 s): a first plan of 7 steps (one epoch) re-planned at the epoch's end to 25 ran
-#: its last 18 steps at learning rate 0 and kept the probe (val 0.82; 0.95 when the same run
-#: had the time it was given).
-EARLY_REPLAN_STEP = 4
 
 
 def learning_rate_factor(step: int, total: int, warmup_steps: int) -> float:
@@ -64,8 +56,9 @@ def scheduled_factor(step: int, replans: list[list[int]], warmup_steps: int) -> 
 
 
 class Schedule:
-    """Total fine-tuning steps: planned, then re-planned at each epoch end from the measured
-    time per epoch so that training ends at ``deadline``. Each change is recorded in
+    """Total fine-tuning steps: planned, then re-planned after ``EARLY_REPLAN_STEP`` steps of the
+    first epoch and at each epoch end from the measured pace so that training ends at
+    ``deadline``. Each change is recorded in
     ``recipe.replans`` as ``[step, total]``; a replayed recipe follows the recorded list and
     ignores the clock, so it applies the same learning rate at every step."""
 
@@ -96,13 +89,14 @@ class Schedule:
         return self.total
 
     def replan(self, step: int, step_s: float, eval_s: float) -> None:
-        """Re-plan the total from the measured seconds per training step and per validation
-        (precise BN + evaluation, once per epoch; both medians over the run so far, so one slow
-        epoch is not taken for the machine's speed): as many steps as fit before the deadline
-        with their validations, ending mid-epoch if that is where the time runs out. One re-plan
-        cuts at most 30 % of the steps left (a burst of load on a shared machine cut a run from
-        154 planned steps to 8, measured); the per-step deadline guard still ends a run that
-        really is late (``stop_reason="deadline"``)."""
+        """Re-plan the total from the seconds per training step and per validation (precise BN +
+        evaluation, once per epoch; at epoch ends both medians over the run so far, so one slow
+        epoch is not taken for the machine's speed; early in the first epoch the validation is
+        the plan's estimate scaled by the measured step time): as many steps as fit before the
+        deadline with their validations, ending mid-epoch if that is where the time runs out. One
+        re-plan cuts at most 30 % of the steps left (a burst of load on a shared machine cut a run
+        from 154 planned steps to 8, measured); the per-step deadline guard still ends a run
+        that really is late (``stop_reason="deadline"``)."""
         if self.replay or step_s <= 0:
             return
         if self.cap is not None:

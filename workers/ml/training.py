@@ -21,13 +21,14 @@ moves slowly enough for its statistics to keep up (epochs 1-3: 84%, 89%, 95%). T
 precise BN stays available in the recipe and is off by default.
 
 In short runs the EMA spans one epoch (``ema_epochs`` is a tenth of the run, at least 1) and
-its warm-up follows the weights closely, so the dip comes back near the peak rate: digits, 20
-train images a class, 20-40 s budgets, the second epoch at 0.27-0.62 after a probe at 0.82
-(measured, session 26; 60 s budgets, 60 a class: the first epoch at 0.64-0.80), recovering to
-0.95-0.98. Precise BN on 64 images removed it (first epochs 0.79-0.87) but the kept model's
-statistics then come from 64 images: test accuracy 0.981 vs 0.989 on digits at 60 s (3 seeds,
-500 test images) and 0.994 vs 1.0 on lfw_faces with 17 % fewer steps. So it stays off; the
-best-epoch rule never keeps a dipped epoch.
+its warm-up follows the weights closely, so the dip comes back near the peak rate (measured on
+the digits): with 20 train images a class and 20-40 s budgets, an early epoch at 0.27-0.62 after
+a probe at 0.82, recovering to 0.95-0.98; with 60 a class at 60 s, the first epoch at 0.64-0.80.
+Precise BN on 64 images removed it (0.79-0.87) but the kept model's statistics then come from 64
+images: test accuracy 0.981 vs 0.989 on the digits at 60 s (3 seeds, 500 test images) and 0.994
+vs 1.0 on lfw_faces with 17 % fewer steps. So it stays off. The model kept is the latest epoch
+within two standard errors of the best (:class:`TrainingState`): an epoch that dipped further
+than that below the best is never kept.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from edge_agent.imaging import Preprocessing
 from .augmentation import augment_batch
 from .data import ImageTensors, normalise
 from .models import classifier_head, feature_extractor, pooled_features
-from .recipe import Recipe, steps_per_epoch
-from .schedule import ANNEAL_EPOCHS, EARLY_REPLAN_STEP, Schedule, scheduled_factor
+from .recipe import EARLY_REPLAN_STEP, Recipe, steps_per_epoch
+from .schedule import ANNEAL_EPOCHS, Schedule, scheduled_factor
 from .state import Progress, TrainingState
 
 __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "balanced_accuracy", "calibrate_step_s",
@@ -357,9 +358,14 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             seen += len(index)
             step_times.append(time.monotonic() - began)
             if epoch == 1 and step == EARLY_REPLAN_STEP < epoch_steps:
-                # the first plan's pace came from a calibration; measured, it may allow many
-                # more steps (the first step left out: it allocates)
-                schedule.replan(step, statistics.median(step_times[1:]), eval_est)
+                # the first plan's pace came from a calibration; measured (the first step left
+                # out: it allocates), it may allow many more steps. No validation has run yet:
+                # the plan's estimate, scaled as the step time was misjudged.
+                step_s = statistics.median(step_times[1:])
+                planned_step_s = float(recipe.planned.get("step_s", 0.0))
+                schedule.replan(step, step_s, eval_est * step_s / planned_step_s
+                                if planned_step_s > 0 else eval_est)
+                total = schedule.at(step)
             progress.emit({"phase": "finetune", "epoch": epoch,
                            "epochs": math.ceil(total / epoch_steps), "step": step,
                            "steps": total, "loss": round(running / seen, 4)})
