@@ -203,7 +203,7 @@ def test_on_imbalanced_validation_an_epoch_that_ignores_the_small_class_is_not_k
 
 @pytest.mark.parametrize("first_plan", [5, 6, 7])
 def test_a_first_plan_that_underestimated_the_machine_is_replanned_before_its_cosine(first_plan):
-    # A first plan of under one epoch (the planner's 5-7 steps) on a machine that fits many more:
+    # A first plan of one epoch or less (the planner's 5-7 steps) on a machine that fits many more:
     # re-planned only at the first epoch's end, its cosine had already reached 0 and the rest of
     # the run trained at learning rate 0 (measured on a loaded host: 18 of 25 steps). Now it is
     # re-planned after EARLY_REPLAN_STEP steps, still in the warm-up, so the whole cosine spans
@@ -239,10 +239,43 @@ def test_a_first_plan_that_underestimated_the_machine_is_replanned_before_its_co
     rates, model = run(recipe)
     assert recipe.replans[:2] == [[0, first_plan], [EARLY_REPLAN_STEP, 21]], recipe.replans
     assert recipe.finetune_steps_done == 21
-    # each epoch ends on the cosine of 21 steps: ~0.94, ~0.45, 0 (before: ~0.07, 0, 0)
+    # each epoch ends on the cosine of 21 steps: ~0.97, ~0.45, 0 (before: 0.07-0.15, then 0)
     assert rates[0] > 0.8 and rates[1] > 0.3, rates
     replay = Recipe(**{**recipe.__dict__, "replans": [list(r) for r in recipe.replans]})
     replayed_rates, replayed = run(replay)
     assert replayed_rates == rates
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
                                                  replayed.state_dict().values(), strict=True))
+
+
+def test_the_early_replan_only_adds_steps():
+    # At step 4 of a 5-step plan, a machine as fast as planned has 1 step left, which a re-plan
+    # would drop ("not a few stray steps"); the early re-plan, before any validation was timed,
+    # leaves the plan as it is and the deadline guard ends a run that really is late.
+    import time
+
+    from workers.ml.recipe import Recipe
+    from workers.ml.schedule import Schedule
+
+    recipe = Recipe(finetune_steps=5)
+    schedule = Schedule(recipe, steps_per_epoch=7, deadline=time.monotonic() + 0.05)
+    schedule.replan(4, step_s=0.05, eval_s=0.0, extend_only=True)
+    assert schedule.at(4) == 5 and recipe.replans == [[0, 5]]
+    schedule.replan(4, step_s=0.05, eval_s=0.0)  # an epoch-end re-plan does cut
+    assert schedule.at(4) == 4
+    longer = Recipe(finetune_steps=5)
+    schedule = Schedule(longer, steps_per_epoch=7, deadline=time.monotonic() + 60.0)
+    schedule.replan(4, step_s=0.05, eval_s=0.0, extend_only=True)
+    assert schedule.at(4) == 7 * longer.max_finetune_epochs  # extended (to the epochs cap)
+
+
+@pytest.mark.parametrize(("steps", "epoch_steps", "expected"), [
+    (0, 7, 1), (3, 7, 3), (4, 7, 4), (5, 7, 4), (39, 7, 4),  # the first re-plan at step 4
+    (40, 7, 4), (50, 7, 5), (100, 19, 10), (1000, 19, 10),  # a tenth of the run, at most 10
+    (1000, 200, 60),  # a third of an epoch
+    (10, 2, 2), (10, 3, 3), (30, 2, 3),  # epochs of <= 4 steps: the first re-plan ends one
+])
+def test_the_warm_up_lasts_until_the_first_replan(steps, epoch_steps, expected):
+    from workers.ml.recipe import plan_warmup_steps
+
+    assert plan_warmup_steps(steps, epoch_steps) == expected

@@ -2,8 +2,9 @@
 
 The first plan is a function of the request (budget, dataset sizes, image sizes, weights) and one
 measured number, the time of a training step at 96 px (measured once per process). Fine-tuning
-then reads the clock: after each epoch the number of steps left is re-planned from the measured
-epoch time so that the run ends at the budget (:class:`workers.ml.schedule.Schedule`); every
+then reads the clock: after each epoch (and once early in the first) the number of steps left is
+re-planned from the measured pace so that the run ends at the budget
+(:class:`workers.ml.schedule.Schedule`); every
 re-plan is recorded in ``Recipe.replans`` so that a recorded recipe replays the same learning rate
 at every step. Reasons and measurements: docs/decisions/training-recipe.md.
 """
@@ -15,8 +16,8 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["EARLY_REPLAN_STEP", "BudgetCosts", "Recipe", "plan_recipe", "target_resolution",
-           "plan_warmup_steps"]
+__all__ = ["EARLY_REPLAN_STEP", "BudgetCosts", "Recipe", "plan_recipe", "plan_warmup_steps",
+           "target_resolution"]
 
 #: Input sizes tried, in px (square). 96 is the smallest that keeps MobileNetV2's last feature map
 #: at 3x3 (stride 32); 224 is its ImageNet training size.
@@ -36,20 +37,20 @@ EXPORT_RESERVE_S = 10.0
 TORCHSCRIPT_EXPORT_RESERVE_S = 0.5  # measured 0.23-0.3 s
 MAX_EXPORT_SHARE = 0.08
 _REFERENCE_STEP_S = 0.15
-#: Warm-up: a third of an epoch (at most a tenth of the run). The head is already fitted by the
-#: probe, so the backbone needs few steps at low rates: a whole epoch of warm-up spent ~10% of a
-#: 30 s run there (digits, 3 seeds, test 98.1% with 1 epoch vs 98.7% with 0.3 epoch and the EMA
-#: below; measured, docs/decisions/training-recipe.md).
+#: Warm-up: a third of an epoch (at most a tenth of the run; :func:`plan_warmup_steps`). The head
+#: is already fitted by the probe, so the backbone needs few steps at low rates: a whole epoch of
+#: warm-up spent ~10% of a 30 s run there (digits, 3 seeds, test 98.1% with 1 epoch vs 98.7% with
+#: 0.3 epoch and the EMA below; measured, docs/decisions/training-recipe.md).
 WARMUP_EPOCHS = 0.3
 #: ... and at least this many steps (still at most a tenth of the run): on 66 images (3 steps per
 #: epoch) a third of an epoch was 1 step, and validation fell from 96 % to 17 % at the peak rate
 #: (measured, docs/decisions/training-recipe.md).
 MIN_WARMUP_STEPS = 10
-#: Fine-tuning re-plans after this many steps of its first epoch, not only at epoch ends: the
-#: first plan's pace is the calibration's estimate, and a loaded 2-core host planned one 7-step
-#: epoch (digits, 20 s) whose cosine ended inside it; the 18 steps added at the epoch's end all
-#: trained at learning rate 0 and the probe was kept (val 0.82; 0.95 when the run had its
-#: time). The warm-up lasts at least this long, so the cosine starts only after that re-plan.
+#: Fine-tuning also re-plans after this many steps of its first epoch (when the epoch is longer):
+#: the first plan's pace is the calibration's estimate, and a loaded 2-core host planned one
+#: 7-step epoch (digits, 20 s) whose cosine ended inside it; the 18 steps added at the epoch's end
+#: all trained at learning rate 0 and the probe was kept (val 0.82; 0.95 when the run had its
+#: time). The warm-up lasts at least until the first re-plan, so the cosine starts after it.
 EARLY_REPLAN_STEP = 4
 #: A last batch smaller than this is dropped from the epoch (a new random order each epoch, so no
 #: image is left out for good): BatchNorm in train mode normalises by the batch's own statistics,
@@ -216,11 +217,13 @@ def steps_per_epoch(n_train: int, batch: int) -> int:
 
 def plan_warmup_steps(steps: int, epoch_steps: int) -> int:
     """Warm-up steps of a plan of ``steps`` fine-tuning steps, ``epoch_steps`` per epoch:
-    ``WARMUP_EPOCHS`` of an epoch, at least ``MIN_WARMUP_STEPS``, at most a tenth of the run, and
-    never fewer than ``EARLY_REPLAN_STEP`` (when the run has them), so that the first re-plan
-    comes before the cosine starts."""
+    ``WARMUP_EPOCHS`` of an epoch, at least ``MIN_WARMUP_STEPS``, at most a tenth of the run (at
+    least 1 step), but never ending before the first re-plan (step ``EARLY_REPLAN_STEP``, or the
+    end of a shorter first epoch), so that a re-plan always comes before the cosine starts. That
+    floor wins in runs under 40 steps (a run of 4 steps or fewer is all warm-up)."""
     tenth = max(1, steps // 10)
-    return max(min(EARLY_REPLAN_STEP, steps),
+    first_replan = min(EARLY_REPLAN_STEP, epoch_steps, steps)
+    return max(first_replan,
                min(tenth, max(MIN_WARMUP_STEPS, math.ceil(WARMUP_EPOCHS * epoch_steps))))
 
 

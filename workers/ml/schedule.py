@@ -1,7 +1,7 @@
 """The fine-tuning learning-rate schedule and its re-planning from the clock.
 
 Linear warm-up then cosine decay to zero at the planned total (:func:`learning_rate_factor`);
-the total is re-planned after the first few steps and at each epoch end from the measured pace
+the total is re-planned from the measured pace after the first few steps and at each epoch end
 (:class:`Schedule`), and
 :func:`scheduled_factor` continues the cosine from the phase reached when it changes. Every
 change is recorded in ``Recipe.replans`` so that a replay applies the same rate at every step.
@@ -56,9 +56,9 @@ def scheduled_factor(step: int, replans: list[list[int]], warmup_steps: int) -> 
 
 
 class Schedule:
-    """Total fine-tuning steps: planned, then re-planned after ``EARLY_REPLAN_STEP`` steps of the
-    first epoch and at each epoch end from the measured pace so that training ends at
-    ``deadline``. Each change is recorded in
+    """Total fine-tuning steps: planned, then re-planned from the measured pace so that training
+    ends at ``deadline``: at each epoch end, and after ``recipe.EARLY_REPLAN_STEP`` steps when
+    the first epoch is longer than that. Each change is recorded in
     ``recipe.replans`` as ``[step, total]``; a replayed recipe follows the recorded list and
     ignores the clock, so it applies the same learning rate at every step."""
 
@@ -88,15 +88,17 @@ class Schedule:
                 self.total = total
         return self.total
 
-    def replan(self, step: int, step_s: float, eval_s: float) -> None:
+    def replan(self, step: int, step_s: float, eval_s: float, *, extend_only: bool = False
+               ) -> None:
         """Re-plan the total from the seconds per training step and per validation (precise BN +
-        evaluation, once per epoch; at epoch ends both medians over the run so far, so one slow
-        epoch is not taken for the machine's speed; early in the first epoch the validation is
-        the plan's estimate scaled by the measured step time): as many steps as fit before the
-        deadline with their validations, ending mid-epoch if that is where the time runs out. One
-        re-plan cuts at most 30 % of the steps left (a burst of load on a shared machine cut a run
-        from 154 planned steps to 8, measured); the per-step deadline guard still ends a run
-        that really is late (``stop_reason="deadline"``)."""
+        evaluation, once per epoch): as many steps as fit before the deadline with their
+        validations, ending mid-epoch if that is where the time runs out. At epoch ends
+        ``finetune`` passes the median of the last 200 steps and of the last 3 validations, so
+        one slow epoch is not taken for the machine's speed, and one re-plan cuts at most 30 % of
+        the steps left (a burst of load on a shared machine cut a run from 154 planned steps to
+        8, measured). ``extend_only``: the early re-plan in the first epoch, whose validation
+        time is still an estimate, only ever adds steps. The per-step deadline guard still ends
+        a run that really is late (``stop_reason="deadline"``)."""
         if self.replay or step_s <= 0:
             return
         if self.cap is not None:
@@ -108,6 +110,8 @@ class Schedule:
         steps_left = max(steps_left, int(0.7 * (self.total - step)))
         total = step + (steps_left if steps_left >= 3 else 0)  # not a few stray steps
         total = max(step, min(total, steps_cap))
+        if extend_only and total <= self.total:
+            return
         if total != self.total:
             self.total = total
             self.recipe.replans.append([step, total])

@@ -26,9 +26,9 @@ the digits): with 20 train images a class and 20-40 s budgets, an early epoch at
 a probe at 0.82, recovering to 0.95-0.98; with 60 a class at 60 s, the first epoch at 0.64-0.80.
 Precise BN on 64 images removed it (0.79-0.87) but the kept model's statistics then come from 64
 images: test accuracy 0.981 vs 0.989 on the digits at 60 s (3 seeds, 500 test images) and 0.994
-vs 1.0 on lfw_faces with 17 % fewer steps. So it stays off. The model kept is the latest epoch
-within two standard errors of the best (:class:`TrainingState`): an epoch that dipped further
-than that below the best is never kept.
+vs 1.0 on lfw_faces (where precise BN's runs fitted 17 % fewer steps). So it stays off. The
+model kept is the latest epoch within two standard errors of the best (:class:`TrainingState`):
+an epoch that dipped further than that below the best is never kept.
 """
 
 from __future__ import annotations
@@ -331,8 +331,13 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             # deadline (before the first step and validation, the plan's estimates of both)
             step_est = (sum(step_times[-20:]) / len(step_times[-20:]) if step_times
                         else float(recipe.planned.get("step_s", 0.0)))
-            eval_est = (statistics.median(eval_times[-3:]) if eval_times
-                        else float(recipe.planned.get("val_s", 0.0)))
+            if eval_times:
+                eval_est = statistics.median(eval_times[-3:])
+            else:  # the plan's estimate, scaled by how far its step time was misjudged
+                eval_est = float(recipe.planned.get("val_s", 0.0))
+                planned_step_s = float(recipe.planned.get("step_s", 0.0))
+                if len(step_times) > 1 and planned_step_s > 0:
+                    eval_est *= statistics.median(step_times[1:]) / planned_step_s
             if not schedule.replay and time.monotonic() + step_est + eval_est > deadline:
                 # a few steps short of the plan, at a rate near zero, is a run that finished
                 # (a reviewer's run stopped at step 143 of 144 was labelled "time limit")
@@ -359,12 +364,10 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             step_times.append(time.monotonic() - began)
             if epoch == 1 and step == EARLY_REPLAN_STEP < epoch_steps:
                 # the first plan's pace came from a calibration; measured (the first step left
-                # out: it allocates), it may allow many more steps. No validation has run yet:
-                # the plan's estimate, scaled as the step time was misjudged.
-                step_s = statistics.median(step_times[1:])
-                planned_step_s = float(recipe.planned.get("step_s", 0.0))
-                schedule.replan(step, step_s, eval_est * step_s / planned_step_s
-                                if planned_step_s > 0 else eval_est)
+                # out: it allocates), it may allow many more steps; it never cuts here, before
+                # any validation was timed
+                schedule.replan(step, statistics.median(step_times[1:]), eval_est,
+                                extend_only=True)
                 total = schedule.at(step)
             progress.emit({"phase": "finetune", "epoch": epoch,
                            "epochs": math.ceil(total / epoch_steps), "step": step,
