@@ -90,12 +90,14 @@ def test_the_first_finetuning_epoch_does_not_fall_to_chance(pretrained_runs):
     finetune = [h for h in result.history if h["phase"] == "finetune"]
     assert finetune, result.history
     # chance is 10%; before BatchNorm was adapted (AdaBN), the first epoch fell to 10-15% from
-    # ~90%: the probe's head did not fit train-mode features. Measured since: 0.49-0.82 after a
-    # probe at 0.82. Epochs at the peak rate may dip further (0.27-0.62 measured: the BatchNorm
-    # running statistics lag, see workers/ml/training.py) and recover. The model kept is chosen
-    # by validation (test_trains_within_budget...: >= 0.6); the schedule is tested in
+    # ~90%: the probe's head did not fit train-mode features (tested directly below:
+    # test_probe_head_still_fits_when_batchnorm_runs_in_train_mode). Measured since, after a probe
+    # at 0.82: first epochs at 0.49-0.82 (0.70-0.73 with the 4-step warm-up), and epochs at the
+    # peak rate at 0.27-0.62 (the BatchNorm running statistics lag, see workers/ml/training.py),
+    # recovering. So the line is at twice chance, not at a share of the probe. The model kept is
+    # chosen by validation (test_trains_within_budget...: >= 0.6); the schedule is tested in
     # test_recipe.py.
-    assert finetune[0]["val_accuracy"] >= 0.35, result.history
+    assert finetune[0]["val_accuracy"] >= 0.2, result.history
 
 
 def test_progress_is_reported_and_throttled(pretrained_runs):

@@ -279,3 +279,34 @@ def test_the_warm_up_lasts_until_the_first_replan(steps, epoch_steps, expected):
     from workers.ml.recipe import plan_warmup_steps
 
     assert plan_warmup_steps(steps, epoch_steps) == expected
+
+
+def test_an_epoch_end_replan_in_the_warm_up_keeps_its_few_steps():
+    # Epochs of 3 steps, a warm-up of 3: at the first epoch's end 2 steps still fit. Cut as
+    # "stray", the run ended inside its warm-up (rates 0.01, 0.34, 0.67, no cosine); kept, the
+    # cosine runs over them.
+    import time
+
+    from workers.ml.recipe import Recipe
+    from workers.ml.schedule import Schedule
+
+    recipe = Recipe(finetune_steps=6, warmup_steps=3)
+    schedule = Schedule(recipe, steps_per_epoch=3, deadline=time.monotonic() + 0.25)
+    schedule.replan(3, step_s=0.1, eval_s=0.0)  # 0.25 s left: 2 steps
+    assert recipe.replans == [[0, 6], [3, 5]]
+    assert scheduled_factor(4, recipe.replans, 3) == pytest.approx(0.5)
+    after = Recipe(finetune_steps=8, warmup_steps=3)  # past the warm-up, 2 steps are stray
+    schedule = Schedule(after, steps_per_epoch=3, deadline=time.monotonic() + 0.25)
+    schedule.replan(6, step_s=0.1, eval_s=0.0)
+    assert after.replans == [[0, 8], [6, 6]]
+
+
+def test_before_any_validation_its_time_is_the_plans_scaled_by_the_misjudged_step_time():
+    from workers.ml.training import validation_estimate
+
+    planned = {"step_s": 0.1, "val_s": 0.5}
+    assert validation_estimate([], [], planned) == 0.5  # nothing timed yet
+    # steps took 0.3 s, not 0.1 (the first, 1.0 s, allocates and is left out): 3x the plan
+    assert validation_estimate([], [1.0, 0.3, 0.3, 0.2], planned) == pytest.approx(1.5)
+    assert validation_estimate([0.7, 0.9, 0.8, 2.0], [1.0, 0.3], planned) == 0.9  # timed
+    assert validation_estimate([], [1.0, 0.3], {}) == 0.0  # no estimate in the plan

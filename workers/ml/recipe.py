@@ -220,7 +220,9 @@ def plan_warmup_steps(steps: int, epoch_steps: int) -> int:
     ``WARMUP_EPOCHS`` of an epoch, at least ``MIN_WARMUP_STEPS``, at most a tenth of the run (at
     least 1 step), but never ending before the first re-plan (step ``EARLY_REPLAN_STEP``, or the
     end of a shorter first epoch), so that a re-plan always comes before the cosine starts. That
-    floor wins in runs under 40 steps (a run of 4 steps or fewer is all warm-up)."""
+    floor wins in runs under 40 steps of epochs over 4 steps; a run no longer than its first
+    re-plan is all warm-up. A plan of 5-7 steps that is not extended ends at 1.0-0.25 of the
+    peak rate (docs/decisions/training-recipe.md)."""
     tenth = max(1, steps // 10)
     first_replan = min(EARLY_REPLAN_STEP, epoch_steps, steps)
     return max(first_replan,

@@ -108,7 +108,10 @@ class Schedule:
         left_s = self.deadline - time.monotonic() - eval_s  # the last validation always runs
         steps_left = max(0, int(left_s / (step_s + eval_s / self.steps_per_epoch)))
         steps_left = max(steps_left, int(0.7 * (self.total - step)))
-        total = step + (steps_left if steps_left >= 3 else 0)  # not a few stray steps
+        # not a few stray steps, unless the run is still in its warm-up (cut there, it would end
+        # without a cosine)
+        stray = steps_left < 3 and step > self.recipe.warmup_steps
+        total = step + (0 if stray else steps_left)
         total = max(step, min(total, steps_cap))
         if extend_only and total <= self.total:
             return

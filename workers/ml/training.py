@@ -53,7 +53,7 @@ from .schedule import ANNEAL_EPOCHS, Schedule, scheduled_factor
 from .state import Progress, TrainingState
 
 __all__ = ["Progress", "TrainingState", "adapt_batchnorm", "balanced_accuracy", "calibrate_step_s",
-           "evaluate", "finetune", "train_head"]
+           "evaluate", "finetune", "train_head", "validation_estimate"]
 
 _EVAL_BATCH = 64
 
@@ -291,6 +291,21 @@ def _ema(model: nn.Module, recipe: Recipe, steps_per_epoch: int
     return torch.optim.swa_utils.AveragedModel(model, multi_avg_fn=average, use_buffers=True)
 
 
+def validation_estimate(eval_times: Sequence[float], step_times: Sequence[float],
+                        planned: dict[str, Any]) -> float:
+    """Seconds one validation is expected to take: the median of the last 3 timed (``eval_times``),
+    or before any, the plan's ``planned["val_s"]`` scaled by how far its ``planned["step_s"]``
+    misjudged the steps timed so far (``step_times``, the first left out: it allocates). 0 when
+    the plan has no estimate."""
+    if eval_times:
+        return statistics.median(eval_times[-3:])
+    estimate = float(planned.get("val_s", 0.0))
+    planned_step_s = float(planned.get("step_s", 0.0))
+    if len(step_times) > 1 and planned_step_s > 0:
+        estimate *= statistics.median(step_times[1:]) / planned_step_s
+    return estimate
+
+
 def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: Recipe,
              state: TrainingState, progress: Progress, deadline: float,
              preprocessing: Preprocessing, transform: Any,
@@ -331,13 +346,7 @@ def finetune(model: nn.Module, train: ImageTensors, val: ImageTensors, recipe: R
             # deadline (before the first step and validation, the plan's estimates of both)
             step_est = (sum(step_times[-20:]) / len(step_times[-20:]) if step_times
                         else float(recipe.planned.get("step_s", 0.0)))
-            if eval_times:
-                eval_est = statistics.median(eval_times[-3:])
-            else:  # the plan's estimate, scaled by how far its step time was misjudged
-                eval_est = float(recipe.planned.get("val_s", 0.0))
-                planned_step_s = float(recipe.planned.get("step_s", 0.0))
-                if len(step_times) > 1 and planned_step_s > 0:
-                    eval_est *= statistics.median(step_times[1:]) / planned_step_s
+            eval_est = validation_estimate(eval_times, step_times, recipe.planned)
             if not schedule.replay and time.monotonic() + step_est + eval_est > deadline:
                 # a few steps short of the plan, at a rate near zero, is a run that finished
                 # (a reviewer's run stopped at step 143 of 144 was labelled "time limit")
