@@ -19,6 +19,7 @@ from sampan.accounts.services import project_create, user_create
 from sampan.fleet import services
 from sampan.fleet.models import Device
 from sampan.registry.models import ModelVersion, RegisteredModel
+from tests.platform.heartbeats import steady_heartbeat
 
 
 @pytest.fixture(autouse=True)
@@ -104,12 +105,5 @@ def enrolled(project: Project, owner: Any) -> Callable[..., tuple[Device, APICli
 def heartbeat() -> Callable[..., Any]:
     """POST a heartbeat in the contract's format; keyword arguments replace fields."""
     def send(client: APIClient, **fields: Any) -> Any:
-        body = {"device_time": "2026-11-29T12:00:00Z", "agent_version": "0.1.0",
-                "current_model_version_id": None,
-                "metrics": {"requests": 10, "errors": 1,
-                            "latency_ms": {"p50": 4.5, "p95": 9.0, "p99": 12.25},
-                            "cpu_percent": 12.5, "memory_bytes": 50_000_000},
-                "deployment": None}
-        body.update(fields)
-        return client.post("/api/device/v1/heartbeat", body, format="json")
+        return client.post("/api/device/v1/heartbeat", steady_heartbeat(**fields), format="json")
     return send

@@ -27,12 +27,9 @@ from sampan.fleet.heartbeat_body import parse
 from sampan.fleet.models import Device, Telemetry
 from sampan.fleet.services import deployment_create
 
-STEADY = {"device_time": "2026-11-29T12:00:00Z", "agent_version": "0.1.0",
-          "current_model_version_id": None,
-          "metrics": {"requests": 10, "errors": 1,
-                      "latency_ms": {"p50": 4.5, "p95": 9.0, "p99": 12.25},
-                      "cpu_percent": 12.5, "memory_bytes": 50_000_000},
-          "deployment": None}
+from tests.platform.heartbeats import steady_heartbeat
+
+STEADY = steady_heartbeat()
 
 
 def post_raw(client: APIClient, path: str, raw: str) -> Any:
